@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/operator"
+)
+
+// Work does an operation's work on the node. It must be idempotent: a
+// restarted agent may run it again for the same operation if it died before
+// reporting the result.
+type Work func(ctx context.Context, node string, op v1alpha1.NodeOperation) error
+
+// Agent runs its node's plan.
+type Agent struct {
+	Client client.Client
+	Node   string
+	// Work maps an operation kind to what the agent does for it.
+	Work map[v1alpha1.OperationKind]Work
+}
+
+// HoldWork is the Reconfigure work until netshift has node settings to
+// re-apply (later issues add them): it keeps the node drained for d, which is
+// also what the demo uses to make the waves visible.
+func HoldWork(d time.Duration) Work {
+	return func(ctx context.Context, _ string, _ v1alpha1.NodeOperation) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Options configure an agent process.
+type Options struct {
+	Node string
+	// Work maps an operation kind to what the agent does for it.
+	Work map[v1alpha1.OperationKind]Work
+	// HealthAddr serves /healthz and /readyz; "0" disables it.
+	HealthAddr string
+	// ManyInProcess allows several agents in one process (tests).
+	ManyInProcess bool
+}
+
+// NewManager builds the agent process for one node: a manager whose cache
+// holds only that node's NodeNetworkState.
+func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	node := o.Node
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 operator.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: o.HealthAddr,
+		Controller:             config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.NodeNetworkState{}: {Field: fields.OneTermEqualSelector("metadata.name", node)},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node %s: create agent manager: %w", node, err)
+	}
+	if o.HealthAddr != "0" && o.HealthAddr != "" {
+		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+			return nil, err
+		}
+	}
+	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(&v1alpha1.NodeNetworkState{}).Complete(a); err != nil {
+		return nil, fmt.Errorf("node %s: set up agent: %w", node, err)
+	}
+	return mgr, nil
+}
+
+// Reconcile takes the next step for the agent's own node.
+func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if req.Name != a.Node {
+		return ctrl.Result{}, nil
+	}
+	var nns v1alpha1.NodeNetworkState
+	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	step, opID := NextStep(&nns)
+	logger := log.FromContext(ctx).WithValues("node", a.Node, "operation", opID, "step", step)
+	now := metav1.Now()
+	switch step {
+	case StepNone:
+		return ctrl.Result{}, nil
+	case StepRelease:
+		logger.Info("handing the slot back")
+		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.DrainRequest = &v1alpha1.DrainRequest{Operation: opID, State: v1alpha1.DrainRequestIdle, Time: &now}
+		})
+	case StepRequestDrain:
+		logger.Info("asking for a drain")
+		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.DrainRequest = &v1alpha1.DrainRequest{Operation: opID, State: v1alpha1.DrainRequestRequired, Time: &now}
+			s.SyncOperation, s.SyncStatus, s.LastSyncError = opID, v1alpha1.SyncInProgress, ""
+		})
+	case StepDrainFailed:
+		reason := nns.Status.DrainFailure.Reason
+		logger.Info("drain given up by the operator", "reason", reason)
+		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.SyncOperation, s.SyncStatus = opID, v1alpha1.SyncFailed
+			s.LastSyncError = fmt.Sprintf("node %s: operation %s: drain failed: %s", a.Node, opID, reason)
+			s.DrainRequest = &v1alpha1.DrainRequest{Operation: opID, State: v1alpha1.DrainRequestIdle, Time: &now}
+		})
+	case StepWork:
+		op := *nns.Spec.Operation
+		work, ok := a.Work[op.Kind]
+		var err error
+		if !ok {
+			err = fmt.Errorf("this agent cannot run operations of kind %q", op.Kind)
+		} else {
+			logger.Info("working")
+			err = work(ctx, a.Node, op)
+		}
+		if ctx.Err() != nil {
+			return ctrl.Result{}, ctx.Err() // stopped mid-work: the next agent runs it again
+		}
+		// Re-read: the work may have taken long and the operator may have written meanwhile.
+		if gerr := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); gerr != nil {
+			return ctrl.Result{}, gerr
+		}
+		done := metav1.Now()
+		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.SyncOperation, s.SyncStatus, s.LastSyncError = opID, v1alpha1.SyncSucceeded, ""
+			if err != nil {
+				s.SyncStatus, s.LastSyncError = v1alpha1.SyncFailed, fmt.Sprintf("node %s: operation %s (%s): %v", a.Node, opID, op.Kind, err)
+				logger.Error(err, "work failed")
+			}
+			s.DrainRequest = &v1alpha1.DrainRequest{Operation: opID, State: v1alpha1.DrainRequestIdle, Time: &done}
+		})
+	}
+	return ctrl.Result{}, fmt.Errorf("unknown agent step %q", step)
+}
+
+// report writes the agent's own status fields, guarded by the resourceVersion
+// it read, so it never overwrites a decision it has not seen.
+func (a *Agent) report(ctx context.Context, nns *v1alpha1.NodeNetworkState, mutate func(*v1alpha1.NodeNetworkStateStatus)) error {
+	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	mutate(&nns.Status)
+	if err := a.Client.Status().Patch(ctx, nns, patch); err != nil {
+		return fmt.Errorf("node %s: report status: %w", a.Node, err)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+// Package manifests applies netshift's YAML manifests (config/) to a cluster
+// with server-side apply, without kubectl or kustomize, so the demo, the lab
+// and the tests install exactly what users install.
+package manifests
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldOwner is the field manager netshift applies manifests as.
+const FieldOwner = client.FieldOwner("netshift-install")
+
+// Read parses every YAML document of the files, or of the *.yaml files of the
+// directories (kustomization.yaml excepted), in name order.
+func Read(paths ...string) ([]*unstructured.Unstructured, error) {
+	var files []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(p, "*.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(matches)
+		for _, m := range matches {
+			if filepath.Base(m) != "kustomization.yaml" {
+				files = append(files, m)
+			}
+		}
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var u unstructured.Unstructured
+			if err := dec.Decode(&u.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			if strings.HasSuffix(u.GetKind(), "List") {
+				items, _ := u.ToList()
+				for i := range items.Items {
+					objs = append(objs, &items.Items[i])
+				}
+				continue
+			}
+			objs = append(objs, &u)
+		}
+	}
+	return objs, nil
+}
+
+// installFirst are the kinds others depend on, applied first in this order.
+var installFirst = []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "Role"}
+
+func installRank(kind string) int {
+	for i, k := range installFirst {
+		if k == kind {
+			return i
+		}
+	}
+	return len(installFirst)
+}
+
+// Apply server-side-applies the objects, namespaces and CRDs first, retrying
+// for a while the ones whose kind the API server does not serve yet (a CRD
+// just created).
+func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	ordered := slices.Clone(objs)
+	slices.SortStableFunc(ordered, func(a, b *unstructured.Unstructured) int {
+		return installRank(a.GetKind()) - installRank(b.GetKind())
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for _, o := range ordered {
+		for {
+			obj := o.DeepCopy()
+			err := c.Patch(ctx, obj, client.Apply, FieldOwner, client.ForceOwnership) //nolint:staticcheck // unstructured apply
+			if err == nil {
+				break
+			}
+			if meta.IsNoMatchError(err) && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("apply %s %s: %w", o.GetKind(), client.ObjectKeyFromObject(o), err)
+		}
+	}
+	return nil
+}

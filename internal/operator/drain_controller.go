@@ -1,0 +1,403 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/rollout"
+)
+
+// drainKey is the one work item of the drain controller: every pass decides
+// for the whole cluster at once, so decisions never race each other.
+var drainKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "drain"}}
+
+// podNodeIndex indexes pods by spec.nodeName.
+const podNodeIndex = "spec.nodeName"
+
+// DrainReconciler is the central drain controller. Each pass reads nodes,
+// pools, NodeNetworkStates and the drain policy live from the API server (not
+// from the cache, which may lag behind the pass's own last writes), asks
+// rollout.DecideDrains what to do, and carries the decisions out in order,
+// every NodeNetworkState write guarded by its resourceVersion.
+type DrainReconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Metrics   *DrainMetrics
+	Now       func() time.Time
+	// RetryInterval is how often a draining node's evictions are retried.
+	RetryInterval time.Duration
+
+	// pass serializes passes within this process; leader election keeps other processes out.
+	pass sync.Mutex
+}
+
+func (r *DrainReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podNodeIndex, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index pods by node: %w", err)
+	}
+	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{drainKey}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("drain").
+		Watches(&v1alpha1.NodeNetworkState{}, all).
+		Watches(&v1alpha1.NodePool{}, all).
+		Watches(&v1alpha1.ClusterNetwork{}, all).
+		Watches(&corev1.Node{}, all).
+		Watches(&corev1.Pod{}, all).
+		Complete(r)
+}
+
+// snapshot is what one pass reads.
+type snapshot struct {
+	nodes  map[string]*corev1.Node
+	states map[string]*v1alpha1.NodeNetworkState
+	pools  []v1alpha1.NodePool
+	policy rollout.DrainPolicy
+}
+
+func (r *DrainReconciler) read(ctx context.Context) (*snapshot, error) {
+	var nodes corev1.NodeList
+	if err := r.APIReader.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	var states v1alpha1.NodeNetworkStateList
+	if err := r.APIReader.List(ctx, &states); err != nil {
+		return nil, fmt.Errorf("list NodeNetworkStates: %w", err)
+	}
+	var pools v1alpha1.NodePoolList
+	if err := r.APIReader.List(ctx, &pools); err != nil {
+		return nil, fmt.Errorf("list NodePools: %w", err)
+	}
+	policy, err := readDrainPolicy(ctx, r.APIReader)
+	if err != nil {
+		return nil, err
+	}
+	s := &snapshot{nodes: map[string]*corev1.Node{}, states: map[string]*v1alpha1.NodeNetworkState{}, pools: pools.Items, policy: policy}
+	for i := range nodes.Items {
+		s.nodes[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	for i := range states.Items {
+		s.states[states.Items[i].Name] = &states.Items[i]
+	}
+	return s, nil
+}
+
+// readDrainPolicy reads ClusterNetwork "cluster"; without one, the defaults apply.
+func readDrainPolicy(ctx context.Context, c client.Reader) (rollout.DrainPolicy, error) {
+	policy := rollout.DefaultDrainPolicy
+	var cn v1alpha1.ClusterNetwork
+	err := c.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn)
+	if apierrors.IsNotFound(err) {
+		return policy, nil
+	}
+	if err != nil {
+		return policy, fmt.Errorf("get ClusterNetwork %s: %w", v1alpha1.ClusterNetworkName, err)
+	}
+	policy.Disabled = cn.Spec.Drain.Disabled
+	if cn.Spec.Drain.Timeout != nil {
+		policy.Timeout = cn.Spec.Drain.Timeout.Duration
+	}
+	if cn.Spec.Drain.OnTimeout != "" {
+		policy.OnTimeout = cn.Spec.Drain.OnTimeout
+	}
+	return policy, nil
+}
+
+// Membership compiles the pools and resolves which pool owns each node; the
+// drain controller and `netshift plan` both call it.
+func Membership(nodes []corev1.Node, nps []v1alpha1.NodePool) (rollout.Membership, error) {
+	var pools []rollout.Pool
+	var errs []error
+	for i := range nps {
+		p, err := rollout.NewPool(&nps[i])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		pools = append(pools, p)
+	}
+	rn := make([]rollout.Node, len(nodes))
+	for i, n := range nodes {
+		rn[i] = rollout.Node{Name: n.Name, Labels: n.Labels}
+	}
+	return rollout.Resolve(rn, pools), errors.Join(errs...)
+}
+
+func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	r.pass.Lock()
+	defer r.pass.Unlock()
+	s, err := r.read(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	nodeList := make([]corev1.Node, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		nodeList = append(nodeList, *n)
+	}
+	m, err := Membership(nodeList, s.pools)
+	if err != nil {
+		// The API server's schema refuses bad pools; one that slipped through (an older CRD)
+		// must not silently move its nodes to another pool and its limits: stop deciding.
+		return ctrl.Result{}, fmt.Errorf("node pools are invalid, no drain decision is taken until fixed: %w", err)
+	}
+
+	var drains []rollout.NodeDrain
+	pending := map[string][]corev1.Pod{}
+	for name, st := range s.states {
+		if _, ok := s.nodes[name]; !ok {
+			continue // its node is gone; the nodestate controller deletes it
+		}
+		nd := rollout.NodeDrain{Name: name, Status: st.Status}
+		if st.Status.DrainStatus == v1alpha1.Draining {
+			pods, err := r.podsToDrain(ctx, name)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			pending[name] = pods
+			nd.PodsLeft = len(pods)
+		}
+		drains = append(drains, nd)
+	}
+
+	now := r.Now()
+	requeue := time.Duration(0)
+	for _, d := range rollout.DecideDrains(m, drains, s.policy, now) {
+		st := s.states[d.Node]
+		again, err := r.apply(ctx, d, st, s.nodes[d.Node], m.Owner[d.Node], pending[d.Node], now)
+		if err != nil {
+			// Stop here: an admission after a failed release could exceed a pool's limit.
+			return ctrl.Result{}, fmt.Errorf("node %s: %s: %w", d.Node, d.Action, err)
+		}
+		if again > 0 && (requeue == 0 || again < requeue) {
+			requeue = again
+		}
+	}
+	if err := r.writePoolStatus(ctx, s, m); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Metrics.observePass(m, s.states)
+	// A pending timeout needs a pass when it expires, even if nothing else changes.
+	if t := nextTimeout(s, now); t > 0 && (requeue == 0 || t < requeue) {
+		requeue = t
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+func nextTimeout(s *snapshot, now time.Time) time.Duration {
+	if s.policy.Timeout <= 0 {
+		return 0
+	}
+	var next time.Duration
+	for _, st := range s.states {
+		if st.Status.DrainStatus != v1alpha1.Draining || st.Status.DrainStartedAt == nil {
+			continue
+		}
+		left := st.Status.DrainStartedAt.Add(s.policy.Timeout).Sub(now) + time.Second
+		if left > 0 && (next == 0 || left < next) {
+			next = left
+		}
+	}
+	return next
+}
+
+// podsToDrain lists the node's pods that a drain must see gone: all but
+// DaemonSet pods, mirror (static) pods and pods that already finished.
+func (r *DrainReconciler) podsToDrain(ctx context.Context, node string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeIndex: node}); err != nil {
+		return nil, fmt.Errorf("node %s: list pods: %w", node, err)
+	}
+	return rollout.PodsToDrain(pods.Items), nil
+}
+
+// updateStatus writes a NodeNetworkState's status with a merge patch that
+// carries the resourceVersion read at the start of the pass: if the agent (or
+// anything else) wrote in between, the write fails and the pass starts again
+// from fresh state.
+func (r *DrainReconciler) updateStatus(ctx context.Context, st *v1alpha1.NodeNetworkState, mutate func(*v1alpha1.NodeNetworkStateStatus)) error {
+	patch := client.MergeFromWithOptions(st.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	mutate(&st.Status)
+	return r.Client.Status().Patch(ctx, st, patch)
+}
+
+func (r *DrainReconciler) setUnschedulable(ctx context.Context, node *corev1.Node, unschedulable bool) error {
+	if node.Spec.Unschedulable == unschedulable {
+		return nil
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	node.Spec.Unschedulable = unschedulable
+	return r.Client.Patch(ctx, node, patch)
+}
+
+func (r *DrainReconciler) event(node *corev1.Node, eventType, reason, action, note string, args ...any) {
+	if node == nil || r.Recorder == nil {
+		return
+	}
+	r.Recorder.Eventf(node, nil, eventType, reason, action, note, args...)
+}
+
+// apply carries out one decision. It returns how soon the pass should run again.
+func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1alpha1.NodeNetworkState, node *corev1.Node,
+	pool string, pods []corev1.Pod, now time.Time) (time.Duration, error) {
+	logger := log.FromContext(ctx).WithValues("node", d.Node, "pool", pool, "operation", d.Operation, "action", d.Action)
+	mnow := metav1.NewTime(now)
+	switch d.Action {
+	case rollout.ActionQueue:
+		logger.Info("node asks for a drain; waiting for a slot")
+		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.DrainStatus, s.DrainOperation, s.Pool = v1alpha1.DrainRequired, d.Operation, pool
+			s.DrainMessage = fmt.Sprintf("waiting for a slot in pool %s", pool)
+			s.DrainFailure, s.DrainStartedAt = nil, nil
+		})
+
+	case rollout.ActionCancel:
+		logger.Info("drain request withdrawn")
+		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.DrainStatus, s.DrainMessage = v1alpha1.DrainIdle, ""
+		})
+
+	case rollout.ActionAdmit:
+		// Record first, cordon second: a crash in between leaves a record that makes the next
+		// pass cordon again; the other order could leave a cordon nobody knows to undo.
+		ours := d.To == v1alpha1.Draining && !node.Spec.Unschedulable
+		msg := "configuring without a drain (drain disabled)"
+		if d.To == v1alpha1.Draining {
+			msg = "cordoned; evicting pods"
+			if !ours {
+				msg = "already cordoned by someone else (netshift will not uncordon it); evicting pods"
+			}
+		}
+		if err := r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.DrainStatus, s.Pool, s.DrainStartedAt, s.DrainMessage = d.To, pool, &mnow, msg
+			s.CordonedByNetshift = ours
+		}); err != nil {
+			return 0, err
+		}
+		logger.Info("slot granted", "to", d.To, "cordonedByNetshift", ours)
+		r.event(node, corev1.EventTypeNormal, "DrainStarted", "Admit", "pool %s granted node %s a slot for operation %s: %s", pool, d.Node, d.Operation, msg)
+		if ours {
+			if err := r.setUnschedulable(ctx, node, true); err != nil {
+				return 0, fmt.Errorf("cordon: %w", err)
+			}
+		}
+		return time.Millisecond, nil // start evicting at once
+
+	case rollout.ActionEvict, rollout.ActionTimeoutWait:
+		if st.Status.CordonedByNetshift {
+			if err := r.setUnschedulable(ctx, node, true); err != nil { // after a crash between record and cordon
+				return 0, fmt.Errorf("cordon: %w", err)
+			}
+		}
+		blocked, err := r.evict(ctx, node, pods, pool)
+		if err != nil {
+			return 0, err
+		}
+		msg := fmt.Sprintf("evicting %d pods", len(pods))
+		if blocked != "" {
+			msg = fmt.Sprintf("evicting %d pods; %s; retrying every %s", len(pods), blocked, r.RetryInterval)
+		}
+		if d.Action == rollout.ActionTimeoutWait {
+			msg = d.Reason + "; still waiting (onTimeout: Wait). " + msg
+			if st.Status.DrainMessage != msg {
+				r.event(node, corev1.EventTypeWarning, "DrainTimeout", "Drain", "%s", msg)
+			}
+		}
+		if st.Status.DrainMessage != msg {
+			if err := r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) { s.DrainMessage = msg }); err != nil {
+				return 0, err
+			}
+		}
+		return r.RetryInterval, nil
+
+	case rollout.ActionComplete:
+		logger.Info("node drained")
+		r.event(node, corev1.EventTypeNormal, "DrainComplete", "Drain", "node %s drained for operation %s", d.Node, d.Operation)
+		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.DrainStatus, s.DrainMessage = v1alpha1.DrainingComplete, "drained; the agent may configure the node"
+		})
+
+	case rollout.ActionRelease, rollout.ActionTimeoutFail:
+		// Uncordon first, record second: a crash in between repeats the (idempotent) uncordon;
+		// the other order could forget a cordon.
+		if st.Status.CordonedByNetshift {
+			if err := r.setUnschedulable(ctx, node, false); err != nil {
+				return 0, fmt.Errorf("uncordon: %w", err)
+			}
+		}
+		if started := st.Status.DrainStartedAt; started != nil {
+			r.Metrics.DrainDuration.WithLabelValues(pool).Observe(now.Sub(started.Time).Seconds())
+		}
+		if d.Action == rollout.ActionTimeoutFail {
+			logger.Info("drain given up", "reason", d.Reason)
+			r.event(node, corev1.EventTypeWarning, "DrainFailed", "Release", "%s; gave up (onTimeout: Fail), node uncordoned", d.Reason)
+			return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
+				s.DrainStatus, s.CordonedByNetshift = v1alpha1.DrainIdle, false
+				s.DrainMessage = d.Reason + "; gave up (onTimeout: Fail)"
+				s.DrainFailure = &v1alpha1.DrainFailure{Operation: d.Operation, Reason: d.Reason, Time: mnow}
+			})
+		}
+		logger.Info("slot released")
+		r.event(node, corev1.EventTypeNormal, "DrainReleased", "Release", "node %s released its slot in pool %s (operation %s)", d.Node, pool, d.Operation)
+		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.DrainStatus, s.CordonedByNetshift, s.DrainMessage = v1alpha1.DrainIdle, false, ""
+		})
+	}
+	return 0, fmt.Errorf("unknown drain action %q", d.Action)
+}
+
+// evict asks the Eviction API to remove each pod, so PodDisruptionBudgets
+// hold. It returns a description of the evictions a budget refused.
+func (r *DrainReconciler) evict(ctx context.Context, node *corev1.Node, pods []corev1.Pod, pool string) (string, error) {
+	var blocked []string
+	for i := range pods {
+		p := &pods[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue // evicted already; waiting for it to go
+		}
+		err := r.Client.SubResource("eviction").Create(ctx, p, evictionFor(p))
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err):
+			r.Metrics.EvictionsBlocked.WithLabelValues(pool).Inc()
+			blocked = append(blocked, fmt.Sprintf("eviction of pod %s/%s blocked: %s", p.Namespace, p.Name, err.Error()))
+			r.event(node, corev1.EventTypeWarning, "EvictionBlocked", "Evict", "eviction of pod %s/%s blocked: %v", p.Namespace, p.Name, err)
+		default:
+			return "", fmt.Errorf("evict pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+	}
+	sort.Strings(blocked)
+	return joinLimited(blocked, 3), nil
+}
+
+// joinLimited joins at most n messages, so a status stays readable when a
+// budget blocks many pods.
+func joinLimited(s []string, n int) string {
+	if len(s) <= n {
+		return strings.Join(s, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(s[:n], "; "), len(s)-n)
+}

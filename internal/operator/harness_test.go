@@ -1,0 +1,481 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/agent"
+	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/rollout"
+	"netshift.io/netshift/internal/testenv"
+)
+
+var (
+	env        *testenv.Env
+	envMissing error
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, &envMissing)) }
+
+const testNS = "work"
+
+// cluster is one test's view of the shared API server: it starts the
+// operator, agents and the test's stand-ins for the kubelet and the
+// disruption controller, and leaves the API server empty when the test ends.
+type cluster struct {
+	t      *testing.T
+	ctx    context.Context
+	c      client.Client // admin
+	gate   *gate
+	cancel context.CancelFunc
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	testenv.Require(t, envMissing)
+	ctx, cancel := context.WithCancel(context.Background())
+	cl := &cluster{t: t, ctx: ctx, c: env.Client, gate: newGate(), cancel: cancel}
+	t.Cleanup(func() {
+		cl.gate.openAll()
+		cancel()
+		cl.wipe()
+	})
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}
+	if err := cl.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	go cl.kubelet(ctx)
+	return cl
+}
+
+// wipe deletes everything a test created, so the next test starts empty.
+func (cl *cluster) wipe() {
+	ctx := context.Background()
+	zero := client.GracePeriodSeconds(0)
+	_ = cl.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(testNS), zero)
+	_ = cl.c.DeleteAllOf(ctx, &policyv1.PodDisruptionBudget{}, client.InNamespace(testNS))
+	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NodePool{})
+	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.ClusterNetwork{})
+	_ = cl.c.DeleteAllOf(ctx, &corev1.Node{})
+	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NodeNetworkState{})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var pods corev1.PodList
+		var nns v1alpha1.NodeNetworkStateList
+		_ = cl.c.List(ctx, &pods, client.InNamespace(testNS))
+		_ = cl.c.List(ctx, &nns)
+		if len(pods.Items) == 0 && len(nns.Items) == 0 {
+			return
+		}
+		_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NodeNetworkState{})
+		time.Sleep(50 * time.Millisecond)
+	}
+	cl.t.Errorf("cleanup: objects left after 30s")
+}
+
+// startOperator runs the operator with its ServiceAccount's permissions.
+func (cl *cluster) startOperator() (stop func(), reg *prometheus.Registry) {
+	cl.t.Helper()
+	reg = prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(cl.ctx)
+	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{
+		MetricsAddr: "0", HealthAddr: "0", LeaderElection: true,
+		LeaderElectionID: "netshift-operator", LeaderElectionNS: operator.Namespace,
+		EvictionRetry: 200 * time.Millisecond, Registry: reg, ManyInProcess: true,
+	})
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			cl.t.Errorf("operator: %v", err)
+		}
+	}()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+		}
+	}
+	cl.t.Cleanup(stop)
+	return stop, reg
+}
+
+// startAgents runs one agent per node, each with its node-bound ServiceAccount
+// identity; Reconfigure work waits at the test's gate.
+func (cl *cluster) startAgents(nodes ...string) {
+	cl.t.Helper()
+	for _, n := range nodes {
+		mgr, err := agent.NewManager(env.AgentConfig(n), agent.Options{Node: n, HealthAddr: "0", ManyInProcess: true,
+			Work: map[v1alpha1.OperationKind]agent.Work{
+				v1alpha1.OperationReconfigure: func(ctx context.Context, node string, _ v1alpha1.NodeOperation) error {
+					return cl.gate.wait(ctx, node)
+				},
+			}})
+		if err != nil {
+			cl.t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(cl.ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = mgr.Start(ctx) }()
+		cl.t.Cleanup(func() { cancel(); <-done })
+	}
+}
+
+func (cl *cluster) createNodes(names ...string) {
+	cl.t.Helper()
+	for _, n := range names {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}}
+		if err := cl.c.Create(cl.ctx, node); err != nil {
+			cl.t.Fatal(err)
+		}
+	}
+	cl.eventually(30*time.Second, "a NodeNetworkState for every node", func() bool {
+		for _, n := range names {
+			if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &v1alpha1.NodeNetworkState{}); err != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (cl *cluster) createPool(name string, priority int32, maxParallel intstr.IntOrString, nodes ...string) {
+	cl.t.Helper()
+	np := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodePoolSpec{
+		Priority: ptr.To(priority), MaxParallel: &maxParallel,
+		NodeSelectorTerms: []v1alpha1.NodeSelectorTerm{{MatchExpressions: []v1alpha1.NodeSelectorRequirement{
+			{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: nodes}}}},
+	}}
+	if err := cl.c.Create(cl.ctx, np); err != nil {
+		cl.t.Fatal(err)
+	}
+}
+
+// createPods puts n pods with the given labels on node.
+func (cl *cluster) createPods(node string, n int, lbls map[string]string) {
+	cl.t.Helper()
+	for i := range n {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-pod-%d", node, i), Namespace: testNS, Labels: lbls},
+			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}
+		if err := cl.c.Create(cl.ctx, p); err != nil {
+			cl.t.Fatal(err)
+		}
+	}
+}
+
+// startOperation writes a Reconfigure operation into each node's plan, as
+// `netshift reconfigure` does.
+func (cl *cluster) startOperation(id string, nodes ...string) {
+	cl.t.Helper()
+	for _, n := range nodes {
+		var nns v1alpha1.NodeNetworkState
+		if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &nns); err != nil {
+			cl.t.Fatal(err)
+		}
+		nns.Spec.Operation = &v1alpha1.NodeOperation{ID: id, Kind: v1alpha1.OperationReconfigure}
+		if err := cl.c.Update(cl.ctx, &nns); err != nil {
+			cl.t.Fatal(err)
+		}
+	}
+}
+
+func (cl *cluster) state(node string) v1alpha1.NodeNetworkStateStatus {
+	cl.t.Helper()
+	var nns v1alpha1.NodeNetworkState
+	if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: node}, &nns); err != nil {
+		cl.t.Fatal(err)
+	}
+	return nns.Status
+}
+
+func (cl *cluster) node(name string) *corev1.Node {
+	cl.t.Helper()
+	var n corev1.Node
+	if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: name}, &n); err != nil {
+		cl.t.Fatal(err)
+	}
+	return &n
+}
+
+// finished reports whether the node's operation is over and its slot released.
+func (cl *cluster) finished(node, op string) bool {
+	s := cl.state(node)
+	return s.SyncOperation == op && (s.SyncStatus == v1alpha1.SyncSucceeded || s.SyncStatus == v1alpha1.SyncFailed) &&
+		s.DrainStatus == v1alpha1.DrainIdle
+}
+
+func (cl *cluster) waitFinished(op string, nodes ...string) {
+	cl.t.Helper()
+	cl.eventually(60*time.Second, fmt.Sprintf("operation %s finished on %v", op, nodes), func() bool {
+		for _, n := range nodes {
+			if !cl.finished(n, op) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (cl *cluster) eventually(timeout time.Duration, what string, cond func() bool) {
+	cl.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			cl.t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// holdingSlot lists the nodes that hold a slot now, sorted.
+func (cl *cluster) holdingSlot() []string {
+	var list v1alpha1.NodeNetworkStateList
+	if err := cl.c.List(cl.ctx, &list); err != nil {
+		cl.t.Fatal(err)
+	}
+	var out []string
+	for _, n := range list.Items {
+		if rollout.HoldsSlot(n.Status.DrainStatus) {
+			out = append(out, n.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// kubelet plays the parts the test API server lacks: the kubelet (pods become
+// Running and Ready; a deleted pod's deletion is finished) and the disruption
+// controller (each PodDisruptionBudget's status is computed from its pods, so
+// the Eviction API really enforces it).
+func (cl *cluster) kubelet(ctx context.Context) {
+	for ctx.Err() == nil {
+		var pods corev1.PodList
+		if err := cl.c.List(ctx, &pods, client.InNamespace(testNS)); err == nil {
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				switch {
+				case !p.DeletionTimestamp.IsZero():
+					_ = cl.c.Delete(ctx, p, client.GracePeriodSeconds(0))
+				case p.Status.Phase != corev1.PodRunning:
+					p.Status.Phase = corev1.PodRunning
+					p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+					_ = cl.c.Status().Update(ctx, p)
+				}
+			}
+			cl.disruptionController(ctx, pods.Items)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+func (cl *cluster) disruptionController(ctx context.Context, pods []corev1.Pod) {
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := cl.c.List(ctx, &pdbs, client.InNamespace(testNS)); err != nil {
+		return
+	}
+	for i := range pdbs.Items {
+		pdb := &pdbs.Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		expected, healthy := 0, 0
+		disrupted := map[string]metav1.Time{}
+		for _, p := range pods {
+			if !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			expected++
+			if t, ok := pdb.Status.DisruptedPods[p.Name]; ok && p.DeletionTimestamp.IsZero() {
+				disrupted[p.Name] = t // evicted, deletion not yet seen: not healthy
+				continue
+			}
+			if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
+				healthy++
+			}
+		}
+		desired := expected
+		switch {
+		case pdb.Spec.MaxUnavailable != nil:
+			mu, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, expected, true)
+			desired = max(0, expected-mu)
+		case pdb.Spec.MinAvailable != nil:
+			desired, _ = intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, expected, true)
+		}
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{
+			ObservedGeneration: pdb.Generation, ExpectedPods: int32(expected), CurrentHealthy: int32(healthy),
+			DesiredHealthy: int32(desired), DisruptionsAllowed: int32(max(0, healthy-desired)), DisruptedPods: disrupted,
+		}
+		_ = cl.c.Status().Update(ctx, pdb) // a conflict with an eviction is retried next round
+	}
+}
+
+// gate holds each node's Reconfigure work until the test opens it.
+type gate struct {
+	mu      sync.Mutex
+	open    map[string]bool
+	all     bool
+	changed chan struct{}
+}
+
+func newGate() *gate { return &gate{open: map[string]bool{}, changed: make(chan struct{})} }
+
+func (g *gate) wait(ctx context.Context, node string) error {
+	for {
+		g.mu.Lock()
+		ok, ch := g.all || g.open[node], g.changed
+		g.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (g *gate) release(nodes ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, n := range nodes {
+		g.open[n] = true
+	}
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+func (g *gate) openAll() {
+	g.mu.Lock()
+	g.all = true
+	g.mu.Unlock()
+	g.release()
+}
+
+// slotWatch follows every change of every NodeNetworkState in the order the
+// API server made them, and records the most nodes of each pool that held a
+// slot at the same moment, and the order in which nodes were granted one.
+type slotWatch struct {
+	mu       sync.Mutex
+	owner    map[string]string
+	status   map[string]v1alpha1.DrainStatus
+	peak     map[string]int
+	admitted []string
+	cancel   context.CancelFunc
+}
+
+func (cl *cluster) watchSlots(owner map[string]string) *slotWatch {
+	cl.t.Helper()
+	wc, err := client.NewWithWatch(env.Admin, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(cl.ctx)
+	w, err := wc.Watch(ctx, &v1alpha1.NodeNetworkStateList{})
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	sw := &slotWatch{owner: owner, status: map[string]v1alpha1.DrainStatus{}, peak: map[string]int{}, cancel: cancel}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			nns, ok := ev.Object.(*v1alpha1.NodeNetworkState)
+			if !ok {
+				continue
+			}
+			sw.observe(nns.Name, nns.Status.DrainStatus, ev.Type == watch.Deleted)
+		}
+	}()
+	cl.t.Cleanup(cancel)
+	return sw
+}
+
+func (sw *slotWatch) observe(node string, s v1alpha1.DrainStatus, deleted bool) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	before := sw.status[node]
+	if deleted {
+		s = ""
+	}
+	sw.status[node] = s
+	if !rollout.HoldsSlot(before) && rollout.HoldsSlot(s) {
+		sw.admitted = append(sw.admitted, node)
+	}
+	holding := map[string]int{}
+	for n, st := range sw.status {
+		if rollout.HoldsSlot(st) {
+			holding[sw.owner[n]]++
+		}
+	}
+	for p, h := range holding {
+		sw.peak[p] = max(sw.peak[p], h)
+	}
+}
+
+func (sw *slotWatch) peaks() map[string]int {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range sw.peak {
+		out[k] = v
+	}
+	return out
+}
+
+func (sw *slotWatch) resetPeaks() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.peak = map[string]int{}
+}
+
+func (sw *slotWatch) admissions() []string {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return append([]string(nil), sw.admitted...)
+}
+
+// planWaves is what `netshift plan --only nodes` computes from the cluster.
+func (cl *cluster) planWaves(nodes ...string) [][]string {
+	cl.t.Helper()
+	var nl corev1.NodeList
+	var pl v1alpha1.NodePoolList
+	if err := cl.c.List(cl.ctx, &nl); err != nil {
+		cl.t.Fatal(err)
+	}
+	if err := cl.c.List(cl.ctx, &pl); err != nil {
+		cl.t.Fatal(err)
+	}
+	m, err := operator.Membership(nl.Items, pl.Items)
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	return m.Waves(nodes)
+}

@@ -1,0 +1,101 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"netshift.io/netshift/api/v1alpha1"
+)
+
+// Namespace is where netshift's own workloads, leases and config live.
+const Namespace = "netshift-system"
+
+// Scheme knows the Kubernetes built-in types and netshift's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Options configure the operator process.
+type Options struct {
+	MetricsAddr      string // "0" disables the metrics endpoint
+	HealthAddr       string // "0" disables the health endpoint
+	LeaderElection   bool
+	LeaderElectionID string
+	LeaderElectionNS string
+	EvictionRetry    time.Duration
+	// ManyInProcess allows several operators in one process (tests): controller names may repeat.
+	ManyInProcess bool
+	// Registry receives the operator's metrics; nil means controller-runtime's, served on MetricsAddr.
+	Registry prometheus.Registerer
+}
+
+// DefaultOptions are the operator's defaults.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr: ":8080", HealthAddr: ":8081",
+		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: Namespace,
+		EvictionRetry: 5 * time.Second,
+	}
+}
+
+// NewManager builds the operator: a controller-runtime manager with leader
+// election, health probes, metrics, and every netshift controller.
+func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        Scheme(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.HealthAddr,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if o.HealthAddr != "0" {
+		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+			return nil, err
+		}
+	}
+	var reg prometheus.Registerer = crmetrics.Registry
+	if o.Registry != nil {
+		reg = o.Registry
+	}
+	if err := (&NodeStateReconciler{Client: mgr.GetClient(), Clock: metav1.Now}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up nodestate controller: %w", err)
+	}
+	dr := &DrainReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("netshift-drain"), Metrics: NewDrainMetrics(reg),
+		Now: time.Now, RetryInterval: o.EvictionRetry,
+	}
+	if err := dr.SetupWithManager(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("set up drain controller: %w", err)
+	}
+	return mgr, nil
+}

@@ -1,0 +1,165 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"netshift.io/netshift/api/v1alpha1"
+)
+
+// DrainPolicy is ClusterNetwork.spec.drain resolved to its defaults.
+type DrainPolicy struct {
+	Disabled  bool
+	Timeout   time.Duration
+	OnTimeout v1alpha1.OnDrainTimeout
+}
+
+// DefaultDrainPolicy is the policy of a cluster with no ClusterNetwork.
+var DefaultDrainPolicy = DrainPolicy{Timeout: 10 * time.Minute, OnTimeout: v1alpha1.DrainTimeoutWait}
+
+// NodeDrain is one node as the drain controller sees it in a pass.
+type NodeDrain struct {
+	Name   string
+	Status v1alpha1.NodeNetworkStateStatus
+	// PodsLeft counts the node's pods that a drain must still see gone (evictable ones, including
+	// those already terminating). Only read for nodes in Draining.
+	PodsLeft int
+}
+
+// Action is one thing the drain controller does to one node.
+type Action string
+
+const (
+	// ActionQueue: the agent asked for a drain for a new operation; the node waits for a slot.
+	ActionQueue Action = "Queue"
+	// ActionCancel: the node waited for a slot but its agent no longer asks for that operation.
+	ActionCancel Action = "Cancel"
+	// ActionAdmit: the node gets a slot: cordon and evict (or, drain disabled, configure at once).
+	ActionAdmit Action = "Admit"
+	// ActionEvict: the node is draining and pods are left: evict them.
+	ActionEvict Action = "Evict"
+	// ActionComplete: the node is draining and no pod is left: it is drained.
+	ActionComplete Action = "Complete"
+	// ActionRelease: the agent's work for the slot's operation is over: uncordon (if netshift
+	// cordoned the node) and free the slot.
+	ActionRelease Action = "Release"
+	// ActionTimeoutWait: the drain outlasted its timeout; keep draining and report it.
+	ActionTimeoutWait Action = "TimeoutWait"
+	// ActionTimeoutFail: the drain outlasted its timeout; give it up: uncordon, free the slot, and
+	// record the failure for the agent.
+	ActionTimeoutFail Action = "TimeoutFail"
+)
+
+// Decision is an Action for a node, with the drain status it leads to.
+type Decision struct {
+	Node   string
+	Action Action
+	// Operation is the operation the decision belongs to.
+	Operation string
+	// To is the drain status the node has once the action is carried out.
+	To v1alpha1.DrainStatus
+	// Reason explains timeouts, for the node's status and the Event.
+	Reason string
+}
+
+// DecideDrains is one pass of the drain controller: for every node, what to
+// do now. Releases and timeouts come first and free their slots for the
+// admissions of the same pass; the caller must carry them out, in order, and
+// stop at the first failure, so that no slot is reused before it is free.
+func DecideDrains(m Membership, nodes []NodeDrain, policy DrainPolicy, now time.Time) []Decision {
+	sorted := make([]NodeDrain, len(nodes))
+	copy(sorted, nodes)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+
+	var freeing, progress []Decision
+	status := make(map[string]v1alpha1.DrainStatus, len(sorted))
+	for _, n := range sorted {
+		d, ok := decideNode(n, policy, now)
+		status[n.Name] = n.Status.DrainStatus
+		if !ok {
+			continue
+		}
+		switch d.Action {
+		case ActionRelease, ActionTimeoutFail, ActionCancel:
+			freeing = append(freeing, d)
+		default:
+			progress = append(progress, d)
+		}
+		if d.Action == ActionRelease || d.Action == ActionTimeoutFail || d.Action == ActionCancel {
+			status[n.Name] = d.To
+		}
+	}
+	admitTo := v1alpha1.Draining
+	if policy.Disabled {
+		admitTo = v1alpha1.DrainDisabled
+	}
+	ops := make(map[string]string, len(sorted))
+	for _, n := range sorted {
+		ops[n.Name] = n.Status.DrainOperation
+	}
+	// A node queued in this pass still reads Idle in status: it is admitted in a later pass,
+	// once its queueing is written.
+	var admits []Decision
+	for _, name := range m.Admit(status) {
+		admits = append(admits, Decision{Node: name, Action: ActionAdmit, Operation: ops[name], To: admitTo})
+	}
+	return append(append(freeing, progress...), admits...)
+}
+
+// decideNode is the per-node state machine; admission is decided per pool by Admit.
+func decideNode(n NodeDrain, policy DrainPolicy, now time.Time) (Decision, bool) {
+	s := n.Status
+	req := s.DrainRequest
+	d := Decision{Node: n.Name, Operation: s.DrainOperation}
+	sameOp := req != nil && req.Operation == s.DrainOperation
+	switch {
+	case s.DrainStatus == v1alpha1.DrainRequired:
+		if !sameOp || req.State != v1alpha1.DrainRequestRequired {
+			d.Action, d.To = ActionCancel, v1alpha1.DrainIdle
+			return d, true
+		}
+		return d, false // waits for admission
+	case HoldsSlot(s.DrainStatus):
+		if req != nil && (!sameOp || req.State == v1alpha1.DrainRequestIdle) {
+			// The agent's work for the slot's operation is over, or the agent has moved on to
+			// another operation (the operator replaced the plan): the slot goes. With no request
+			// at all (a drain adopted from the legacy annotation) the slot waits for the agent.
+			d.Action, d.To = ActionRelease, v1alpha1.DrainIdle
+			return d, true
+		}
+		if s.DrainStatus != v1alpha1.Draining {
+			return d, false
+		}
+		if started := s.DrainStartedAt; started != nil && policy.Timeout > 0 && now.Sub(started.Time) > policy.Timeout {
+			d.Reason = fmt.Sprintf("drain of node %s has taken %s, over the timeout of %s (%d pods left)",
+				n.Name, now.Sub(started.Time).Round(time.Second), policy.Timeout, n.PodsLeft)
+			if policy.OnTimeout == v1alpha1.DrainTimeoutFail {
+				d.Action, d.To = ActionTimeoutFail, v1alpha1.DrainIdle
+				return d, true
+			}
+			if n.PodsLeft > 0 {
+				d.Action, d.To = ActionTimeoutWait, v1alpha1.Draining
+				return d, true
+			}
+		}
+		if n.PodsLeft > 0 {
+			d.Action, d.To = ActionEvict, v1alpha1.Draining
+			return d, true
+		}
+		d.Action, d.To = ActionComplete, v1alpha1.DrainingComplete
+		return d, true
+	default: // Idle or empty
+		if req == nil || req.State != v1alpha1.DrainRequestRequired {
+			return d, false
+		}
+		if req.Operation == s.DrainOperation {
+			return d, false // this operation's drain already ran (or was given up): never twice
+		}
+		if s.DrainFailure != nil && s.DrainFailure.Operation == req.Operation {
+			return d, false
+		}
+		d.Action, d.To, d.Operation = ActionQueue, v1alpha1.DrainRequired, req.Operation
+		return d, true
+	}
+}
