@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,28 @@ import (
 
 // FieldOwner is the field manager netshift applies manifests as.
 const FieldOwner = client.FieldOwner("netshift-install")
+
+// ReadFS parses every YAML document of the *.yaml files of fsys (any
+// kustomization.yaml excepted), in path order.
+func ReadFS(fsys fs.FS) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") || filepath.Base(path) == "kustomization.yaml" {
+			return err
+		}
+		data, err := fs.ReadFile(fsys, path)
+		if err != nil {
+			return err
+		}
+		more, err := Decode(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		objs = append(objs, more...)
+		return nil
+	})
+	return objs, err
+}
 
 // Read parses every YAML document of the files, or of the *.yaml files of the
 // directories (kustomization.yaml excepted), in name order.
@@ -55,29 +78,42 @@ func Read(paths ...string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var u unstructured.Unstructured
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			if strings.HasSuffix(u.GetKind(), "List") {
-				items, _ := u.ToList()
-				for i := range items.Items {
-					objs = append(objs, &items.Items[i])
-				}
-				continue
-			}
-			objs = append(objs, &u)
+		more, err := Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		objs = append(objs, more...)
 	}
 	return objs, nil
+}
+
+// Decode parses the YAML documents of data; a List is flattened to its items.
+func Decode(data []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if strings.HasSuffix(u.GetKind(), "List") {
+			items, err := u.ToList()
+			if err != nil {
+				return nil, err
+			}
+			for i := range items.Items {
+				objs = append(objs, &items.Items[i])
+			}
+			continue
+		}
+		objs = append(objs, &u)
+	}
 }
 
 // installFirst are the kinds others depend on, applied first in this order.

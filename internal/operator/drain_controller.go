@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,6 +152,11 @@ func Membership(nodes []corev1.Node, nps []v1alpha1.NodePool) (rollout.Membershi
 func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	r.pass.Lock()
 	defer r.pass.Unlock()
+	began := time.Now()
+	decisions := 0
+	defer func() {
+		log.FromContext(ctx).V(1).Info("drain pass", "took", time.Since(began), "decisions", decisions)
+	}()
 	s, err := r.read(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -184,27 +191,67 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	}
 
 	now := r.Now()
-	requeue := time.Duration(0)
+	var freeing, rest []rollout.Decision
 	for _, d := range rollout.DecideDrains(m, drains, s.policy, now) {
-		st := s.states[d.Node]
-		again, err := r.apply(ctx, d, st, s.nodes[d.Node], m.Owner[d.Node], pending[d.Node], now)
-		if err != nil {
-			// Stop here: an admission after a failed release could exceed a pool's limit.
-			return ctrl.Result{}, fmt.Errorf("node %s: %s: %w", d.Node, d.Action, err)
-		}
-		if again > 0 && (requeue == 0 || again < requeue) {
-			requeue = again
+		if d.Frees() {
+			freeing = append(freeing, d)
+		} else {
+			rest = append(rest, d)
 		}
 	}
+	decisions = len(freeing) + len(rest)
+	// Decisions about different nodes are independent and run in parallel, but every slot
+	// is freed before any is granted: a failed release stops the pass before an admission
+	// could count on its slot.
+	requeue, err := r.applyAll(ctx, freeing, s, m, pending, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	again, err := r.applyAll(ctx, rest, s, m, pending, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	requeue = sooner(requeue, again)
 	if err := r.writePoolStatus(ctx, s, m); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.Metrics.observePass(m, s.states)
 	// A pending timeout needs a pass when it expires, even if nothing else changes.
-	if t := nextTimeout(s, now); t > 0 && (requeue == 0 || t < requeue) {
-		requeue = t
+	return ctrl.Result{RequeueAfter: sooner(requeue, nextTimeout(s, now))}, nil
+}
+
+// applyParallelism bounds the API calls one pass makes at once.
+const applyParallelism = 16
+
+// applyAll carries out decisions in parallel and returns how soon the pass
+// should run again (0: only when something changes).
+func (r *DrainReconciler) applyAll(ctx context.Context, ds []rollout.Decision, s *snapshot, m rollout.Membership,
+	pending map[string][]corev1.Pod, now time.Time) (time.Duration, error) {
+	var mu sync.Mutex
+	var requeue time.Duration
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(applyParallelism)
+	for _, d := range ds {
+		g.Go(func() error {
+			again, err := r.apply(gctx, d, s.states[d.Node], s.nodes[d.Node], m.Owner[d.Node], pending[d.Node], now)
+			if err != nil {
+				return fmt.Errorf("node %s: %s: %w", d.Node, d.Action, err)
+			}
+			mu.Lock()
+			requeue = sooner(requeue, again)
+			mu.Unlock()
+			return nil
+		})
 	}
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return requeue, g.Wait()
+}
+
+// sooner is the earlier of two requeue delays, where 0 means never.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 func nextTimeout(s *snapshot, now time.Time) time.Duration {
@@ -316,7 +363,11 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 		if err != nil {
 			return 0, err
 		}
-		msg := fmt.Sprintf("evicting %d pods", len(pods))
+		// The message changes only when something blocks, so a plain drain costs no extra write.
+		msg := "cordoned; evicting pods"
+		if !st.Status.CordonedByNetshift {
+			msg = "already cordoned by someone else (netshift will not uncordon it); evicting pods"
+		}
 		if blocked != "" {
 			msg = fmt.Sprintf("evicting %d pods; %s; retrying every %s", len(pods), blocked, r.RetryInterval)
 		}

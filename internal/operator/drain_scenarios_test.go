@@ -54,14 +54,9 @@ func TestLoweringMaxParallelMidDrain(t *testing.T) {
 	cl.startOperation("op", nodes...)
 	cl.eventually(30*time.Second, "three nodes drained", func() bool { return len(cl.holdingSlot()) == 3 })
 
-	var np v1alpha1.NodePool
-	if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: "p"}, &np); err != nil {
-		t.Fatal(err)
-	}
-	np.Spec.MaxParallel = ptr.To(intstr.FromInt32(1))
-	if err := cl.c.Update(cl.ctx, &np); err != nil {
-		t.Fatal(err)
-	}
+	cl.update(&v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, func(o client.Object) {
+		o.(*v1alpha1.NodePool).Spec.MaxParallel = ptr.To(intstr.FromInt32(1))
+	})
 	first := cl.holdingSlot()
 	for i, n := range first {
 		cl.gate.release(n)
@@ -188,13 +183,7 @@ func TestPDBThatBlocks(t *testing.T) {
 	}
 
 	// Switch to Fail: the drain is given up and the node is not left cordoned.
-	if err := cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn); err != nil {
-		t.Fatal(err)
-	}
-	cn.Spec.Drain.OnTimeout = v1alpha1.DrainTimeoutFail
-	if err := cl.c.Update(cl.ctx, cn); err != nil {
-		t.Fatal(err)
-	}
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.ClusterNetwork).Spec.Drain.OnTimeout = v1alpha1.DrainTimeoutFail })
 	cl.waitFinished("op", "w1")
 	s := cl.state("w1")
 	if s.SyncStatus != v1alpha1.SyncFailed || !strings.Contains(s.LastSyncError, "drain failed") {
@@ -292,11 +281,7 @@ func TestNodeCordonedBySomeoneElse(t *testing.T) {
 	cl := newCluster(t)
 	cl.startOperator()
 	cl.createNodes("m1")
-	n := cl.node("m1")
-	n.Spec.Unschedulable = true
-	if err := cl.c.Update(cl.ctx, n); err != nil {
-		t.Fatal(err)
-	}
+	cl.update(cl.node("m1"), func(o client.Object) { o.(*corev1.Node).Spec.Unschedulable = true })
 	cl.createPods("m1", 1, nil)
 	cl.startAgents("m1")
 	cl.startOperation("op", "m1")

@@ -14,14 +14,16 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
+	"netshift.io/netshift/internal/kubesim"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/rollout"
 	"netshift.io/netshift/internal/testenv"
@@ -40,14 +42,14 @@ const testNS = "work"
 // operator, agents and the test's stand-ins for the kubelet and the
 // disruption controller, and leaves the API server empty when the test ends.
 type cluster struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	c      client.Client // admin
 	gate   *gate
 	cancel context.CancelFunc
 }
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t testing.TB) *cluster {
 	t.Helper()
 	testenv.Require(t, envMissing)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -61,7 +63,7 @@ func newCluster(t *testing.T) *cluster {
 	if err := cl.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	go cl.kubelet(ctx)
+	go (&kubesim.Sim{Client: cl.c, Namespaces: []string{testNS}}).Run(ctx)
 	return cl
 }
 
@@ -92,10 +94,14 @@ func (cl *cluster) wipe() {
 
 // startOperator runs the operator with its ServiceAccount's permissions.
 func (cl *cluster) startOperator() (stop func(), reg *prometheus.Registry) {
+	return cl.startOperatorWith(env.OperatorConfig())
+}
+
+func (cl *cluster) startOperatorWith(cfg *rest.Config) (stop func(), reg *prometheus.Registry) {
 	cl.t.Helper()
 	reg = prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(cl.ctx)
-	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{
+	mgr, err := operator.NewManager(ctx, cfg, operator.Options{
 		MetricsAddr: "0", HealthAddr: "0", LeaderElection: true,
 		LeaderElectionID: "netshift-operator", LeaderElectionNS: operator.Namespace,
 		EvictionRetry: 200 * time.Millisecond, Registry: reg, ManyInProcess: true,
@@ -125,9 +131,13 @@ func (cl *cluster) startOperator() (stop func(), reg *prometheus.Registry) {
 // startAgents runs one agent per node, each with its node-bound ServiceAccount
 // identity; Reconfigure work waits at the test's gate.
 func (cl *cluster) startAgents(nodes ...string) {
+	cl.startAgentsWith(env.AgentConfig, nodes...)
+}
+
+func (cl *cluster) startAgentsWith(cfgFor func(node string) *rest.Config, nodes ...string) {
 	cl.t.Helper()
 	for _, n := range nodes {
-		mgr, err := agent.NewManager(env.AgentConfig(n), agent.Options{Node: n, HealthAddr: "0", ManyInProcess: true,
+		mgr, err := agent.NewManager(cfgFor(n), agent.Options{Node: n, HealthAddr: "0", ManyInProcess: true,
 			Work: map[v1alpha1.OperationKind]agent.Work{
 				v1alpha1.OperationReconfigure: func(ctx context.Context, node string, _ v1alpha1.NodeOperation) error {
 					return cl.gate.wait(ctx, node)
@@ -192,14 +202,9 @@ func (cl *cluster) createPods(node string, n int, lbls map[string]string) {
 func (cl *cluster) startOperation(id string, nodes ...string) {
 	cl.t.Helper()
 	for _, n := range nodes {
-		var nns v1alpha1.NodeNetworkState
-		if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &nns); err != nil {
-			cl.t.Fatal(err)
-		}
-		nns.Spec.Operation = &v1alpha1.NodeOperation{ID: id, Kind: v1alpha1.OperationReconfigure}
-		if err := cl.c.Update(cl.ctx, &nns); err != nil {
-			cl.t.Fatal(err)
-		}
+		cl.update(&v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: n}}, func(o client.Object) {
+			o.(*v1alpha1.NodeNetworkState).Spec.Operation = &v1alpha1.NodeOperation{ID: id, Kind: v1alpha1.OperationReconfigure}
+		})
 	}
 }
 
@@ -222,17 +227,26 @@ func (cl *cluster) node(name string) *corev1.Node {
 }
 
 // finished reports whether the node's operation is over and its slot released.
-func (cl *cluster) finished(node, op string) bool {
-	s := cl.state(node)
+func (cl *cluster) finished(node, op string) bool { return isFinished(cl.state(node), op) }
+
+func isFinished(s v1alpha1.NodeNetworkStateStatus, op string) bool {
 	return s.SyncOperation == op && (s.SyncStatus == v1alpha1.SyncSucceeded || s.SyncStatus == v1alpha1.SyncFailed) &&
 		s.DrainStatus == v1alpha1.DrainIdle
 }
 
 func (cl *cluster) waitFinished(op string, nodes ...string) {
 	cl.t.Helper()
-	cl.eventually(60*time.Second, fmt.Sprintf("operation %s finished on %v", op, nodes), func() bool {
+	cl.eventually(120*time.Second, fmt.Sprintf("operation %s finished on %d nodes", op, len(nodes)), func() bool {
+		var list v1alpha1.NodeNetworkStateList
+		if err := cl.c.List(cl.ctx, &list); err != nil {
+			return false
+		}
+		byName := map[string]v1alpha1.NodeNetworkStateStatus{}
+		for _, n := range list.Items {
+			byName[n.Name] = n.Status
+		}
 		for _, n := range nodes {
-			if !cl.finished(n, op) {
+			if !isFinished(byName[n], op) {
 				return false
 			}
 		}
@@ -265,76 +279,6 @@ func (cl *cluster) holdingSlot() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// kubelet plays the parts the test API server lacks: the kubelet (pods become
-// Running and Ready; a deleted pod's deletion is finished) and the disruption
-// controller (each PodDisruptionBudget's status is computed from its pods, so
-// the Eviction API really enforces it).
-func (cl *cluster) kubelet(ctx context.Context) {
-	for ctx.Err() == nil {
-		var pods corev1.PodList
-		if err := cl.c.List(ctx, &pods, client.InNamespace(testNS)); err == nil {
-			for i := range pods.Items {
-				p := &pods.Items[i]
-				switch {
-				case !p.DeletionTimestamp.IsZero():
-					_ = cl.c.Delete(ctx, p, client.GracePeriodSeconds(0))
-				case p.Status.Phase != corev1.PodRunning:
-					p.Status.Phase = corev1.PodRunning
-					p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-					_ = cl.c.Status().Update(ctx, p)
-				}
-			}
-			cl.disruptionController(ctx, pods.Items)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(25 * time.Millisecond):
-		}
-	}
-}
-
-func (cl *cluster) disruptionController(ctx context.Context, pods []corev1.Pod) {
-	var pdbs policyv1.PodDisruptionBudgetList
-	if err := cl.c.List(ctx, &pdbs, client.InNamespace(testNS)); err != nil {
-		return
-	}
-	for i := range pdbs.Items {
-		pdb := &pdbs.Items[i]
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil {
-			continue
-		}
-		expected, healthy := 0, 0
-		disrupted := map[string]metav1.Time{}
-		for _, p := range pods {
-			if !sel.Matches(labels.Set(p.Labels)) {
-				continue
-			}
-			expected++
-			if t, ok := pdb.Status.DisruptedPods[p.Name]; ok && p.DeletionTimestamp.IsZero() {
-				disrupted[p.Name] = t // evicted, deletion not yet seen: not healthy
-				continue
-			}
-			if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning {
-				healthy++
-			}
-		}
-		desired := expected
-		switch {
-		case pdb.Spec.MaxUnavailable != nil:
-			mu, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, expected, true)
-			desired = max(0, expected-mu)
-		case pdb.Spec.MinAvailable != nil:
-			desired, _ = intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, expected, true)
-		}
-		pdb.Status = policyv1.PodDisruptionBudgetStatus{
-			ObservedGeneration: pdb.Generation, ExpectedPods: int32(expected), CurrentHealthy: int32(healthy),
-			DesiredHealthy: int32(desired), DisruptionsAllowed: int32(max(0, healthy-desired)), DisruptedPods: disrupted,
-		}
-		_ = cl.c.Status().Update(ctx, pdb) // a conflict with an eviction is retried next round
-	}
 }
 
 // gate holds each node's Reconfigure work until the test opens it.
@@ -478,4 +422,20 @@ func (cl *cluster) planWaves(nodes ...string) [][]string {
 		cl.t.Fatal(err)
 	}
 	return m.Waves(nodes)
+}
+
+// update changes an object as a user would: read, change, write, and again
+// on a conflict with the controllers' writes.
+func (cl *cluster) update(obj client.Object, change func(client.Object)) {
+	cl.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := cl.c.Get(cl.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return cl.c.Update(cl.ctx, obj)
+	})
+	if err != nil {
+		cl.t.Fatal(err)
+	}
 }

@@ -63,6 +63,12 @@ type Decision struct {
 	Reason string
 }
 
+// Frees reports whether carrying the decision out frees the node's slot (or
+// its place in the queue).
+func (d Decision) Frees() bool {
+	return d.Action == ActionRelease || d.Action == ActionTimeoutFail || d.Action == ActionCancel
+}
+
 // DecideDrains is one pass of the drain controller: for every node, what to
 // do now. Releases and timeouts come first and free their slots for the
 // admissions of the same pass; the caller must carry them out, in order, and
@@ -80,14 +86,11 @@ func DecideDrains(m Membership, nodes []NodeDrain, policy DrainPolicy, now time.
 		if !ok {
 			continue
 		}
-		switch d.Action {
-		case ActionRelease, ActionTimeoutFail, ActionCancel:
+		if d.Frees() {
 			freeing = append(freeing, d)
-		default:
-			progress = append(progress, d)
-		}
-		if d.Action == ActionRelease || d.Action == ActionTimeoutFail || d.Action == ActionCancel {
 			status[n.Name] = d.To
+		} else {
+			progress = append(progress, d)
 		}
 	}
 	admitTo := v1alpha1.Draining

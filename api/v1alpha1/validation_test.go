@@ -1,0 +1,151 @@
+package v1alpha1_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/testenv"
+)
+
+var (
+	env        *testenv.Env
+	envMissing error
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, &envMissing)) }
+
+func pool(name string, mutate func(*v1alpha1.NodePoolSpec)) *v1alpha1.NodePool {
+	np := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if mutate != nil {
+		mutate(&np.Spec)
+	}
+	return np
+}
+
+func expr(op corev1.NodeSelectorOperator, values ...string) []v1alpha1.NodeSelectorTerm {
+	return []v1alpha1.NodeSelectorTerm{{MatchExpressions: []v1alpha1.NodeSelectorRequirement{{Key: "zone", Operator: op, Values: values}}}}
+}
+
+// TestAPIServerRefusesBadInput: the API server refuses each bad object at
+// once, with a message that names the field, and stores nothing.
+func TestAPIServerRefusesBadInput(t *testing.T) {
+	testenv.Require(t, envMissing)
+	cases := []struct {
+		name string
+		obj  client.Object
+		want []string // all must appear in the error
+	}{
+		{"priority 100", pool("p", func(s *v1alpha1.NodePoolSpec) { s.Priority = ptr.To[int32](100) }),
+			[]string{"spec.priority", "99"}},
+		{"priority -1", pool("p", func(s *v1alpha1.NodePoolSpec) { s.Priority = ptr.To[int32](-1) }),
+			[]string{"spec.priority", "0"}},
+		{"maxParallel -1", pool("p", func(s *v1alpha1.NodePoolSpec) { s.MaxParallel = ptr.To(intstr.FromInt32(-1)) }),
+			[]string{"spec.maxParallel", `"1%" to "100%"`}},
+		{"maxParallel 150%", pool("p", func(s *v1alpha1.NodePoolSpec) { s.MaxParallel = ptr.To(intstr.FromString("150%")) }),
+			[]string{"spec.maxParallel", `"1%" to "100%"`}},
+		{"maxParallel 0%", pool("p", func(s *v1alpha1.NodePoolSpec) { s.MaxParallel = ptr.To(intstr.FromString("0%")) }),
+			[]string{"spec.maxParallel"}},
+		{"invalid selector operator", pool("p", func(s *v1alpha1.NodePoolSpec) { s.NodeSelectorTerms = expr("Near", "a") }),
+			[]string{"spec.nodeSelectorTerms[0].matchExpressions[0].operator", "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"}},
+		{"In without values", pool("p", func(s *v1alpha1.NodePoolSpec) { s.NodeSelectorTerms = expr(corev1.NodeSelectorOpIn) }),
+			[]string{"spec.nodeSelectorTerms[0].matchExpressions[0]", "non-empty"}},
+		{"Gt with a non-integer", pool("p", func(s *v1alpha1.NodePoolSpec) { s.NodeSelectorTerms = expr(corev1.NodeSelectorOpGt, "ten") }),
+			[]string{"spec.nodeSelectorTerms[0].matchExpressions[0]", "single integer"}},
+		{"matchFields on a label", pool("p", func(s *v1alpha1.NodePoolSpec) {
+			s.NodeSelectorTerms = []v1alpha1.NodeSelectorTerm{{MatchFields: []v1alpha1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}
+		}), []string{"spec.nodeSelectorTerms[0].matchFields", "metadata.name"}},
+		{"reserved pool name", pool("default", nil), []string{"metadata.name", "reserved"}},
+		{"second ClusterNetwork", &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, []string{"metadata.name", `"cluster"`}},
+		{"unknown onTimeout", &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+			Spec: v1alpha1.ClusterNetworkSpec{Drain: v1alpha1.DrainSettings{OnTimeout: "Panic"}}}, []string{"spec.drain.onTimeout", "Wait", "Fail"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := env.Client.Create(t.Context(), c.obj)
+			if err == nil {
+				_ = env.Client.Delete(t.Context(), c.obj)
+				t.Fatal("accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+	var pools v1alpha1.NodePoolList
+	if err := env.Client.List(t.Context(), &pools); err != nil || len(pools.Items) != 0 {
+		t.Fatalf("refused objects must store nothing: %d pools, %v", len(pools.Items), err)
+	}
+}
+
+// TestDefaults: a pool that sets nothing gets priority 99 and maxParallel 1;
+// percentages and 0 are accepted.
+func TestDefaults(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	np := pool("plain", nil)
+	if err := env.Client.Create(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	defer env.Client.Delete(ctx, np)
+	if *np.Spec.Priority != 99 || np.Spec.MaxParallel.String() != "1" {
+		t.Fatalf("defaults: priority %d maxParallel %s, want 99 and 1", *np.Spec.Priority, np.Spec.MaxParallel.String())
+	}
+	for _, mp := range []intstr.IntOrString{intstr.FromInt32(0), intstr.FromString("100%"), intstr.FromString("1%"), intstr.FromInt32(40)} {
+		ok := pool("ok", func(s *v1alpha1.NodePoolSpec) {
+			s.MaxParallel = &mp
+			s.NodeSelectorTerms = expr(corev1.NodeSelectorOpExists)
+		})
+		if err := env.Client.Create(ctx, ok); err != nil {
+			t.Errorf("maxParallel %s refused: %v", mp.String(), err)
+			continue
+		}
+		_ = env.Client.Delete(ctx, ok)
+	}
+	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	if err := env.Client.Create(ctx, cn); err != nil {
+		t.Fatal(err)
+	}
+	defer env.Client.Delete(ctx, cn)
+	if cn.Spec.Drain.Timeout == nil || cn.Spec.Drain.Timeout.Duration.String() != "10m0s" || cn.Spec.Drain.OnTimeout != v1alpha1.DrainTimeoutWait {
+		t.Fatalf("drain defaults = %+v, want timeout 10m and onTimeout Wait", cn.Spec.Drain)
+	}
+}
+
+// TestKubectlExplainReadsWell: every field the user sets is documented.
+func TestKubectlExplainReadsWell(t *testing.T) {
+	testenv.Require(t, envMissing)
+	kubectl := filepath.Join(env.AssetsDir, "kubectl")
+	for field, want := range map[string]string{
+		"nodepools.spec.maxParallel":                  "percentage",
+		"nodepools.spec.priority":                     "lower number wins",
+		"nodepools.spec.nodeSelectorTerms":            "Empty selects every node",
+		"nodenetworkstates.status.drainStatus":        "Written by the operator alone",
+		"nodenetworkstates.status.drainRequest":       "Written by the agent",
+		"clusternetworks.spec.drain.onTimeout":        "keep waiting and report",
+		"clusternetworks.spec.drain.disabled":         "pool limits still apply",
+		"nodenetworkstates.spec.operation.id":         "identifies the operation",
+		"nodepools.status.draining":                   "slot",
+		"nodenetworkstates.status.cordonedByNetshift": "never uncordoned",
+	} {
+		out, err := exec.Command(kubectl, "--kubeconfig", env.Kubeconfig, "explain", field).CombinedOutput()
+		if err != nil {
+			t.Errorf("kubectl explain %s: %v\n%s", field, err, out)
+			continue
+		}
+		if !strings.Contains(strings.Join(strings.Fields(string(out)), " "), want) {
+			t.Errorf("kubectl explain %s does not say %q:\n%s", field, want, out)
+		}
+	}
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/agent"
+)
+
+func agentCmd(g *globals) *cobra.Command {
+	var node, health string
+	var hold time.Duration
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent for one node (one per node, host network)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if node == "" {
+				return errors.New("--node: required (the name of the Node this agent runs on)")
+			}
+			if hold < 0 {
+				return errors.New("--reconfigure-hold: must be 0 or more")
+			}
+			cfg, err := g.restConfig()
+			if err != nil {
+				return err
+			}
+			mgr, err := agent.NewManager(cfg, agent.Options{Node: node, HealthAddr: health,
+				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}})
+			if err != nil {
+				return err
+			}
+			return mgr.Start(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&node, "node", "", "name of this agent's Node (required)")
+	f.StringVar(&health, "health-probe-bind-address", "0", "address of /healthz and /readyz (\"0\" disables it)")
+	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
+	return cmd
+}

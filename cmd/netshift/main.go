@@ -1,0 +1,73 @@
+// Command netshift changes the network of a live Kubernetes cluster without
+// taking it down. One binary: the operator, the node agent, and the commands
+// people run (plan, status, reconfigure, demo).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"netshift.io/netshift/internal/operator"
+)
+
+// globals are the flags every subcommand shares.
+type globals struct {
+	kubeconfig string
+	verbose    bool
+}
+
+func main() {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "netshift",
+		Short:         "Change the network of a live Kubernetes cluster without taking it down",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			ctrl.SetLogger(zap.New(zap.UseDevMode(g.verbose)))
+		},
+	}
+	root.PersistentFlags().StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster config, or ~/.kube/config)")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "human-readable debug logs")
+	root.AddCommand(operatorCmd(g), agentCmd(g), planCmd(g), statusCmd(g), reconfigureCmd(g), demoCmd(g))
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "netshift:", err)
+		os.Exit(1)
+	}
+}
+
+func (g *globals) restConfig() (*rest.Config, error) {
+	if g.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", g.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", g.kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to talk to (give --kubeconfig or set KUBECONFIG): %w", err)
+	}
+	return cfg, nil
+}
+
+func (g *globals) client() (client.Client, error) {
+	cfg, err := g.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: operator.Scheme()})
+}

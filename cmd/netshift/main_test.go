@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/kubesim"
+	"netshift.io/netshift/internal/testenv"
+)
+
+var (
+	env        *testenv.Env
+	envMissing error
+	binary     string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "netshift-cli-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "netshift")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build netshift: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	os.Exit(testenv.Run(m, &env, &envMissing))
+}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(binary, args...).CombinedOutput()
+	return string(out), err
+}
+
+const samples = "../../config/samples/"
+
+// TestPlanExample is the issue's example through the command users run.
+func TestPlanExample(t *testing.T) {
+	out, err := run(t, "plan", "--nodes", samples+"example-nodes.yaml", "--pools", samples+"example-pools.yaml", "--only", "c,d,e", "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var p struct {
+		Owners map[string]string `json:"owners"`
+		Waves  [][]string        `json:"waves"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if want := map[string]string{"a": "pool1", "b": "pool1", "c": "pool1", "d": "pool2", "e": "pool2"}; !reflect.DeepEqual(p.Owners, want) {
+		t.Errorf("owners = %v, want %v", p.Owners, want)
+	}
+	if want := [][]string{{"c", "d", "e"}}; !reflect.DeepEqual(p.Waves, want) {
+		t.Errorf("waves = %v, want %v", p.Waves, want)
+	}
+	out, err = run(t, "plan", "--nodes", samples+"example-nodes.yaml", "--pools", samples+"example-pools.yaml")
+	if err != nil || !strings.Contains(out, "1: a, d, e\n  2: b\n  3: c") {
+		t.Errorf("text plan without --only:\n%s (%v)", out, err)
+	}
+}
+
+func TestCLIRefusesBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", samples + "example-pools.yaml", "-o", "yaml"}, `-o: "yaml" is not text or json`},
+		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", samples + "example-pools.yaml", "--only", "c,zz"}, "no such node: zz"},
+		{[]string{"plan", "--nodes", samples + "example-nodes.yaml"}, "--nodes and --pools go together"},
+		{[]string{"plan", "--nodes", samples + "example-pools.yaml", "--pools", samples + "example-pools.yaml"}, `kind "NodePool", want Node`},
+		{[]string{"agent"}, "--node: required"},
+		{[]string{"reconfigure"}, "either --nodes or --all"},
+		{[]string{"demo", "--hold", "2h"}, "--hold: 2h0m0s is outside 0s..1m"},
+	} {
+		out, err := run(t, c.args...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("netshift %s: err %v, output %q; want an error saying %q", strings.Join(c.args, " "), err, out, c.want)
+		}
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func start(t *testing.T, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, binary, args...)
+	logf, _ := os.Create(filepath.Join(t.TempDir(), "log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("netshift %s log:\n%s", args[0], b)
+		}
+	})
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func get(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestOperatorAndAgentProcesses runs `netshift operator` and `netshift agent`
+// as processes with their own certificate identities, as a deployment would:
+// leader election, health and metrics endpoints, a reconfigure through the
+// CLI, and `netshift status -o json`.
+func TestOperatorAndAgentProcesses(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	dir := t.TempDir()
+	opKC, err := env.UserKubeconfig(dir, "netshift:operator", "netshift:operators")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentKC, err := env.UserKubeconfig(dir, "netshift:agent:cli-1", "netshift:agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cli-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	go (&kubesim.Sim{Client: env.Client}).Run(ctx)
+	metrics, health := freePort(t), freePort(t)
+	start(t, "operator", "--kubeconfig", opKC, "--leader-elect", "--metrics-bind-address", metrics, "--health-probe-bind-address", health)
+	start(t, "agent", "--kubeconfig", agentKC, "--node", "cli-1", "--reconfigure-hold", "100ms")
+
+	eventually(t, "/healthz and /readyz", func() bool {
+		a, _ := get("http://" + health + "/healthz")
+		b, _ := get("http://" + health + "/readyz")
+		return a == 200 && b == 200
+	})
+	eventually(t, "the leader lease", func() bool {
+		var lease coordinationv1.Lease
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: "netshift-system", Name: "netshift-operator"}, &lease)
+		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
+	})
+	var nns v1alpha1.NodeNetworkState
+	eventually(t, "the NodeNetworkState of cli-1", func() bool {
+		return env.Client.Get(ctx, client.ObjectKey{Name: "cli-1"}, &nns) == nil
+	})
+	out, err := run(t, "--kubeconfig", env.Kubeconfig, "reconfigure", "--nodes", "cli-1,nope")
+	if err == nil || !strings.Contains(out, "node nope") {
+		t.Fatalf("reconfigure with an unknown node: %v %s", err, out)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "cli-1"}, &nns); err != nil || nns.Spec.Operation != nil {
+		t.Fatalf("a refused reconfigure changed cli-1: %+v %v", nns.Spec.Operation, err)
+	}
+	if out, err := run(t, "--kubeconfig", env.Kubeconfig, "reconfigure", "--nodes", "cli-1", "--id", "cli-op"); err != nil {
+		t.Fatalf("reconfigure: %v\n%s", err, out)
+	}
+	eventually(t, "netshift status to show the operation done", func() bool {
+		out, err := run(t, "--kubeconfig", env.Kubeconfig, "status", "-o", "json")
+		if err != nil {
+			return false
+		}
+		var r struct {
+			Pools []struct {
+				Name  string `json:"name"`
+				Nodes []struct {
+					Name, DrainStatus, SyncStatus, Operation string
+				} `json:"nodes"`
+			} `json:"pools"`
+		}
+		if json.Unmarshal([]byte(out), &r) != nil || len(r.Pools) != 1 || r.Pools[0].Name != "default" || len(r.Pools[0].Nodes) != 1 {
+			return false
+		}
+		n := r.Pools[0].Nodes[0]
+		return n.Name == "cli-1" && n.SyncStatus == "Succeeded" && n.DrainStatus == "Idle" && n.Operation == "cli-op"
+	})
+	code, body := get("http://" + metrics + "/metrics")
+	for _, m := range []string{"netshift_drain_nodes_draining{pool=\"default\"} 0", "netshift_drain_duration_seconds_count{pool=\"default\"} 1"} {
+		if code != 200 || !strings.Contains(body, m) {
+			t.Errorf("metrics endpoint (%d) lacks %q", code, m)
+		}
+	}
+	text, err := run(t, "--kubeconfig", env.Kubeconfig, "status")
+	if err != nil || !strings.Contains(text, "POOL default") || !strings.Contains(text, "cli-1") {
+		t.Errorf("status text:\n%s (%v)", text, err)
+	}
+}
+
+// TestManifestsApplyCleanly applies config/default (CRDs, RBAC, policy, the
+// operator Deployment, the agent DaemonSet) with kubectl, as users do.
+func TestManifestsApplyCleanly(t *testing.T) {
+	testenv.Require(t, envMissing)
+	kubectl := filepath.Join(env.AssetsDir, "kubectl")
+	out, err := exec.Command(kubectl, "--kubeconfig", env.Kubeconfig, "apply", "--server-side", "--force-conflicts", "-k", "../../config/default").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply -k config/default: %v\n%s", err, out)
+	}
+	for _, want := range []string{"deployment.apps/netshift-operator", "daemonset.apps/netshift-agent", "validatingadmissionpolicy.admissionregistration.k8s.io/netshift-agent-own-node", "customresourcedefinition.apiextensions.k8s.io/nodepools.netshift.io"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("kubectl output lacks %s:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+// Package controlplane runs a real kube-apiserver and etcd on this machine
+// (the binaries hack/envtest-assets.sh builds), with netshift's CRDs, RBAC and
+// admission policy installed. The tests, the demo and the lab run on it.
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"netshift.io/netshift/config"
+	"netshift.io/netshift/internal/manifests"
+	"netshift.io/netshift/internal/operator"
+)
+
+// ControlPlane is a running API server with netshift installed.
+type ControlPlane struct {
+	Env        *envtest.Environment
+	Admin      *rest.Config
+	Client     client.Client // admin
+	AssetsDir  string
+	Kubeconfig string // admin kubeconfig file, for kubectl and the netshift CLI
+}
+
+// MissingError says that the API server binaries are not there.
+type MissingError struct{ Reason string }
+
+func (m *MissingError) Error() string { return m.Reason }
+
+// RepoRoot finds the netshift checkout above the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "envtest-assets.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("netshift checkout (hack/envtest-assets.sh) not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// AssetsDir is where kube-apiserver, etcd and kubectl are: KUBEBUILDER_ASSETS,
+// or the cache hack/envtest-assets.sh fills. It never builds them itself (that
+// takes minutes): it says how.
+func AssetsDir() (string, error) {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d, nil
+	}
+	missing := &MissingError{Reason: "no kube-apiserver/etcd: run hack/envtest-assets.sh once (builds them, about 10 minutes) or set KUBEBUILDER_ASSETS"}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", missing
+	}
+	out, err := exec.Command(filepath.Join(root, "hack", "envtest-assets.sh"), "--cached-only").Output()
+	if err != nil {
+		return "", missing
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Start starts kube-apiserver and etcd and installs netshift's CRDs, RBAC and
+// admission policy. Stop it with Stop.
+func Start() (*ControlPlane, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	objs, err := manifests.ReadFS(config.Install)
+	if err != nil {
+		return nil, fmt.Errorf("read embedded manifests: %w", err)
+	}
+	te := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, fmt.Errorf("start kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	cp := &ControlPlane{Env: te, Admin: cfg, AssetsDir: assets}
+	if cp.Client, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err = manifests.Apply(ctx, cp.Client, objs)
+		cancel()
+	}
+	if err == nil {
+		cp.Kubeconfig, err = writeKubeconfig(cfg, "admin")
+	}
+	if err != nil {
+		_ = te.Stop()
+		return nil, fmt.Errorf("install netshift into the API server: %w", err)
+	}
+	return cp, nil
+}
+
+// Stop stops the API server and etcd and removes the kubeconfig file.
+func (cp *ControlPlane) Stop() {
+	if cp == nil {
+		return
+	}
+	_ = os.Remove(cp.Kubeconfig)
+	_ = cp.Env.Stop()
+}
+
+// Identities of netshift's ServiceAccounts.
+const (
+	OperatorUser = "system:serviceaccount:netshift-system:netshift-operator"
+	AgentUser    = "system:serviceaccount:netshift-system:netshift-agent"
+	// NodeNameExtra is the user extra a pod-bound ServiceAccount token carries.
+	NodeNameExtra = "authentication.kubernetes.io/node-name"
+)
+
+// ServiceAccountGroups are the groups of a netshift-system ServiceAccount.
+var ServiceAccountGroups = []string{"system:serviceaccounts", "system:serviceaccounts:netshift-system", "system:authenticated"}
+
+// As returns a config that impersonates user with groups and extra.
+func (cp *ControlPlane) As(user string, groups []string, extra map[string][]string) *rest.Config {
+	cfg := rest.CopyConfig(cp.Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups, Extra: extra}
+	return cfg
+}
+
+// OperatorConfig acts as the operator's ServiceAccount.
+func (cp *ControlPlane) OperatorConfig() *rest.Config {
+	return cp.As(OperatorUser, ServiceAccountGroups, nil)
+}
+
+// AgentConfig acts as the agent's ServiceAccount with a token bound to a pod on node.
+func (cp *ControlPlane) AgentConfig(node string) *rest.Config {
+	return cp.As(AgentUser, ServiceAccountGroups, map[string][]string{NodeNameExtra: {node}})
+}
+
+// UserKubeconfig creates a user with its own client certificate (its own
+// identity, as a process on another machine would have) and writes a
+// kubeconfig for it into dir.
+func (cp *ControlPlane) UserKubeconfig(dir, user string, groups ...string) (string, error) {
+	u, err := cp.Env.AddUser(envtest.User{Name: user, Groups: groups}, cp.Admin)
+	if err != nil {
+		return "", fmt.Errorf("create user %s: %w", user, err)
+	}
+	data, err := u.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, strings.NewReplacer(":", "-", "/", "-").Replace(user)+".kubeconfig")
+	return path, os.WriteFile(path, data, 0o600)
+}
+
+func writeKubeconfig(cfg *rest.Config, name string) (string, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	f, err := os.CreateTemp("", "netshift-"+name+"-*.kubeconfig")
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return f.Name(), clientcmd.WriteToFile(*kc, f.Name())
+}

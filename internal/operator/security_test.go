@@ -1,0 +1,136 @@
+package operator_test
+
+import (
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/testenv"
+)
+
+func clientFor(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestAgentMayChangeOnlyItsOwnNodeAndFields: with the agent ServiceAccount's
+// node-bound identity, and with the per-node lab identity, an agent writes its
+// own request but is refused on another node's object and on the drain
+// controller's fields.
+func TestAgentMayChangeOnlyItsOwnNodeAndFields(t *testing.T) {
+	cl := newCluster(t)
+	cl.startOperator()
+	cl.createNodes("s1", "s2")
+	identities := map[string]*rest.Config{
+		"serviceaccount": env.AgentConfig("s1"),
+		"per-node user":  env.As("netshift:agent:s1", []string{"netshift:agents", "system:authenticated"}, nil),
+	}
+	for name, cfg := range identities {
+		t.Run(name, func(t *testing.T) {
+			ac := clientFor(t, cfg)
+			var own, other v1alpha1.NodeNetworkState
+			if err := ac.Get(cl.ctx, client.ObjectKey{Name: "s1"}, &own); err != nil {
+				t.Fatalf("agent cannot read its own state: %v", err)
+			}
+			now := metav1.Now()
+			own.Status.DrainRequest = &v1alpha1.DrainRequest{Operation: "probe", State: v1alpha1.DrainRequestIdle, Time: &now}
+			if err := ac.Status().Update(cl.ctx, &own); err != nil {
+				t.Fatalf("agent refused on its own request field: %v", err)
+			}
+
+			if err := ac.Get(cl.ctx, client.ObjectKey{Name: "s2"}, &other); err != nil {
+				t.Fatal(err)
+			}
+			other.Status.DrainRequest = &v1alpha1.DrainRequest{Operation: "evil", State: v1alpha1.DrainRequestIdle}
+			err := ac.Status().Update(cl.ctx, &other)
+			if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "only its own node") {
+				t.Fatalf("agent of s1 writing s2: err = %v, want a refusal naming its own node", err)
+			}
+
+			if err := ac.Get(cl.ctx, client.ObjectKey{Name: "s1"}, &own); err != nil {
+				t.Fatal(err)
+			}
+			own.Status.DrainStatus = v1alpha1.DrainingComplete
+			err = ac.Status().Update(cl.ctx, &own)
+			if err == nil || !strings.Contains(err.Error(), "drain controller's") {
+				t.Fatalf("agent setting drainStatus: err = %v, want a refusal", err)
+			}
+
+			if err := ac.Delete(cl.ctx, &other); !apierrors.IsForbidden(err) {
+				t.Fatalf("agent deleting a NodeNetworkState: err = %v, want Forbidden", err)
+			}
+			if err := ac.Create(cl.ctx, &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "s9"}}); !apierrors.IsForbidden(err) {
+				t.Fatalf("agent creating a NodeNetworkState: err = %v, want Forbidden", err)
+			}
+		})
+	}
+	// An agent identity without a node name may change nothing.
+	anon := clientFor(t, env.As(testenv.AgentUser, []string{"system:serviceaccounts", "system:authenticated"}, nil))
+	var own v1alpha1.NodeNetworkState
+	if err := anon.Get(cl.ctx, client.ObjectKey{Name: "s1"}, &own); err != nil {
+		t.Fatal(err)
+	}
+	own.Status.DrainRequest = &v1alpha1.DrainRequest{Operation: "x", State: v1alpha1.DrainRequestIdle}
+	if err := anon.Status().Update(cl.ctx, &own); err == nil {
+		t.Fatal("an agent token not bound to a node changed a NodeNetworkState")
+	}
+}
+
+// TestLeastPrivilege asks the API server's authorizer what netshift's
+// ServiceAccounts may do: exactly what they need, and nothing sensitive more.
+func TestLeastPrivilege(t *testing.T) {
+	testenv.Require(t, envMissing)
+	type access struct{ verb, group, resource, sub, ns string }
+	operatorNeeds := []access{
+		{"list", "", "nodes", "", ""}, {"patch", "", "nodes", "", ""}, {"watch", "", "pods", "", ""},
+		{"create", "", "pods", "eviction", "any"}, {"create", "events.k8s.io", "events", "", "any"},
+		{"create", "netshift.io", "nodenetworkstates", "", ""}, {"delete", "netshift.io", "nodenetworkstates", "", ""},
+		{"patch", "netshift.io", "nodenetworkstates", "status", ""}, {"patch", "netshift.io", "nodepools", "status", ""},
+		{"watch", "netshift.io", "clusternetworks", "", ""},
+		{"update", "coordination.k8s.io", "leases", "", operator.Namespace},
+	}
+	operatorMustNot := []access{
+		{"delete", "", "pods", "", "any"}, {"get", "", "secrets", "", "any"}, {"delete", "", "nodes", "", ""},
+		{"update", "netshift.io", "nodepools", "", ""}, {"update", "netshift.io", "clusternetworks", "", ""},
+		{"update", "coordination.k8s.io", "leases", "", "kube-system"}, {"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", ""},
+	}
+	agentNeeds := []access{
+		{"watch", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "nodenetworkstates", "status", ""},
+		{"get", "netshift.io", "clusternetworks", "", ""},
+	}
+	agentMustNot := []access{
+		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"create", "netshift.io", "nodenetworkstates", "", ""},
+		{"delete", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "", "nodes", "", ""},
+		{"create", "", "pods", "eviction", "any"}, {"get", "", "secrets", "", "any"}, {"list", "", "pods", "", "any"},
+		{"patch", "netshift.io", "nodepools", "status", ""},
+	}
+	check := func(user string, list []access, want bool) {
+		for _, a := range list {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:netshift-system", "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub, Namespace: a.ns},
+			}}
+			if err := env.Client.Create(t.Context(), sar); err != nil {
+				t.Fatal(err)
+			}
+			if sar.Status.Allowed != want {
+				t.Errorf("%s %s %+v: allowed=%v, want %v", user, a.verb, a, sar.Status.Allowed, want)
+			}
+		}
+	}
+	check(testenv.OperatorUser, operatorNeeds, true)
+	check(testenv.OperatorUser, operatorMustNot, false)
+	check(testenv.AgentUser, agentNeeds, true)
+	check(testenv.AgentUser, agentMustNot, false)
+}

@@ -1,0 +1,179 @@
+// Package status renders `netshift status`: each pool, its nodes and where
+// each node's drain and sync stand, readable at a glance.
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/rollout"
+)
+
+// Report is the JSON form of `netshift status`.
+type Report struct {
+	Pools []Pool `json:"pools"`
+}
+
+// Pool is one pool with its nodes.
+type Pool struct {
+	Name        string `json:"name"`
+	Priority    int32  `json:"priority"`
+	MaxParallel string `json:"maxParallel"`
+	// Limit is maxParallel resolved against the pool's size (0 = no limit).
+	Limit    int    `json:"limit"`
+	Draining int    `json:"draining"`
+	Nodes    []Node `json:"nodes"`
+}
+
+// Node is one node's state.
+type Node struct {
+	Name          string `json:"name"`
+	DrainStatus   string `json:"drainStatus"`
+	SyncStatus    string `json:"syncStatus"`
+	Operation     string `json:"operation,omitempty"`
+	Cordoned      bool   `json:"cordoned"`
+	CordonedByUs  bool   `json:"cordonedByNetshift"`
+	Message       string `json:"message,omitempty"`
+	LastSyncError string `json:"lastSyncError,omitempty"`
+}
+
+// Gather reads nodes, pools and NodeNetworkStates and builds the report.
+func Gather(ctx context.Context, c client.Reader) (Report, error) {
+	var nodes corev1.NodeList
+	var pools v1alpha1.NodePoolList
+	var states v1alpha1.NodeNetworkStateList
+	if err := c.List(ctx, &nodes); err != nil {
+		return Report{}, fmt.Errorf("list nodes: %w", err)
+	}
+	if err := c.List(ctx, &pools); err != nil {
+		return Report{}, fmt.Errorf("list NodePools: %w", err)
+	}
+	if err := c.List(ctx, &states); err != nil {
+		return Report{}, fmt.Errorf("list NodeNetworkStates: %w", err)
+	}
+	m, err := operator.Membership(nodes.Items, pools.Items)
+	if err != nil {
+		return Report{}, err
+	}
+	byName := map[string]*v1alpha1.NodeNetworkState{}
+	for i := range states.Items {
+		byName[states.Items[i].Name] = &states.Items[i]
+	}
+	cordoned := map[string]bool{}
+	for _, n := range nodes.Items {
+		cordoned[n.Name] = n.Spec.Unschedulable
+	}
+	spec := map[string]v1alpha1.NodePool{}
+	for _, p := range pools.Items {
+		spec[p.Name] = p
+	}
+	var r Report
+	for name, members := range m.Members {
+		p := Pool{Name: name, Limit: m.Limit[name], Priority: rollout.DefaultPriority, MaxParallel: "1", Nodes: []Node{}}
+		if np, ok := spec[name]; ok {
+			if np.Spec.Priority != nil {
+				p.Priority = *np.Spec.Priority
+			}
+			if np.Spec.MaxParallel != nil {
+				p.MaxParallel = np.Spec.MaxParallel.String()
+			}
+		} else {
+			p.Priority = 100 // the implicit pool: below every real one
+		}
+		for _, n := range members {
+			// A node netshift has not touched yet is Idle on both counts.
+			node := Node{Name: n, Cordoned: cordoned[n], DrainStatus: string(v1alpha1.DrainIdle), SyncStatus: string(v1alpha1.SyncIdle)}
+			if st, ok := byName[n]; ok {
+				s := st.Status
+				if s.DrainStatus != "" {
+					node.DrainStatus = string(s.DrainStatus)
+				}
+				if s.SyncStatus != "" {
+					node.SyncStatus = string(s.SyncStatus)
+				}
+				node.CordonedByUs, node.Message, node.LastSyncError = s.CordonedByNetshift, s.DrainMessage, s.LastSyncError
+				if st.Spec.Operation != nil {
+					node.Operation = st.Spec.Operation.ID
+				}
+				if rollout.HoldsSlot(s.DrainStatus) {
+					p.Draining++
+				}
+			}
+			p.Nodes = append(p.Nodes, node)
+		}
+		r.Pools = append(r.Pools, p)
+	}
+	sort.Slice(r.Pools, func(i, j int) bool {
+		if r.Pools[i].Priority != r.Pools[j].Priority {
+			return r.Pools[i].Priority < r.Pools[j].Priority
+		}
+		return r.Pools[i].Name < r.Pools[j].Name
+	})
+	return r, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// WriteJSON prints the report as JSON.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText prints a table per pool.
+func (r Report) WriteText(w io.Writer) error {
+	if len(r.Pools) == 0 {
+		_, err := fmt.Fprintln(w, "no nodes")
+		return err
+	}
+	for i, p := range r.Pools {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		limit := fmt.Sprint(p.Limit)
+		if p.Limit == 0 {
+			limit = "unlimited"
+		}
+		prio := fmt.Sprint(p.Priority)
+		if p.Priority > 99 {
+			prio = "-"
+		}
+		fmt.Fprintf(w, "POOL %s  priority %s  maxParallel %s (%s at once)  %d/%d nodes busy\n", p.Name, prio, p.MaxParallel, limit, p.Draining, len(p.Nodes))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NODE\tDRAIN\tSYNC\tOPERATION\tCORDONED\tMESSAGE")
+		for _, n := range p.Nodes {
+			c := "no"
+			if n.Cordoned {
+				c = "yes"
+				if n.CordonedByUs {
+					c = "yes (netshift)"
+				}
+			}
+			msg := n.Message
+			if n.LastSyncError != "" {
+				msg = strings.TrimSpace(msg + " error: " + n.LastSyncError)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.DrainStatus, n.SyncStatus, orDash(n.Operation), c, msg)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
