@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
 )
@@ -55,6 +56,13 @@ func TestExampleCDEStartAtOnce(t *testing.T) {
 			t.Errorf("node %s: cordonedByNetshift=%v pool=%q, want true and %s", n, s.CordonedByNetshift, s.Pool, exampleOwners[n])
 		}
 	}
+	cl.eventually(10*time.Second, "pool statuses", func() bool {
+		var p1, p2 v1alpha1.NodePool
+		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: "pool1"}, &p1)
+		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: "pool2"}, &p2)
+		return reflect.DeepEqual(p1.Status.Nodes, []string{"a", "b", "c"}) && p1.Status.Draining == 1 && p1.Status.Limit == 1 &&
+			reflect.DeepEqual(p2.Status.Nodes, []string{"d", "e"}) && p2.Status.Draining == 2 && p2.Status.NodeCount == 2
+	})
 	var pods corev1.PodList
 	if err := cl.c.List(cl.ctx, &pods); err != nil {
 		t.Fatal(err)

@@ -44,16 +44,18 @@ func TestAgentMayChangeOnlyItsOwnNodeAndFields(t *testing.T) {
 				t.Fatalf("agent cannot read its own state: %v", err)
 			}
 			now := metav1.Now()
+			patch := client.MergeFrom(own.DeepCopy())
 			own.Status.DrainRequest = &v1alpha1.DrainRequest{Operation: "probe", State: v1alpha1.DrainRequestIdle, Time: &now}
-			if err := ac.Status().Update(cl.ctx, &own); err != nil {
+			if err := ac.Status().Patch(cl.ctx, &own, patch); err != nil {
 				t.Fatalf("agent refused on its own request field: %v", err)
 			}
 
 			if err := ac.Get(cl.ctx, client.ObjectKey{Name: "s2"}, &other); err != nil {
 				t.Fatal(err)
 			}
+			patch = client.MergeFrom(other.DeepCopy())
 			other.Status.DrainRequest = &v1alpha1.DrainRequest{Operation: "evil", State: v1alpha1.DrainRequestIdle}
-			err := ac.Status().Update(cl.ctx, &other)
+			err := ac.Status().Patch(cl.ctx, &other, patch)
 			if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "only its own node") {
 				t.Fatalf("agent of s1 writing s2: err = %v, want a refusal naming its own node", err)
 			}
@@ -61,8 +63,9 @@ func TestAgentMayChangeOnlyItsOwnNodeAndFields(t *testing.T) {
 			if err := ac.Get(cl.ctx, client.ObjectKey{Name: "s1"}, &own); err != nil {
 				t.Fatal(err)
 			}
+			patch = client.MergeFrom(own.DeepCopy())
 			own.Status.DrainStatus = v1alpha1.DrainingComplete
-			err = ac.Status().Update(cl.ctx, &own)
+			err = ac.Status().Patch(cl.ctx, &own, patch)
 			if err == nil || !strings.Contains(err.Error(), "drain controller's") {
 				t.Fatalf("agent setting drainStatus: err = %v, want a refusal", err)
 			}
@@ -81,8 +84,9 @@ func TestAgentMayChangeOnlyItsOwnNodeAndFields(t *testing.T) {
 	if err := anon.Get(cl.ctx, client.ObjectKey{Name: "s1"}, &own); err != nil {
 		t.Fatal(err)
 	}
+	patch := client.MergeFrom(own.DeepCopy())
 	own.Status.DrainRequest = &v1alpha1.DrainRequest{Operation: "x", State: v1alpha1.DrainRequestIdle}
-	if err := anon.Status().Update(cl.ctx, &own); err == nil {
+	if err := anon.Status().Patch(cl.ctx, &own, patch); err == nil {
 		t.Fatal("an agent token not bound to a node changed a NodeNetworkState")
 	}
 }
@@ -104,16 +108,16 @@ func TestLeastPrivilege(t *testing.T) {
 		{"delete", "", "pods", "", "any"}, {"get", "", "secrets", "", "any"}, {"delete", "", "nodes", "", ""},
 		{"update", "netshift.io", "nodepools", "", ""}, {"update", "netshift.io", "clusternetworks", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system"}, {"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", ""},
+		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "clusternetworks", "status", ""},
 	}
 	agentNeeds := []access{
 		{"watch", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "nodenetworkstates", "status", ""},
-		{"get", "netshift.io", "clusternetworks", "", ""},
 	}
 	agentMustNot := []access{
 		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"create", "netshift.io", "nodenetworkstates", "", ""},
 		{"delete", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "", "nodes", "", ""},
 		{"create", "", "pods", "eviction", "any"}, {"get", "", "secrets", "", "any"}, {"list", "", "pods", "", "any"},
-		{"patch", "netshift.io", "nodepools", "status", ""},
+		{"patch", "netshift.io", "nodepools", "status", ""}, {"update", "netshift.io", "nodenetworkstates", "status", ""},
 	}
 	check := func(user string, list []access, want bool) {
 		for _, a := range list {

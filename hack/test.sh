@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs every test tier and the benchmarks, printing how long each took.
+# Sets everything up first (hack/setup.sh), so it works on a fresh machine.
+#
+#   static       gofmt, go vet, generated code and CRDs up to date
+#   unit         the pure core and everything that needs no real part
+#   integration  controllers, CLI and API against a real kube-apiserver + etcd
+#   bench        the benchmarks of the acceptance criteria, with their figures
+#
+# With CI=true a test whose real prerequisite is missing fails instead of
+# skipping. Set TIERS="unit integration" to run only some.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=/usr/local/go/bin:$PATH
+export KUBEBUILDER_ASSETS
+KUBEBUILDER_ASSETS=$(hack/setup.sh)
+tiers=${TIERS:-static unit integration bench}
+
+# Integration packages are those whose tests use the real control plane.
+integration=$(go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
+  awk '/netshift.io\/netshift\/internal\/testenv/ {print $1}')
+unit=$(go list ./... | grep -vxF -f <(printf '%s\n' $integration))
+
+declare -A took
+failed=()
+run_tier() {
+  local name=$1; shift
+  local start=$(date +%s)
+  echo "=== tier $name"
+  if "$@"; then took[$name]="$(( $(date +%s) - start )) s"; else took[$name]="$(( $(date +%s) - start )) s, FAILED"; failed+=("$name"); fi
+}
+
+static() {
+  local bad
+  bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+  if [[ -n "$bad" ]]; then echo "gofmt would change: $bad"; return 1; fi
+  go vet ./... || return 1
+  hack/generate.sh || return 1
+  if ! git diff --quiet -- api config/crd 2>/dev/null; then
+    echo "generated code or CRDs are stale: run hack/generate.sh and commit"; git diff --stat -- api config/crd; return 1
+  fi
+}
+unit_tests() { go test -count=1 $unit; }
+integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
+bench() {
+  go test -run '^$' -bench 'FullDecision' -benchtime 200x -count 5 ./internal/rollout/ || return 1
+  go test -run '^$' -bench 'DrainCycle200' -benchtime 1x -timeout 10m ./internal/operator/
+}
+
+for t in $tiers; do
+  case $t in
+    static) run_tier static static ;;
+    unit) run_tier unit unit_tests ;;
+    integration) run_tier integration integration_tests ;;
+    bench) run_tier bench bench ;;
+    *) echo "unknown tier $t"; exit 2 ;;
+  esac
+done
+echo
+echo "=== time per tier"
+for t in $tiers; do printf '  %-12s %s\n' "$t" "${took[$t]}"; done
+if ((${#failed[@]})); then echo "FAILED tiers: ${failed[*]}"; exit 1; fi
