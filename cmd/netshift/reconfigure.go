@@ -8,10 +8,9 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/operator"
 )
 
 func reconfigureCmd(g *globals) *cobra.Command {
@@ -48,28 +47,13 @@ func reconfigureCmd(g *globals) *cobra.Command {
 					}
 				}
 			}
-			// Check every node first, so a typo changes nothing.
-			for _, n := range targets {
-				if err := c.Get(ctx, client.ObjectKey{Name: n}, &v1alpha1.NodeNetworkState{}); err != nil {
-					return fmt.Errorf("node %s: no NodeNetworkState (is the node's name right, and the operator running?): %w", n, err)
-				}
-			}
 			if id == "" {
 				id = "reconfigure-" + time.Now().UTC().Format("20060102-150405")
 			}
 			now := metav1.Now()
-			for _, n := range targets {
-				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-					var nns v1alpha1.NodeNetworkState
-					if err := c.Get(ctx, client.ObjectKey{Name: n}, &nns); err != nil {
-						return err
-					}
-					nns.Spec.Operation = &v1alpha1.NodeOperation{ID: id, Kind: v1alpha1.OperationReconfigure, Reason: reason, RequestedAt: &now}
-					return c.Update(ctx, &nns)
-				})
-				if err != nil {
-					return fmt.Errorf("node %s: start operation %s: %w", n, id, err)
-				}
+			op := v1alpha1.NodeOperation{ID: id, Kind: v1alpha1.OperationReconfigure, Reason: reason, RequestedAt: &now}
+			if err := operator.StartOperation(ctx, c, op, targets); err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "operation %s started on %d nodes: %s\nfollow it with: netshift status -w 1s\n", id, len(targets), strings.Join(targets, ", "))
 			return nil

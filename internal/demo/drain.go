@@ -29,6 +29,7 @@ import (
 	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/kubesim"
 	"netshift.io/netshift/internal/manifests"
+	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/plan"
 	"netshift.io/netshift/internal/rollout"
 	"netshift.io/netshift/internal/status"
@@ -111,7 +112,8 @@ func RunDrain(ctx context.Context, o Options) error {
 	for i, targets := range [][]string{{"c", "d", "e"}, demoNodes} {
 		op := fmt.Sprintf("demo-%d", i+1)
 		step("netshift reconfigure --nodes %s   (operation %s; each node's work takes %s)", strings.Join(targets, ","), op, o.Hold)
-		if err := startOperation(ctx, c, op, targets); err != nil {
+		now := metav1.Now()
+		if err := operator.StartOperation(ctx, c, v1alpha1.NodeOperation{ID: op, Kind: v1alpha1.OperationReconfigure, Reason: "demo", RequestedAt: &now}, targets); err != nil {
 			return err
 		}
 		peaks, waves, err := follow(ctx, c, op, targets, owners, out)
@@ -226,21 +228,6 @@ func startProcesses(ctx context.Context, cp *controlplane.ControlPlane, dir stri
 		}
 	}
 	return p, nil
-}
-
-func startOperation(ctx context.Context, c client.Client, op string, nodes []string) error {
-	now := metav1.Now()
-	for _, n := range nodes {
-		var nns v1alpha1.NodeNetworkState
-		if err := c.Get(ctx, client.ObjectKey{Name: n}, &nns); err != nil {
-			return err
-		}
-		nns.Spec.Operation = &v1alpha1.NodeOperation{ID: op, Kind: v1alpha1.OperationReconfigure, Reason: "demo", RequestedAt: &now}
-		if err := c.Update(ctx, &nns); err != nil {
-			return fmt.Errorf("node %s: start operation %s: %w", n, op, err)
-		}
-	}
-	return nil
 }
 
 // follow prints `netshift status` as the operation moves and returns the most

@@ -201,10 +201,8 @@ func (cl *cluster) createPods(node string, n int, lbls map[string]string) {
 // `netshift reconfigure` does.
 func (cl *cluster) startOperation(id string, nodes ...string) {
 	cl.t.Helper()
-	for _, n := range nodes {
-		cl.update(&v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: n}}, func(o client.Object) {
-			o.(*v1alpha1.NodeNetworkState).Spec.Operation = &v1alpha1.NodeOperation{ID: id, Kind: v1alpha1.OperationReconfigure}
-		})
+	if err := operator.StartOperation(cl.ctx, cl.c, v1alpha1.NodeOperation{ID: id, Kind: v1alpha1.OperationReconfigure}, nodes); err != nil {
+		cl.t.Fatal(err)
 	}
 }
 
