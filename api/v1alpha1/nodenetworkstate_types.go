@@ -128,6 +128,10 @@ type NodeNetworkStateStatus struct {
 	// DrainOperation is the operation DrainStatus belongs to. Written by the operator.
 	// +optional
 	DrainOperation string `json:"drainOperation,omitempty"`
+	// DrainQueuedAt is when the drain controller queued the node's request (Drain_Required).
+	// Written by the operator.
+	// +optional
+	DrainQueuedAt *metav1.Time `json:"drainQueuedAt,omitempty"`
 	// DrainStartedAt is when the node was given its slot. Written by the operator.
 	// +optional
 	DrainStartedAt *metav1.Time `json:"drainStartedAt,omitempty"`

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"netshift.io/netshift/internal/operator"
@@ -13,6 +16,12 @@ func operatorCmd(g *globals) *cobra.Command {
 		Short: "Run the operator: the drain controller and every netshift controller (leader-elected)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.EvictionRetry <= 0 {
+				return fmt.Errorf("--eviction-retry: %s must be more than 0", o.EvictionRetry)
+			}
+			if o.AdmissionSettle < 0 || o.AdmissionSettle > time.Minute {
+				return fmt.Errorf("--admission-settle: %s is outside 0s..1m", o.AdmissionSettle)
+			}
 			cfg, err := g.restConfig()
 			if err != nil {
 				return err
@@ -30,5 +39,7 @@ func operatorCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint (\"0\" disables it)")
 	f.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz (\"0\" disables it)")
 	f.DurationVar(&o.EvictionRetry, "eviction-retry", o.EvictionRetry, "how often blocked evictions are retried")
+	f.DurationVar(&o.AdmissionSettle, "admission-settle", o.AdmissionSettle,
+		"how long a pool waits after its latest drain request before granting slots, so a change's requests are granted in name order")
 	return cmd
 }

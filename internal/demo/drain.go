@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -120,7 +121,15 @@ func RunDrain(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "\nwaves as the drain controller ran them: %v\n", waves)
+		planned, err := plan.Compute(nl.Items, pl.Items, targets)
+		if err != nil {
+			return err
+		}
+		verdict := "the same as netshift plan"
+		if !reflect.DeepEqual(planned.Waves, waves) {
+			verdict = fmt.Sprintf("netshift plan said %v (agents asked at different times)", planned.Waves)
+		}
+		fmt.Fprintf(out, "\nwaves as the drain controller ran them: %v, %s\n", waves, verdict)
 		for _, p := range pl.Items {
 			limit := p.Spec.MaxParallel.IntValue()
 			verdict := "ok"
@@ -232,11 +241,13 @@ func startProcesses(ctx context.Context, cp *controlplane.ControlPlane, dir stri
 
 // follow prints `netshift status` as the operation moves and returns the most
 // nodes per pool that held a slot at once (sampled every 100 ms) and the
-// groups of nodes that were granted a slot together.
+// waves: the groups of nodes granted a slot with no slot released in between.
 func follow(ctx context.Context, c client.Client, op string, targets []string, owners map[string]string, out io.Writer) (map[string]int, [][]string, error) {
 	peaks := map[string]int{}
 	var waves [][]string
 	granted := map[string]bool{}
+	wasHolding := map[string]bool{}
+	released := true
 	lastPrint := time.Time{}
 	lastShown := ""
 	deadline := time.Now().Add(3 * time.Minute)
@@ -249,7 +260,12 @@ func follow(ctx context.Context, c client.Client, op string, targets []string, o
 		var wave []string
 		done := 0
 		for _, s := range states.Items {
-			if rollout.HoldsSlot(s.Status.DrainStatus) {
+			holds := rollout.HoldsSlot(s.Status.DrainStatus)
+			if wasHolding[s.Name] && !holds {
+				released = true
+			}
+			wasHolding[s.Name] = holds
+			if holds {
 				holding[owners[s.Name]]++
 				if s.Status.DrainOperation == op && !granted[s.Name] {
 					granted[s.Name] = true
@@ -262,8 +278,13 @@ func follow(ctx context.Context, c client.Client, op string, targets []string, o
 			}
 		}
 		if len(wave) > 0 {
-			sort.Strings(wave)
-			waves = append(waves, wave)
+			if released {
+				waves = append(waves, nil)
+				released = false
+			}
+			last := &waves[len(waves)-1]
+			*last = append(*last, wave...)
+			sort.Strings(*last)
 		}
 		for pool, h := range holding {
 			peaks[pool] = max(peaks[pool], h)

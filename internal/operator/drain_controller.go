@@ -46,6 +46,8 @@ type DrainReconciler struct {
 	Now       func() time.Time
 	// RetryInterval is how often a draining node's evictions are retried.
 	RetryInterval time.Duration
+	// Settle is rollout.DrainPolicy.Settle.
+	Settle time.Duration
 
 	// pass serializes passes within this process; leader election keeps other processes out.
 	pass sync.Mutex
@@ -98,6 +100,7 @@ func (r *DrainReconciler) read(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	policy.Settle = r.Settle
 	s := &snapshot{nodes: map[string]*corev1.Node{}, states: map[string]*v1alpha1.NodeNetworkState{}, pools: pools.Items, policy: policy}
 	for i := range nodes.Items {
 		s.nodes[nodes.Items[i].Name] = &nodes.Items[i]
@@ -216,8 +219,15 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	r.Metrics.observePass(m, s.states)
-	// A pending timeout needs a pass when it expires, even if nothing else changes.
-	return ctrl.Result{RequeueAfter: sooner(requeue, nextTimeout(s, now))}, nil
+	// A pending timeout, or a queue still settling, needs a pass later even if nothing changes.
+	requeue = sooner(requeue, nextTimeout(s, now))
+	for _, st := range s.states {
+		if st.Status.DrainStatus == v1alpha1.DrainRequired {
+			requeue = sooner(requeue, max(s.policy.Settle, 10*time.Millisecond))
+			break
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // applyParallelism bounds the API calls one pass makes at once.
@@ -316,7 +326,7 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 	case rollout.ActionQueue:
 		logger.Info("node asks for a drain; waiting for a slot")
 		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
-			s.DrainStatus, s.DrainOperation, s.Pool = v1alpha1.DrainRequired, d.Operation, pool
+			s.DrainStatus, s.DrainOperation, s.Pool, s.DrainQueuedAt = v1alpha1.DrainRequired, d.Operation, pool, &mnow
 			s.DrainMessage = fmt.Sprintf("waiting for a slot in pool %s", pool)
 			s.DrainFailure, s.DrainStartedAt = nil, nil
 		})

@@ -104,7 +104,7 @@ func (cl *cluster) startOperatorWith(cfg *rest.Config) (stop func(), reg *promet
 	mgr, err := operator.NewManager(ctx, cfg, operator.Options{
 		MetricsAddr: "0", HealthAddr: "0", LeaderElection: true,
 		LeaderElectionID: "netshift-operator", LeaderElectionNS: operator.Namespace,
-		EvictionRetry: 200 * time.Millisecond, Registry: reg, ManyInProcess: true,
+		EvictionRetry: 200 * time.Millisecond, AdmissionSettle: 300 * time.Millisecond, Registry: reg, ManyInProcess: true,
 	})
 	if err != nil {
 		cl.t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/rollout"
 )
 
 // Namespace is where netshift's own workloads, leases and config live.
@@ -43,6 +44,8 @@ type Options struct {
 	LeaderElectionID string
 	LeaderElectionNS string
 	EvictionRetry    time.Duration
+	// AdmissionSettle is how long a pool waits after its latest drain request before granting slots.
+	AdmissionSettle time.Duration
 	// ManyInProcess allows several operators in one process (tests): controller names may repeat.
 	ManyInProcess bool
 	// Registry receives the operator's metrics; nil means controller-runtime's, served on MetricsAddr.
@@ -54,7 +57,7 @@ func DefaultOptions() Options {
 	return Options{
 		MetricsAddr: ":8080", HealthAddr: ":8081",
 		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: Namespace,
-		EvictionRetry: 5 * time.Second,
+		EvictionRetry: 5 * time.Second, AdmissionSettle: rollout.DefaultSettle,
 	}
 }
 
@@ -92,7 +95,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	dr := &DrainReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("netshift-drain"), Metrics: NewDrainMetrics(reg),
-		Now: time.Now, RetryInterval: o.EvictionRetry,
+		Now: time.Now, RetryInterval: o.EvictionRetry, Settle: o.AdmissionSettle,
 	}
 	if err := dr.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up drain controller: %w", err)

@@ -13,10 +13,18 @@ type DrainPolicy struct {
 	Disabled  bool
 	Timeout   time.Duration
 	OnTimeout v1alpha1.OnDrainTimeout
+	// Settle is how long a pool waits after its latest queued request before it grants slots,
+	// so that the requests of a change that reach many nodes at once are all queued and are
+	// granted in name order, in the waves `netshift plan` shows, not in the order agents
+	// happened to ask.
+	Settle time.Duration
 }
 
+// DefaultSettle is the operator's default DrainPolicy.Settle.
+const DefaultSettle = 500 * time.Millisecond
+
 // DefaultDrainPolicy is the policy of a cluster with no ClusterNetwork.
-var DefaultDrainPolicy = DrainPolicy{Timeout: 10 * time.Minute, OnTimeout: v1alpha1.DrainTimeoutWait}
+var DefaultDrainPolicy = DrainPolicy{Timeout: 10 * time.Minute, OnTimeout: v1alpha1.DrainTimeoutWait, Settle: DefaultSettle}
 
 // NodeDrain is one node as the drain controller sees it in a pass.
 type NodeDrain struct {
@@ -100,6 +108,18 @@ func DecideDrains(m Membership, nodes []NodeDrain, policy DrainPolicy, now time.
 	ops := make(map[string]string, len(sorted))
 	for _, n := range sorted {
 		ops[n.Name] = n.Status.DrainOperation
+	}
+	// A pool whose latest request is younger than Settle grants nothing yet.
+	latest := map[string]time.Time{}
+	for _, n := range sorted {
+		if q := n.Status.DrainQueuedAt; status[n.Name] == v1alpha1.DrainRequired && q != nil && q.After(latest[m.Owner[n.Name]]) {
+			latest[m.Owner[n.Name]] = q.Time
+		}
+	}
+	for _, n := range sorted {
+		if status[n.Name] == v1alpha1.DrainRequired && now.Sub(latest[m.Owner[n.Name]]) < policy.Settle {
+			status[n.Name] = v1alpha1.DrainIdle
+		}
 	}
 	// A node queued in this pass still reads Idle in status: it is admitted in a later pass,
 	// once its queueing is written.

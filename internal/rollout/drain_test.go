@@ -176,3 +176,32 @@ func TestPropertyLimitsHoldAndEveryNodeFinishes(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleGrantsABurstInNameOrder: requests that reach a pool within the
+// settle window are granted together, in name order, once the latest has
+// waited Settle; an early asker gets no head start.
+func TestSettleGrantsABurstInNameOrder(t *testing.T) {
+	m := Resolve(nodes("a", "b", "c"), []Pool{pool(t, "p", 1, intstr.FromInt32(2))})
+	queued := func(name string, ago time.Duration) NodeDrain {
+		at := metav1.NewTime(t0.Add(-ago))
+		return NodeDrain{Name: name, Status: v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op",
+			DrainQueuedAt: &at, DrainRequest: req("op", v1alpha1.DrainRequestRequired)}}
+	}
+	policy := DefaultDrainPolicy
+	policy.Settle = time.Second
+	// c asked long ago, a and b just now: nothing yet.
+	if got := DecideDrains(m, []NodeDrain{queued("c", time.Minute), queued("a", 100*time.Millisecond), queued("b", 0)}, policy, t0); len(got) != 0 {
+		t.Fatalf("decisions while settling = %+v, want none", got)
+	}
+	// All settled: a and b, in name order, before c.
+	got := DecideDrains(m, []NodeDrain{queued("c", time.Minute), queued("a", 2*time.Second), queued("b", time.Second)}, policy, t0)
+	if len(got) != 2 || got[0].Node != "a" || got[1].Node != "b" {
+		t.Fatalf("decisions = %+v, want a and b admitted", got)
+	}
+	// Other pools are not held back by a settling pool.
+	m2 := Resolve(nodes("a", "x"), []Pool{pool(t, "p", 1, intstr.FromInt32(1), labelIn("k", "none")), pool(t, "q", 1, intstr.FromInt32(1), namesIn("x")...)})
+	got = DecideDrains(m2, []NodeDrain{queued("a", 0), queued("x", time.Minute)}, policy, t0)
+	if len(got) != 1 || got[0].Node != "x" {
+		t.Fatalf("decisions = %+v, want x admitted while a's pool settles", got)
+	}
+}
