@@ -208,11 +208,11 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	// could count on its slot.
 	requeue, err := r.applyAll(ctx, freeing, s, m, pending, now)
 	if err != nil {
-		return ctrl.Result{}, err
+		return retryOnConflict(ctx, err)
 	}
 	again, err := r.applyAll(ctx, rest, s, m, pending, now)
 	if err != nil {
-		return ctrl.Result{}, err
+		return retryOnConflict(ctx, err)
 	}
 	requeue = sooner(requeue, again)
 	if err := r.writePoolStatus(ctx, s, m); err != nil {
@@ -228,6 +228,17 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 		}
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// retryOnConflict turns a lost optimistic-concurrency race (an agent wrote the
+// same object during the pass) into a prompt new pass from fresh state: it is
+// expected, not an error, and must not back off the one work item.
+func retryOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("a write lost a race; deciding again from fresh state", "error", err.Error())
+		return ctrl.Result{RequeueAfter: 20 * time.Millisecond}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // applyParallelism bounds the API calls one pass makes at once.
@@ -325,6 +336,7 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 	switch d.Action {
 	case rollout.ActionQueue:
 		logger.Info("node asks for a drain; waiting for a slot")
+		r.event(node, corev1.EventTypeNormal, "DrainQueued", "Queue", "node %s asks for a drain for operation %s; waiting for a slot in pool %s", d.Node, d.Operation, pool)
 		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
 			s.DrainStatus, s.DrainOperation, s.Pool, s.DrainQueuedAt = v1alpha1.DrainRequired, d.Operation, pool, &mnow
 			s.DrainMessage = fmt.Sprintf("waiting for a slot in pool %s", pool)
@@ -333,6 +345,7 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 
 	case rollout.ActionCancel:
 		logger.Info("drain request withdrawn")
+		r.event(node, corev1.EventTypeNormal, "DrainCancelled", "Cancel", "node %s no longer asks for a drain for operation %s", d.Node, d.Operation)
 		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
 			s.DrainStatus, s.DrainMessage = v1alpha1.DrainIdle, ""
 		})

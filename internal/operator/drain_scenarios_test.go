@@ -426,7 +426,7 @@ func TestEventsAndMetricsOfADrain(t *testing.T) {
 	})
 	cl.gate.openAll()
 	cl.waitFinished("op", "e1")
-	for _, reason := range []string{"DrainStarted", "DrainComplete", "DrainReleased"} {
+	for _, reason := range []string{"DrainQueued", "DrainStarted", "DrainComplete", "DrainReleased"} {
 		if !cl.hasEvent("e1", reason) {
 			t.Errorf("no %s event on node e1", reason)
 		}
