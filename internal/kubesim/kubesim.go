@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -26,6 +27,10 @@ type Sim struct {
 	Interval time.Duration
 	// PodIP, when set, gives a pod its IP as it becomes Running.
 	PodIP func(*corev1.Pod) string
+	// Remove, when set, tears down what a deleted pod had on its node (the lab removes its
+	// network namespace) before the pod object goes; on an error the pod stays, and the next
+	// round tries again.
+	Remove func(context.Context, *corev1.Pod) error
 }
 
 // Run plays until ctx ends.
@@ -58,10 +63,20 @@ func (s *Sim) round(ctx context.Context, ns string) {
 		p := &pods.Items[i]
 		switch {
 		case !p.DeletionTimestamp.IsZero():
+			if s.Remove != nil && s.Remove(ctx, p) != nil {
+				continue
+			}
 			_ = s.Client.Delete(ctx, p, client.GracePeriodSeconds(0))
 		case p.Spec.NodeName != "" && p.Status.Phase != corev1.PodRunning:
+			now := metav1.Now()
 			p.Status.Phase = corev1.PodRunning
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+			p.Status.ContainerStatuses = nil
+			for _, c := range p.Spec.Containers {
+				p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+					Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(true),
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
+			}
 			if s.PodIP != nil {
 				if ip := s.PodIP(p); ip != "" {
 					p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}

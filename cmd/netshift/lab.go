@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"netshift.io/netshift/internal/lab"
+)
+
+func labCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "A real multi-node cluster network on this machine: namespaces, Open vSwitch, a real API server, netshift",
+	}
+	cmd.AddCommand(labUpCmd(), labDownCmd(), labStatusCmd(), labKubeconfigCmd(), labExecCmd(), labServeCmd())
+	return cmd
+}
+
+func labUpCmd() *cobra.Command {
+	var o lab.Options
+	var tunnel string
+	var labels []string
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Build a lab and start its API server, operator and agents",
+		Example: `  netshift lab up                         # 3 nodes, 2 pods each, VXLAN, underlay MTU 1500, pod MTU 1450
+  netshift lab up --name big --nodes 10 --tunnel geneve
+  netshift lab up --ovn --node-label node-1:zone=a`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Tunnel = lab.Tunnel(tunnel)
+			if o.OVN && !cmd.Flags().Changed("tunnel") {
+				o.Tunnel = lab.Geneve
+			}
+			for _, l := range labels {
+				node, kv, ok1 := strings.Cut(l, ":")
+				k, v, ok2 := strings.Cut(kv, "=")
+				if !ok1 || !ok2 || node == "" || k == "" {
+					return fmt.Errorf("--node-label: %q is not NODE:KEY=VALUE", l)
+				}
+				if o.NodeLabels == nil {
+					o.NodeLabels = map[string]map[string]string{}
+				}
+				if o.NodeLabels[node] == nil {
+					o.NodeLabels[node] = map[string]string{}
+				}
+				o.NodeLabels[node][k] = v
+			}
+			bin, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			_, err = lab.Up(cmd.Context(), o, bin, cmd.OutOrStdout())
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Name, "name", "lab", "lab name (1 to 8 lowercase letters or digits); labs with different names run side by side")
+	f.IntVar(&o.Nodes, "nodes", 3, "number of nodes (1..50)")
+	f.IntVar(&o.PodsPerNode, "pods-per-node", 2, "pods per node (0..50)")
+	f.StringVar(&tunnel, "tunnel", "vxlan", "vxlan or geneve (OVN: geneve)")
+	f.BoolVar(&o.OVN, "ovn", false, "OVN: ovn-controller per node, central NB/SB and ovn-northd, routed pod network")
+	f.IntVar(&o.UnderlayMTU, "underlay-mtu", 1500, "underlay MTU (1280..9000)")
+	f.IntVar(&o.MTU, "mtu", 0, "pod MTU (default: underlay MTU minus the tunnel overhead, 50 for VXLAN, 58 for Geneve)")
+	f.StringArrayVar(&labels, "node-label", nil, "a label for a node, NODE:KEY=VALUE (repeatable)")
+	return cmd
+}
+
+func labDownCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Remove everything a lab created (and nothing else), even after a crash halfway",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return lab.Down(cmd.Context(), name, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
+	return cmd
+}
+
+func labStatusCmd() *cobra.Command {
+	var name, output string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show a lab's nodes, pods, processes and health",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return fmt.Errorf("-o: %q is not text or json", output)
+			}
+			st, err := lab.StatusOf(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			return st.WriteText(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+func labKubeconfigCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "Print the path of the lab's admin kubeconfig (export KUBECONFIG=$(netshift lab kubeconfig))",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := lab.LoadState(name)
+			if err != nil {
+				return err
+			}
+			if s.Kubeconfig == "" {
+				return fmt.Errorf("lab %s has no API server yet (still starting, or its supervisor failed: see %s)", name, s.Path("supervisor.log"))
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), s.Kubeconfig)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
+	return cmd
+}
+
+func labExecCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "exec NODE|POD -- CMD [ARGS...]",
+		Short: "Run a command inside a lab node's or pod's network namespace (OVS tools reach the node's own OVS)",
+		Example: `  netshift lab exec node-1 -- ovs-vsctl show
+  netshift lab exec pod-1-1 -- ip addr`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := lab.LoadState(name)
+			if err != nil {
+				return err
+			}
+			netns, env, err := s.ExecTarget(args[0])
+			if err != nil {
+				return err
+			}
+			c := exec.CommandContext(cmd.Context(), "ip", append([]string{"netns", "exec", netns}, args[1:]...)...)
+			c.Env = append(os.Environ(), env...)
+			c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			return c.Run()
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
+	return cmd
+}
+
+func labServeCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:    "serve",
+		Short:  "The lab's supervisor (started by lab up)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bin, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			return lab.Serve(cmd.Context(), name, bin)
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
+	return cmd
+}

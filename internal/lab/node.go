@@ -1,0 +1,195 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// nodeDir is where a node's OVS database, sockets, pid files and logs live.
+func (s *State) nodeDir(node string) string { return s.Path("nodes", node) }
+
+// OVSDB is the unix socket of the node's ovsdb-server: what its agent talks to.
+func (s *State) OVSDB(node string) string { return "unix:" + filepath.Join(s.nodeDir(node), "db.sock") }
+
+func (s *State) ovsEnv(node string) []string {
+	d := s.nodeDir(node)
+	return []string{"OVS_RUNDIR=" + d, "OVS_LOGDIR=" + d, "OVS_DBDIR=" + d}
+}
+
+// vsctl runs ovs-vsctl against the node's own database.
+func (s *State) vsctl(ctx context.Context, sh *shell, node string, args ...string) (string, error) {
+	return sh.run(ctx, s.ovsEnv(node), "ovs-vsctl", append([]string{"--db=" + s.OVSDB(node), "--timeout=20"}, args...)...)
+}
+
+// addNetns creates a namespace, recording it first so that a crash right
+// after still gets it removed.
+func (s *State) addNetns(ctx context.Context, sh *shell, name string) error {
+	if err := s.record(func() { s.Netns = append(s.Netns, name) }); err != nil {
+		return err
+	}
+	if err := sh.ip(ctx, "netns", "add", name); err != nil {
+		return err
+	}
+	return sh.ip(ctx, "-n", name, "link", "set", "lo", "up")
+}
+
+// startDaemon starts an OVS or OVN daemon with --detach inside netns and
+// records the process from its pid file.
+func (s *State) startDaemon(ctx context.Context, sh *shell, role, netns string, env []string, pidfile, bin string, args ...string) error {
+	var err error
+	if netns == "" {
+		_, err = sh.run(ctx, env, bin, args...)
+	} else {
+		_, err = sh.inNetns(ctx, netns, env, bin, args...)
+	}
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(pidfile)
+	if err != nil {
+		return fmt.Errorf("%s: no pid file: %w", role, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return fmt.Errorf("%s: pid file %s: %w", role, pidfile, err)
+	}
+	p, err := Identify(role, pid)
+	if err != nil {
+		return fmt.Errorf("%s (pid %d) exited at once; see its log: %w", role, pid, err)
+	}
+	return s.record(func() { s.Processes = append(s.Processes, p) })
+}
+
+// buildNode creates the node's namespace, its underlay link, its own
+// ovsdb-server and ovs-vswitchd (userspace datapath), br-phy with the
+// underlay address, and br-int.
+func (s *State) buildNode(ctx context.Context, sh *shell, n NodeSpec) error {
+	o := s.Options
+	dir := s.nodeDir(n.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := s.addNetns(ctx, sh, n.Netns); err != nil {
+		return err
+	}
+	mtu := strconv.Itoa(o.UnderlayMTU)
+	ul := s.Topology.UnderlayNetns
+	for _, args := range [][]string{
+		{"-n", ul, "link", "add", n.UnderlayPort, "mtu", mtu, "type", "veth", "peer", "name", "eth0", "netns", n.Netns},
+		{"-n", ul, "link", "set", n.UnderlayPort, "master", "ulbr", "up"},
+		// OVS owns eth0: without arp off the node's kernel answers ARP for br-phy's address on
+		// it with the wrong MAC and one direction of a tunnel dies silently.
+		{"-n", n.Netns, "link", "set", "eth0", "mtu", mtu, "arp", "off", "up"},
+	} {
+		if err := sh.ip(ctx, args...); err != nil {
+			return fmt.Errorf("node %s: underlay: %w", n.Name, err)
+		}
+	}
+	db := filepath.Join(dir, "conf.db")
+	if _, err := sh.run(ctx, nil, "ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema"); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	env := s.ovsEnv(n.Name)
+	if err := s.startDaemon(ctx, sh, "ovsdb-server:"+n.Name, n.Netns, env, filepath.Join(dir, "ovsdb-server.pid"),
+		"ovsdb-server", db, "--remote=punix:"+filepath.Join(dir, "db.sock"), "--pidfile="+filepath.Join(dir, "ovsdb-server.pid"),
+		"--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(dir, "ovsdb-server.log"), "--detach"); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	if _, err := s.vsctl(ctx, sh, n.Name, "--no-wait", "init"); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	if err := s.startDaemon(ctx, sh, "ovs-vswitchd:"+n.Name, n.Netns, env, filepath.Join(dir, "ovs-vswitchd.pid"),
+		"ovs-vswitchd", s.OVSDB(n.Name), "--pidfile="+filepath.Join(dir, "ovs-vswitchd.pid"),
+		"--unixctl="+filepath.Join(dir, "ovs-vswitchd.ctl"), "--log-file="+filepath.Join(dir, "ovs-vswitchd.log"), "--detach"); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	if _, err := s.vsctl(ctx, sh, n.Name,
+		"add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev",
+		"--", "set", "interface", "br-phy", "mtu_request="+mtu,
+		"--", "add-port", "br-phy", "eth0",
+		"--", "add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev"); err != nil {
+		return fmt.Errorf("node %s: bridges: %w", n.Name, err)
+	}
+	if err := waitLink(ctx, sh, n.Netns, "br-phy"); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	for _, args := range [][]string{
+		{"-n", n.Netns, "addr", "add", n.UnderlayIP + "/24", "dev", "br-phy"},
+		{"-n", n.Netns, "link", "set", "br-phy", "up"},
+	} {
+		if err := sh.ip(ctx, args...); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// addTunnels joins the node's br-int to every other node: a full mesh whose
+// ports are protected (split horizon), so the NORMAL action never forwards a
+// broadcast from one tunnel into another and loops it between nodes.
+func (s *State) addTunnels(ctx context.Context, sh *shell, n NodeSpec) error {
+	var args []string
+	for _, peer := range s.Topology.Nodes {
+		if peer.Name == n.Name {
+			continue
+		}
+		port := fmt.Sprintf("tun%d", peer.Index)
+		args = append(args, "--", "add-port", "br-int", port,
+			"--", "set", "port", port, "protected=true",
+			"--", "set", "interface", port, "type="+string(s.Options.Tunnel), "options:remote_ip="+peer.UnderlayIP)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	_, err := s.vsctl(ctx, sh, n.Name, args[1:]...)
+	if err != nil {
+		return fmt.Errorf("node %s: tunnels: %w", n.Name, err)
+	}
+	return nil
+}
+
+// buildPod creates the pod's namespace and its veth into br-int.
+func (s *State) buildPod(ctx context.Context, sh *shell, p PodSpec) error {
+	n, _ := s.Topology.Node(p.Node)
+	if err := s.addNetns(ctx, sh, p.Netns); err != nil {
+		return err
+	}
+	mtu := strconv.Itoa(s.Options.MTU)
+	for _, args := range [][]string{
+		{"-n", n.Netns, "link", "add", p.HostPort, "mtu", mtu, "type", "veth", "peer", "name", "eth0", "netns", p.Netns},
+		{"-n", p.Netns, "link", "set", "eth0", "address", p.MAC, "mtu", mtu, "up"},
+		{"-n", p.Netns, "addr", "add", fmt.Sprintf("%s/%d", p.IP, s.Topology.PodPrefixLen), "dev", "eth0"},
+		{"-n", n.Netns, "link", "set", p.HostPort, "arp", "off", "up"},
+	} {
+		if err := sh.ip(ctx, args...); err != nil {
+			return fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+	}
+	// Without this, TCP segments leave the veth with bad checksums into the userspace
+	// datapath: ping works, TCP does not.
+	if _, err := sh.inNetns(ctx, p.Netns, nil, "ethtool", "-K", "eth0", "tx", "off"); err != nil {
+		return fmt.Errorf("pod %s: %w", p.Name, err)
+	}
+	if _, err := s.vsctl(ctx, sh, n.Name, "add-port", "br-int", p.HostPort); err != nil {
+		return fmt.Errorf("pod %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+func waitLink(ctx context.Context, sh *shell, netns, link string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := sh.ip(ctx, "-n", netns, "link", "show", link); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("link %s did not appear in %s", link, netns)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

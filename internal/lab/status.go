@@ -1,0 +1,134 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+)
+
+// Status is `netshift lab status`.
+type Status struct {
+	Name        string          `json:"name"`
+	Mode        string          `json:"mode"`
+	UnderlayMTU int             `json:"underlayMTU"`
+	MTU         int             `json:"mtu"`
+	Kubeconfig  string          `json:"kubeconfig,omitempty"`
+	Ready       bool            `json:"ready"`
+	Healthy     bool            `json:"healthy"`
+	Nodes       []NodeStatus    `json:"nodes"`
+	Pods        []PodStatus     `json:"pods"`
+	Processes   []ProcessStatus `json:"processes"`
+}
+
+// NodeStatus is one node.
+type NodeStatus struct {
+	Name       string `json:"name"`
+	Netns      string `json:"netns"`
+	UnderlayIP string `json:"underlayIP"`
+	PodCIDR    string `json:"podCIDR"`
+	OVSDB      string `json:"ovsdb"`
+	OVS        string `json:"ovs"` // "ok" or what is wrong
+}
+
+// PodStatus is one pod.
+type PodStatus struct {
+	Name    string `json:"name"`
+	Node    string `json:"node"`
+	Netns   string `json:"netns"`
+	IP      string `json:"ip"`
+	Present bool   `json:"present"` // false once evicted and removed
+}
+
+// ProcessStatus is one process the lab started.
+type ProcessStatus struct {
+	Role  string `json:"role"`
+	Pid   int    `json:"pid"`
+	Alive bool   `json:"alive"`
+}
+
+// StatusOf reads a lab's state and checks its parts.
+func StatusOf(ctx context.Context, name string) (Status, error) {
+	s, err := LoadState(name)
+	if err != nil {
+		return Status{}, err
+	}
+	o := s.Options
+	mode := string(o.Tunnel)
+	if o.OVN {
+		mode = "ovn"
+	}
+	st := Status{Name: o.Name, Mode: mode, UnderlayMTU: o.UnderlayMTU, MTU: o.MTU, Kubeconfig: s.Kubeconfig, Ready: s.Ready, Healthy: s.Ready}
+	sh, err := newShell(os.DevNull)
+	if err != nil {
+		return st, err
+	}
+	defer sh.close()
+	for _, n := range s.Topology.Nodes {
+		ns := NodeStatus{Name: n.Name, Netns: n.Netns, UnderlayIP: n.UnderlayIP, PodCIDR: n.PodCIDR, OVSDB: s.OVSDB(n.Name), OVS: "ok"}
+		if _, err := s.vsctl(ctx, sh, n.Name, "--timeout=2", "br-exists", "br-int"); err != nil {
+			ns.OVS, st.Healthy = "unreachable: "+err.Error(), false
+		}
+		st.Nodes = append(st.Nodes, ns)
+	}
+	for _, p := range s.Topology.Pods {
+		_, err := os.Stat(filepath.Join("/run/netns", p.Netns))
+		present := err == nil
+		if !present && !slices.Contains(s.Removed, p.Name) {
+			st.Healthy = false
+		}
+		st.Pods = append(st.Pods, PodStatus{Name: p.Name, Node: p.Node, Netns: p.Netns, IP: p.IP, Present: present})
+	}
+	for _, p := range s.Processes {
+		alive := p.Alive()
+		if !alive {
+			st.Healthy = false
+		}
+		st.Processes = append(st.Processes, ProcessStatus{Role: p.Role, Pid: p.Pid, Alive: alive})
+	}
+	return st, nil
+}
+
+// WriteText prints the status for a person.
+func (st Status) WriteText(w io.Writer) error {
+	health := "healthy"
+	if !st.Healthy {
+		health = "NOT healthy"
+	}
+	if !st.Ready {
+		health += ", not ready"
+	}
+	fmt.Fprintf(w, "lab %s: %s, underlay MTU %d, pod MTU %d, %s\n", st.Name, st.Mode, st.UnderlayMTU, st.MTU, health)
+	if st.Kubeconfig != "" {
+		fmt.Fprintf(w, "KUBECONFIG=%s\n", st.Kubeconfig)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nNODE\tNETNS\tUNDERLAY\tPOD CIDR\tOVS")
+	for _, n := range st.Nodes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.Netns, n.UnderlayIP, n.PodCIDR, n.OVS)
+	}
+	fmt.Fprintln(tw, "\nPOD\tNODE\tNETNS\tIP\tPRESENT")
+	for _, p := range st.Pods {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", p.Name, p.Node, p.Netns, p.IP, p.Present)
+	}
+	fmt.Fprintln(tw, "\nPROCESS\tPID\tALIVE")
+	for _, p := range st.Processes {
+		fmt.Fprintf(tw, "%s\t%d\t%v\n", p.Role, p.Pid, p.Alive)
+	}
+	return tw.Flush()
+}
+
+// ExecTarget resolves a node or pod name to its namespace and the environment
+// that points OVS tools at the node's own OVS.
+func (s *State) ExecTarget(name string) (string, []string, error) {
+	if n, ok := s.Topology.Node(name); ok {
+		return n.Netns, append(s.ovsEnv(n.Name), "OVN_RUNDIR="+s.nodeDir(n.Name)), nil
+	}
+	if p, ok := s.Topology.Pod(name); ok {
+		return p.Netns, nil, nil
+	}
+	return "", nil, fmt.Errorf("lab %s has no node or pod named %q", s.Options.Name, name)
+}

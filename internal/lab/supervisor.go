@@ -1,0 +1,232 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/internal/controlplane"
+	"netshift.io/netshift/internal/kubesim"
+)
+
+// Serve is the lab's supervisor, a process of its own that `lab up` starts:
+// it runs the real API server and etcd, creates a Node per node and a Pod per
+// pod, runs the operator and one agent per node as processes with their own
+// identities, plays the kubelet until it is told to stop, and then stops all
+// of it.
+func Serve(ctx context.Context, name, binary string) error {
+	s, err := LoadState(name)
+	if err != nil {
+		return err
+	}
+	self, err := Identify("supervisor", os.Getpid())
+	if err != nil {
+		return err
+	}
+	if err := s.record(func() { s.Processes = append(s.Processes, self) }); err != nil {
+		return err
+	}
+	cp, err := controlplane.Start()
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	// The API server and etcd are this process's children; record them too, so `lab down`
+	// can stop them even if this process dies.
+	for _, c := range childrenOf(os.Getpid()) {
+		if c.Comm == "kube-apiserver" || c.Comm == "etcd" {
+			c := c
+			if err := s.record(func() { s.Processes = append(s.Processes, c) }); err != nil {
+				return err
+			}
+		}
+	}
+	kubeconfig := s.Path("admin.kubeconfig")
+	data, err := os.ReadFile(cp.Kubeconfig)
+	if err == nil {
+		err = os.WriteFile(kubeconfig, data, 0o600)
+	}
+	if err != nil {
+		return err
+	}
+	c := cp.Client
+	if err := s.createObjects(ctx, c); err != nil {
+		return err
+	}
+	children, err := s.startNetshift(ctx, cp, binary)
+	defer stopChildren(children)
+	if err != nil {
+		return err
+	}
+	sim := &kubesim.Sim{Client: c, Namespaces: []string{PodNamespace},
+		PodIP: func(p *corev1.Pod) string {
+			spec, _ := s.Topology.Pod(p.Name)
+			return spec.IP
+		},
+		Remove: s.removePod,
+	}
+	if err := s.record(func() { s.Kubeconfig, s.Ready = kubeconfig, true }); err != nil {
+		return err
+	}
+	sim.Run(ctx)
+	return nil
+}
+
+func (s *State) createObjects(ctx context.Context, c client.Client) error {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: PodNamespace}}); err != nil {
+		return err
+	}
+	for _, n := range s.Topology.Nodes {
+		labels := map[string]string{"kubernetes.io/hostname": n.Name, "netshift.io/lab": s.Options.Name}
+		for k, v := range s.Options.NodeLabels[n.Name] {
+			labels[k] = v
+		}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels},
+			Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}}}
+		if err := c.Create(ctx, node); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		node.Status = corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "netshift lab node", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.UnderlayIP}, {Type: corev1.NodeHostName, Address: n.Name}},
+		}
+		if err := c.Status().Update(ctx, node); err != nil {
+			return fmt.Errorf("node %s: status: %w", n.Name, err)
+		}
+	}
+	for _, p := range s.Topology.Pods {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: PodNamespace, Labels: map[string]string{"app": "probe"},
+				Annotations: map[string]string{"netshift.io/netns": p.Netns}},
+			Spec: corev1.PodSpec{NodeName: p.Node, Containers: []corev1.Container{{Name: "probe", Image: "netshift-lab/probe"}}},
+		}
+		if err := c.Create(ctx, pod); err != nil {
+			return fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// startNetshift starts the operator and one agent per node, each with a
+// client certificate of its own.
+func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane, binary string) ([]*exec.Cmd, error) {
+	var children []*exec.Cmd
+	start := func(role, kubeconfig string, args ...string) error {
+		logf, err := os.Create(s.Path(strings.ReplaceAll(role, ":", "-") + ".log"))
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(binary, append(args, "--kubeconfig", kubeconfig)...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("start %s: %w", role, err)
+		}
+		children = append(children, cmd)
+		p, err := Identify(role, cmd.Process.Pid)
+		if err != nil {
+			return fmt.Errorf("%s exited at once; see %s: %w", role, logf.Name(), err)
+		}
+		return s.record(func() { s.Processes = append(s.Processes, p) })
+	}
+	dir := s.Path("identities")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	kc, err := cp.UserKubeconfig(dir, "netshift:operator", "netshift:operators")
+	if err != nil {
+		return children, err
+	}
+	if err := start("operator", kc, "operator", "--leader-elect", "--metrics-bind-address", "127.0.0.1:0",
+		"--health-probe-bind-address", "127.0.0.1:0"); err != nil {
+		return children, err
+	}
+	for _, n := range s.Topology.Nodes {
+		kc, err := cp.UserKubeconfig(dir, "netshift:agent:"+n.Name, "netshift:agents")
+		if err != nil {
+			return children, err
+		}
+		if err := start("agent:"+n.Name, kc, "agent", "--node", n.Name); err != nil {
+			return children, err
+		}
+	}
+	return children, nil
+}
+
+func stopChildren(children []*exec.Cmd) {
+	for _, c := range children {
+		_ = c.Process.Signal(syscall.SIGTERM)
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, c := range children {
+			_ = c.Wait()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		for _, c := range children {
+			_ = c.Process.Kill()
+		}
+	}
+}
+
+// removePod is the kubelet's part when a pod is deleted: its network goes.
+func (s *State) removePod(ctx context.Context, pod *corev1.Pod) error {
+	p, ok := s.Topology.Pod(pod.Name)
+	if !ok {
+		return nil
+	}
+	sh, err := newShell(s.Path("commands.log"))
+	if err != nil {
+		return err
+	}
+	defer sh.close()
+	if _, err := s.vsctl(ctx, sh, p.Node, "--if-exists", "del-port", "br-int", p.HostPort); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", p.Netns)); err == nil {
+		if err := sh.ip(ctx, "netns", "del", p.Netns); err != nil {
+			return err
+		}
+	}
+	return s.record(func() { s.Removed = append(s.Removed, p.Name) })
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []Process {
+	entries, _ := os.ReadDir("/proc")
+	var out []Process
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			if p, err := Identify("", child); err == nil {
+				p.Role = p.Comm
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,190 @@
+// Package lab builds a real multi-node cluster network on one machine: every
+// node a network namespace with its own Open vSwitch, tunnels between nodes
+// over an underlay, pods as namespaces wired into their node's integration
+// bridge, a real API server with a Node and a Pod object for each, and the
+// netshift operator and agents as their own processes. Everything it creates
+// is recorded under one state directory so that `lab down` removes it all,
+// and nothing else, even after a crash halfway.
+package lab
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+)
+
+// Tunnel is the encapsulation between nodes.
+type Tunnel string
+
+const (
+	VXLAN  Tunnel = "vxlan"
+	Geneve Tunnel = "geneve"
+)
+
+// Overhead is the bytes the encapsulation adds on the underlay.
+func (t Tunnel) Overhead() int {
+	if t == Geneve {
+		return 58
+	}
+	return 50
+}
+
+// Options describe a lab.
+type Options struct {
+	Name        string
+	Nodes       int
+	PodsPerNode int
+	Tunnel      Tunnel
+	OVN         bool
+	UnderlayMTU int
+	// MTU is the pod MTU; 0 means the underlay MTU minus the tunnel overhead.
+	MTU int
+	// NodeLabels are extra labels per node name.
+	NodeLabels map[string]map[string]string
+}
+
+var labName = regexp.MustCompile(`^[a-z][a-z0-9]{0,7}$`)
+
+// Defaults fills what the user left out.
+func (o *Options) Defaults() {
+	if o.Name == "" {
+		o.Name = "lab"
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.PodsPerNode == 0 {
+		o.PodsPerNode = 2
+	}
+	if o.Tunnel == "" {
+		o.Tunnel = VXLAN
+	}
+	if o.OVN {
+		o.Tunnel = Geneve
+	}
+	if o.UnderlayMTU == 0 {
+		o.UnderlayMTU = 1500
+	}
+	if o.MTU == 0 {
+		o.MTU = o.UnderlayMTU - o.Tunnel.Overhead()
+	}
+}
+
+// Validate names the flag and the allowed range of anything out of bounds.
+func (o Options) Validate() error {
+	switch {
+	case !labName.MatchString(o.Name):
+		return fmt.Errorf("--name: %q must be 1 to 8 lowercase letters or digits, starting with a letter (it is part of interface and namespace names)", o.Name)
+	case o.Nodes < 1 || o.Nodes > 50:
+		return fmt.Errorf("--nodes: %d is outside 1..50", o.Nodes)
+	case o.PodsPerNode < 0 || o.PodsPerNode > 50:
+		return fmt.Errorf("--pods-per-node: %d is outside 0..50", o.PodsPerNode)
+	case o.Tunnel != VXLAN && o.Tunnel != Geneve:
+		return fmt.Errorf("--tunnel: %q is not vxlan or geneve", o.Tunnel)
+	case o.OVN && o.Tunnel != Geneve:
+		return fmt.Errorf("--tunnel: OVN mode uses geneve, not %s", o.Tunnel)
+	case o.UnderlayMTU < 1280 || o.UnderlayMTU > 9000:
+		return fmt.Errorf("--underlay-mtu: %d is outside 1280..9000", o.UnderlayMTU)
+	case o.MTU < 576 || o.MTU > o.UnderlayMTU-o.Tunnel.Overhead():
+		return fmt.Errorf("--mtu: %d is outside 576..%d (the underlay MTU %d minus the %s overhead of %d)",
+			o.MTU, o.UnderlayMTU-o.Tunnel.Overhead(), o.UnderlayMTU, o.Tunnel, o.Tunnel.Overhead())
+	}
+	return nil
+}
+
+// NodeSpec is one node of the lab.
+type NodeSpec struct {
+	Index      int    `json:"index"`
+	Name       string `json:"name"`       // the Kubernetes Node name
+	Netns      string `json:"netns"`      // for `ip netns exec`
+	UnderlayIP string `json:"underlayIP"` // on the node's br-phy
+	PodCIDR    string `json:"podCIDR"`    // this node's /24
+	// UnderlayPort is the veth end in the underlay namespace that joins this node.
+	UnderlayPort string `json:"underlayPort"`
+}
+
+// PodSpec is one pod of the lab.
+type PodSpec struct {
+	Name     string `json:"name"` // the Kubernetes Pod name (namespace "lab")
+	Node     string `json:"node"`
+	Netns    string `json:"netns"`
+	IP       string `json:"ip"`
+	MAC      string `json:"mac"`
+	HostPort string `json:"hostPort"` // the veth end in the node namespace, a port of br-int
+}
+
+// Topology is every name and address of a lab: a pure function of Options.
+type Topology struct {
+	UnderlayNetns string     `json:"underlayNetns"`
+	Nodes         []NodeSpec `json:"nodes"`
+	Pods          []PodSpec  `json:"pods"`
+	// PodPrefixLen is the prefix length pods use on eth0 (plain mode: one flat /16).
+	PodPrefixLen int `json:"podPrefixLen"`
+}
+
+// PodNamespace is the Kubernetes namespace of the lab's pods.
+const PodNamespace = "lab"
+
+// Addresses come from 198.18.0.0/15, reserved for benchmarking, so they can
+// never be mistaken for anything real: pods in 198.18.0.0/16 (node i has
+// 198.18.i.0/24), the underlay in 198.19.0.0/24.
+var (
+	podNet      = netip.MustParsePrefix("198.18.0.0/16")
+	underlayNet = netip.MustParsePrefix("198.19.0.0/24")
+)
+
+// Plan computes the topology.
+func Plan(o Options) Topology {
+	t := Topology{UnderlayNetns: fmt.Sprintf("ns-%s-ul", o.Name), PodPrefixLen: podNet.Bits()}
+	if o.OVN {
+		t.PodPrefixLen = 24
+	}
+	for i := 1; i <= o.Nodes; i++ {
+		n := NodeSpec{
+			Index:        i,
+			Name:         fmt.Sprintf("node-%d", i),
+			Netns:        fmt.Sprintf("ns-%s-n%d", o.Name, i),
+			UnderlayIP:   nth(underlayNet, i).String(),
+			PodCIDR:      fmt.Sprintf("198.18.%d.0/24", i),
+			UnderlayPort: fmt.Sprintf("ul%d", i),
+		}
+		t.Nodes = append(t.Nodes, n)
+		for j := 1; j <= o.PodsPerNode; j++ {
+			t.Pods = append(t.Pods, PodSpec{
+				Name:     fmt.Sprintf("pod-%d-%d", i, j),
+				Node:     n.Name,
+				Netns:    fmt.Sprintf("ns-%s-n%dp%d", o.Name, i, j),
+				IP:       fmt.Sprintf("198.18.%d.%d", i, 10+j),
+				MAC:      fmt.Sprintf("0a:58:c6:12:%02x:%02x", i, 10+j),
+				HostPort: fmt.Sprintf("vp%d", j),
+			})
+		}
+	}
+	return t
+}
+
+func nth(p netip.Prefix, i int) netip.Addr {
+	a := p.Addr().As4()
+	a[3] += byte(i)
+	return netip.AddrFrom4(a)
+}
+
+// Node returns the node of that name.
+func (t Topology) Node(name string) (NodeSpec, bool) {
+	for _, n := range t.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return NodeSpec{}, false
+}
+
+// Pod returns the pod of that name.
+func (t Topology) Pod(name string) (PodSpec, bool) {
+	for _, p := range t.Pods {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return PodSpec{}, false
+}

@@ -1,0 +1,208 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Requirements lists what `lab up` needs on the machine, with the package
+// that brings it.
+func Requirements(ovn bool) error {
+	if os.Geteuid() != 0 {
+		return &MissingError{"the lab needs root (network namespaces, Open vSwitch)"}
+	}
+	need := map[string]string{"ip": "iproute2", "ethtool": "ethtool", "ovsdb-server": "openvswitch-switch",
+		"ovs-vswitchd": "openvswitch-switch", "ovs-vsctl": "openvswitch-switch", "ovsdb-tool": "openvswitch-switch"}
+	if ovn {
+		for _, b := range []string{"ovn-northd", "ovn-controller", "ovn-nbctl", "ovn-sbctl"} {
+			need[b] = "ovn-central/ovn-host"
+		}
+	}
+	var missing []string
+	for bin, pkg := range need {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, fmt.Sprintf("%s (%s)", bin, pkg))
+		}
+	}
+	if len(missing) > 0 {
+		return &MissingError{"the lab needs " + strings.Join(missing, ", ") + ": run hack/setup.sh as root"}
+	}
+	return nil
+}
+
+// MissingError says the machine lacks something the lab needs.
+type MissingError struct{ Reason string }
+
+func (m *MissingError) Error() string { return m.Reason }
+
+// Up builds the lab and starts its supervisor; on any failure it removes
+// what it had created.
+func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State, err error) {
+	o.Defaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := Requirements(o.OVN); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	progress := func(format string, args ...any) {
+		fmt.Fprintf(out, "[%5.1fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
+	}
+	s, err = newState(o, Plan(o))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			progress("failed; removing what was created: %v", err)
+			if derr := s.teardown(context.WithoutCancel(ctx), out); derr != nil {
+				err = errors.Join(err, derr)
+			}
+		}
+	}()
+	sh, err := newShell(s.Path("commands.log"))
+	if err != nil {
+		return s, err
+	}
+	defer sh.close()
+	if err := s.buildNetwork(ctx, sh, progress); err != nil {
+		return s, err
+	}
+	if err := s.waitConnected(ctx, 20*time.Second); err != nil {
+		return s, err
+	}
+	progress("every node reaches every other node's pods")
+	progress("starting the supervisor: kube-apiserver and etcd, Nodes and Pods, operator and agents")
+	if err := s.startSupervisor(ctx, binary); err != nil {
+		return s, err
+	}
+	progress("lab %s is up: %d nodes, %d pods, %s%s; KUBECONFIG=%s", o.Name, o.Nodes, len(s.Topology.Pods), o.Tunnel,
+		map[bool]string{true: " (OVN)", false: ""}[o.OVN], s.Kubeconfig)
+	return s, nil
+}
+
+func (s *State) startSupervisor(ctx context.Context, binary string) error {
+	logf, err := os.Create(s.Path("supervisor.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(binary, "lab", "serve", "--name", s.Options.Name)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives `lab up`
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(90 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			tail, _ := os.ReadFile(logf.Name())
+			return fmt.Errorf("the lab supervisor exited (%v); its log %s ends:\n%s", err, logf.Name(), lastLines(string(tail), 15))
+		case <-deadline:
+			return fmt.Errorf("the lab supervisor was not ready after 90 s; see %s", logf.Name())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if err := s.reload(); err == nil && s.Ready {
+			return nil
+		}
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitConnected waits until the first pod reaches one pod on every other
+// node over TCP (OVS learns, tunnels come up, ovn-controller binds).
+func (s *State) waitConnected(ctx context.Context, timeout time.Duration) error {
+	if len(s.Topology.Pods) < 2 {
+		return nil
+	}
+	from := s.Topology.Pods[0]
+	var targets []PodSpec
+	seen := map[string]bool{from.Node: true}
+	for _, p := range s.Topology.Pods {
+		if !seen[p.Node] {
+			seen[p.Node] = true
+			targets = append(targets, p)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for _, to := range targets {
+		for {
+			err := TCPCheck(from, to, time.Second)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("pod %s cannot reach pod %s over TCP after %s: %w", from.Name, to.Name, timeout, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// TCPCheck opens a listener in to's namespace and connects to it from from's
+// namespace, exchanging a few bytes.
+func TCPCheck(from, to PodSpec, timeout time.Duration) error {
+	var l net.Listener
+	if err := InNetns(to.Netns, func() (err error) {
+		l, err = net.Listen("tcp", net.JoinHostPort(to.IP, "0"))
+		return err
+	}); err != nil {
+		return err
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(c, buf); err == nil {
+			_, _ = c.Write(buf)
+		}
+	}()
+	var conn net.Conn
+	if err := InNetns(from.Netns, func() (err error) {
+		conn, err = net.DialTimeout("tcp", l.Addr().String(), timeout)
+		return err
+	}); err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write([]byte("ping")); err != nil {
+		return err
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// buildNetwork creates the underlay, every node and every pod.
+func (s *State) buildNetwork(ctx context.Context, sh *shell, progress func(string, ...any)) error {
+	ul := s.Topology.UnderlayNetns
+	if err := s.addNetns(ctx, sh, ul); err != nil {
+		return err
+	}
+	if err := sh.ip(ctx, "-n", ul, "link", "add", "ulbr", "mtu", fmt.Sprint(s.Options.UnderlayMTU), "type", "bridge"); err != nil {
+		return err
+	}
+	if err := sh.ip(ctx, "-n", ul, "link", "set", "ulbr", "up"); err != nil {
+		return err
+	}
+	for _, n := range s.Topology.Nodes {
+		progress("node %s: namespace %s, underlay %s, ovsdb-server and ovs-vswitchd", n.Name, n.Netns, n.UnderlayIP)
+		if err := s.buildNode(ctx, sh, n); err != nil {
+			return err
+		}
+	}
+	if s.Options.OVN {
+		if err := s.buildOVN(ctx, sh, progress); err != nil {
+			return err
+		}
+	} else {
+		for _, n := range s.Topology.Nodes {
+			if err := s.addTunnels(ctx, sh, n); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range s.Topology.Pods {
+		if err := s.buildPod(ctx, sh, p); err != nil {
+			return err
+		}
+		if s.Options.OVN {
+			if err := s.bindOVNPod(ctx, sh, p); err != nil {
+				return err
+			}
+		}
+	}
+	progress("%d pods wired into their nodes' br-int", len(s.Topology.Pods))
+	return nil
+}
+
+// Down removes everything the lab named name created, and nothing else.
+func Down(ctx context.Context, name string, out io.Writer) error {
+	s, err := LoadState(name)
+	if err != nil {
+		return err
+	}
+	return s.teardown(ctx, out)
+}
+
+// teardown stops the lab's processes (only those it recorded, and only while
+// they are still the process it started), deletes its namespaces and its state
+// directory. It goes on past errors and reports them all.
+func (s *State) teardown(ctx context.Context, out io.Writer) error {
+	var errs []error
+	if s.Probe != nil {
+		s.Probe.Stop(5 * time.Second)
+	}
+	// The supervisor first: it stops the API server, the operator and the agents it runs.
+	procs := slices.Clone(s.Processes)
+	slices.Reverse(procs)
+	for _, p := range procs {
+		if p.Role == "supervisor" {
+			p.Stop(15 * time.Second)
+		}
+	}
+	sh, err := newShell(s.Path("commands.log"))
+	if err != nil {
+		return err
+	}
+	defer sh.close()
+	for _, p := range procs {
+		if !p.Alive() {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(p.Role, "ovs-vswitchd:"):
+			node := strings.TrimPrefix(p.Role, "ovs-vswitchd:")
+			_, _ = sh.run(ctx, s.ovsEnv(node), "ovs-appctl", "-t", s.Path("nodes", node, "ovs-vswitchd.ctl"), "exit", "--cleanup")
+		case strings.HasPrefix(p.Role, "ovsdb-server:"):
+			node := strings.TrimPrefix(p.Role, "ovsdb-server:")
+			_, _ = sh.run(ctx, s.ovsEnv(node), "ovs-appctl", "-t", s.Path("nodes", node, "ovsdb-server.ctl"), "exit")
+		}
+		p.Stop(5 * time.Second)
+		if p.Alive() {
+			errs = append(errs, fmt.Errorf("process %s (pid %d) did not stop", p.Role, p.Pid))
+		}
+	}
+	existing := map[string]bool{}
+	if list, err := sh.run(ctx, nil, "ip", "netns", "list"); err == nil {
+		for _, line := range strings.Split(list, "\n") {
+			if f := strings.Fields(line); len(f) > 0 {
+				existing[f[0]] = true
+			}
+		}
+	}
+	ns := slices.Clone(s.Netns)
+	slices.Reverse(ns)
+	for _, n := range ns {
+		if !existing[n] {
+			continue
+		}
+		if err := sh.ip(ctx, "netns", "del", n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("lab %s: not everything was removed (state kept in %s): %w", s.Options.Name, s.dir, errors.Join(errs...))
+	}
+	sh.close()
+	if err := os.RemoveAll(s.dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "lab %s: removed %d processes, %d namespaces and %s\n", s.Options.Name, len(procs), len(ns), s.dir)
+	return nil
+}
