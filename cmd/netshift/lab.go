@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/lab/probe"
 )
 
 func labCmd(g *globals) *cobra.Command {
@@ -17,7 +19,7 @@ func labCmd(g *globals) *cobra.Command {
 		Use:   "lab",
 		Short: "A real multi-node cluster network on this machine: namespaces, Open vSwitch, a real API server, netshift",
 	}
-	cmd.AddCommand(labUpCmd(), labDownCmd(), labStatusCmd(), labKubeconfigCmd(), labExecCmd(), labServeCmd())
+	cmd.AddCommand(labUpCmd(), labDownCmd(), labStatusCmd(), labKubeconfigCmd(), labExecCmd(), labServeCmd(), labProbeCmd())
 	return cmd
 }
 
@@ -177,5 +179,91 @@ func labServeCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
+	return cmd
+}
+
+func labProbeCmd() *cobra.Command {
+	var name, output, reportFile string
+	var duration time.Duration
+	output = "text"
+	report := func(cmd *cobra.Command, r probe.Report) error {
+		if output == "json" {
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		} else {
+			lab.WriteProbeText(cmd.OutOrStdout(), r)
+		}
+		if !r.OK {
+			return fmt.Errorf("probe: %s", strings.Join(r.Failed(), "; "))
+		}
+		return nil
+	}
+	checkOutput := func() error {
+		if output != "text" && output != "json" {
+			return fmt.Errorf("-o: %q is not text or json", output)
+		}
+		return nil
+	}
+	cmd := &cobra.Command{
+		Use:   "probe",
+		Short: "Measure live traffic between pods on different nodes: long-lived and short-lived TCP, HTTPS with a large certificate",
+		Long: `Runs, between pods on different nodes: long-lived TCP connections exchanging a
+message every 5 ms (did each survive, longest gap), short-lived TCP connections
+opened continuously (attempts, failures), and HTTPS requests to a server with a
+certificate well over 16 KB (attempts, TLS failures, non-200 answers). Exits
+non-zero when a connection died or anything failed. 'probe start' runs it in the
+background while something changes the network; 'probe stop' prints the report.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(); err != nil {
+				return err
+			}
+			if duration < 0 || (duration > 0 && duration < time.Second) {
+				return fmt.Errorf("--duration: %s must be 0 (until interrupted) or at least 1s", duration)
+			}
+			r, err := lab.RunProbe(cmd.Context(), name, duration, reportFile)
+			if err != nil {
+				return err
+			}
+			return report(cmd, r)
+		},
+	}
+	cmd.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
+	cmd.PersistentFlags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().DurationVar(&duration, "duration", 20*time.Second, "how long to measure (0: until interrupted)")
+	cmd.Flags().StringVar(&reportFile, "report-file", "", "also write the JSON report to this file")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "start",
+		Short: "Start the probe in the background",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			bin, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if err := lab.StartProbe(name, bin); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "probe running in lab %s; `netshift lab probe stop --name %s` ends it and prints the report\n", name, name)
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the background probe and print its report",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(); err != nil {
+				return err
+			}
+			r, err := lab.StopProbe(name)
+			if err != nil {
+				return err
+			}
+			return report(cmd, r)
+		},
+	})
 	return cmd
 }

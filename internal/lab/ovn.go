@@ -2,13 +2,112 @@ package lab
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 )
 
-func (s *State) buildOVN(ctx context.Context, sh *shell, progress func(string, ...any)) error {
-	return errors.New("OVN mode: not built yet")
+// The OVN mode is routed like common OVN CNIs: one logical switch per node
+// (its /24) behind the cluster router lr0, and one switch that spans every
+// node for VMs that keep their address when they move.
+const (
+	clusterRouter = "lr0"
+	vmSwitch      = "ls-vm"
+	// VMSubnet is the spanning switch's subnet.
+	VMSubnet = "198.18.250.0/24"
+)
+
+func (s *State) ovnDir() string { return s.Path("ovn") }
+
+// NBDB and SBDB are the central OVN databases' unix sockets.
+func (s *State) NBDB() string { return "unix:" + filepath.Join(s.ovnDir(), "nb.sock") }
+func (s *State) SBDB() string { return "unix:" + filepath.Join(s.ovnDir(), "sb.sock") }
+
+func (s *State) nbctl(ctx context.Context, sh *shell, args ...string) (string, error) {
+	return sh.run(ctx, nil, "ovn-nbctl", append([]string{"--db=" + s.NBDB(), "--timeout=20"}, args...)...)
 }
 
+func routerMAC(i int) string { return fmt.Sprintf("0a:58:c6:12:%02x:01", i) }
+
+// buildOVN starts the central NB and SB databases and ovn-northd (in the root
+// namespace, reachable only through their unix sockets), one ovn-controller
+// per node inside the node's namespace, and the logical topology.
+func (s *State) buildOVN(ctx context.Context, sh *shell, progress func(string, ...any)) error {
+	dir := s.ovnDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	env := []string{"OVN_RUNDIR=" + dir, "OVS_RUNDIR=" + dir}
+	for _, db := range []string{"nb", "sb"} {
+		file := filepath.Join(dir, db+".db")
+		if _, err := sh.run(ctx, nil, "ovsdb-tool", "create", file, "/usr/share/ovn/ovn-"+db+".ovsschema"); err != nil {
+			return err
+		}
+		pid := filepath.Join(dir, db+".pid")
+		if err := s.startDaemon(ctx, sh, "ovsdb-server:ovn-"+db, "", env, pid, "ovsdb-server", file,
+			"--remote=punix:"+filepath.Join(dir, db+".sock"), "--pidfile="+pid, "--unixctl="+filepath.Join(dir, db+".ctl"),
+			"--log-file="+filepath.Join(dir, db+".log"), "--detach"); err != nil {
+			return err
+		}
+	}
+	pid := filepath.Join(dir, "northd.pid")
+	if err := s.startDaemon(ctx, sh, "ovn-northd", "", env, pid, "ovn-northd", "--ovnnb-db="+s.NBDB(), "--ovnsb-db="+s.SBDB(),
+		"--pidfile="+pid, "--unixctl="+filepath.Join(dir, "northd.ctl"), "--log-file="+filepath.Join(dir, "northd.log"), "--detach"); err != nil {
+		return err
+	}
+	progress("OVN: central NB and SB databases and ovn-northd")
+
+	args := []string{"lr-add", clusterRouter}
+	addSwitch := func(ls, lrp, mac, cidr string) {
+		args = append(args, "--", "ls-add", ls,
+			"--", "lrp-add", clusterRouter, lrp, mac, cidr,
+			"--", "lsp-add", ls, "stor-"+ls,
+			"--", "lsp-set-type", "stor-"+ls, "router",
+			"--", "lsp-set-addresses", "stor-"+ls, "router",
+			"--", "lsp-set-options", "stor-"+ls, "router-port="+lrp)
+	}
+	for _, n := range s.Topology.Nodes {
+		addSwitch("ls-"+n.Name, "rtr-"+n.Name, routerMAC(n.Index), fmt.Sprintf("198.18.%d.1/24", n.Index))
+	}
+	addSwitch(vmSwitch, "rtr-vm", routerMAC(250), "198.18.250.1/24")
+	if _, err := s.nbctl(ctx, sh, args...); err != nil {
+		return fmt.Errorf("OVN logical topology: %w", err)
+	}
+
+	for _, n := range s.Topology.Nodes {
+		if _, err := s.vsctl(ctx, sh, n.Name, "set", "open", ".",
+			"external_ids:system-id="+n.Name, "external_ids:hostname="+n.Name,
+			"external_ids:ovn-remote="+s.SBDB(), "external_ids:ovn-encap-type=geneve",
+			"external_ids:ovn-encap-ip="+n.UnderlayIP, "external_ids:ovn-bridge=br-int",
+			"external_ids:ovn-bridge-datapath-type=netdev"); err != nil {
+			return fmt.Errorf("node %s: OVN settings: %w", n.Name, err)
+		}
+		nd := s.nodeDir(n.Name)
+		pid := filepath.Join(nd, "ovn-controller.pid")
+		if err := s.startDaemon(ctx, sh, "ovn-controller:"+n.Name, n.Netns, append(s.ovsEnv(n.Name), "OVN_RUNDIR="+nd), pid,
+			"ovn-controller", s.OVSDB(n.Name), "--pidfile="+pid,
+			"--log-file="+filepath.Join(nd, "ovn-controller.log"), "--detach"); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
+	progress("OVN: ovn-controller on every node, router %s, a switch per node and %s (%s)", clusterRouter, vmSwitch, VMSubnet)
+	return nil
+}
+
+// bindOVNPod creates the pod's logical port and binds it to the pod's OVS
+// interface by iface-id; the pod routes through its node switch's router port.
 func (s *State) bindOVNPod(ctx context.Context, sh *shell, p PodSpec) error {
-	return errors.New("OVN mode: not built yet")
+	n, _ := s.Topology.Node(p.Node)
+	addr := p.MAC + " " + p.IP
+	if _, err := s.nbctl(ctx, sh, "lsp-add", "ls-"+n.Name, p.Name,
+		"--", "lsp-set-addresses", p.Name, addr, "--", "lsp-set-port-security", p.Name, addr); err != nil {
+		return fmt.Errorf("pod %s: logical port: %w", p.Name, err)
+	}
+	if _, err := s.vsctl(ctx, sh, n.Name, "set", "interface", p.HostPort, "external_ids:iface-id="+p.Name); err != nil {
+		return fmt.Errorf("pod %s: %w", p.Name, err)
+	}
+	if err := sh.ip(ctx, "-n", p.Netns, "route", "add", "default", "via", fmt.Sprintf("198.18.%d.1", n.Index)); err != nil {
+		return fmt.Errorf("pod %s: default route: %w", p.Name, err)
+	}
+	return nil
 }

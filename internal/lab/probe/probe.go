@@ -1,0 +1,356 @@
+// Package probe measures what a network change does to live traffic between
+// the lab's pods, following the test plan of the live MTU/port change design:
+// long-lived TCP connections exchanging a message every 5 ms (did each
+// survive, and what was its longest silence), many short-lived TCP
+// connections (attempts and failures), and HTTPS requests to a server whose
+// certificate is far larger than 16 KB, so every handshake needs full-size
+// segments (attempts, TLS failures, non-200 answers).
+//
+// Every socket is opened inside a pod's network namespace by this one
+// process; no traffic leaves the namespaces the lab created.
+package probe
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Pod is where the probe listens and dials from.
+type Pod struct {
+	Name, Node, Netns, IP string
+}
+
+// Config is one probe run.
+type Config struct {
+	Pods []Pod
+	// Duration of the run; 0 runs until the context ends.
+	Duration time.Duration
+	// Interval between messages on a long-lived connection (5 ms).
+	Interval time.Duration
+	// InNetns runs fn inside a named network namespace (lab.InNetns).
+	InNetns func(netns string, fn func() error) error
+}
+
+// LongLived is one long-lived connection's fate.
+type LongLived struct {
+	From     string  `json:"from"`
+	To       string  `json:"to"`
+	Alive    bool    `json:"alive"`
+	MaxGapMs float64 `json:"maxGapMs"`
+	Echoes   int     `json:"echoes"`
+	Error    string  `json:"error,omitempty"`
+}
+
+// Counter counts attempts and failures, with the most common reasons.
+type Counter struct {
+	Attempts int            `json:"attempts"`
+	Failures int            `json:"failures"`
+	Reasons  map[string]int `json:"reasons,omitempty"`
+}
+
+// HTTPS counts HTTPS requests.
+type HTTPS struct {
+	Counter
+	TLSFailures int `json:"tlsFailures"`
+	Non200      int `json:"non200"`
+	// CertBytes is the size of the server's certificate.
+	CertBytes int `json:"certBytes"`
+}
+
+// Overhead is what the probe itself cost.
+type Overhead struct {
+	CPUSeconds float64 `json:"cpuSeconds"`
+	MaxRSSMiB  float64 `json:"maxRSSMiB"`
+}
+
+// Report is the probe's result; its JSON is what the other issues quote.
+type Report struct {
+	DurationMs float64     `json:"durationMs"`
+	LongLived  []LongLived `json:"longLived"`
+	ShortLived Counter     `json:"shortLived"`
+	HTTPS      HTTPS       `json:"https"`
+	Overhead   Overhead    `json:"overhead"`
+	// OK is false when a long-lived connection died or anything failed.
+	OK bool `json:"ok"`
+}
+
+// Failed lists what makes the report not OK.
+func (r Report) Failed() []string {
+	var out []string
+	for _, l := range r.LongLived {
+		if !l.Alive {
+			out = append(out, fmt.Sprintf("long-lived %s -> %s died: %s", l.From, l.To, l.Error))
+		}
+	}
+	if r.ShortLived.Failures > 0 {
+		out = append(out, fmt.Sprintf("%d of %d short-lived connections failed", r.ShortLived.Failures, r.ShortLived.Attempts))
+	}
+	if r.HTTPS.Failures > 0 {
+		out = append(out, fmt.Sprintf("%d of %d HTTPS requests failed (%d TLS, %d non-200)", r.HTTPS.Failures, r.HTTPS.Attempts, r.HTTPS.TLSFailures, r.HTTPS.Non200))
+	}
+	if len(r.LongLived) == 0 && r.ShortLived.Attempts == 0 {
+		out = append(out, "nothing was measured: the probe needs pods on at least two nodes")
+	}
+	return out
+}
+
+const (
+	echoPort  = 7070
+	shortPort = 7071
+	httpsPort = 8443
+)
+
+// Run runs the probe and returns its report.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	if cfg.Interval == 0 {
+		cfg.Interval = 5 * time.Millisecond
+	}
+	var r Report
+	pairs := ring(cfg.Pods)
+	if len(pairs) == 0 {
+		r.OK = false
+		return r, errors.New("the probe needs pods on at least two nodes")
+	}
+	before := rusage()
+	srv, err := startServers(cfg)
+	if err != nil {
+		return r, err
+	}
+	defer srv.close()
+	r.HTTPS.CertBytes = srv.certBytes
+
+	runCtx, cancel := context.WithCancel(ctx)
+	if cfg.Duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
+	}
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	r.LongLived = make([]LongLived, len(pairs))
+	for i, p := range pairs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.LongLived[i] = longLived(runCtx, cfg, p[0], p[1])
+		}()
+	}
+	short := &counter{reasons: map[string]int{}}
+	for _, p := range pairs {
+		wg.Add(1)
+		go func() { defer wg.Done(); shortLived(runCtx, cfg, p[0], p[1], short) }()
+	}
+	https := &httpsCounter{counter: counter{reasons: map[string]int{}}}
+	for _, p := range cfg.Pods {
+		if p.Node != srv.httpsPod.Node {
+			wg.Add(1)
+			go func() { defer wg.Done(); httpsClient(runCtx, cfg, p, srv, https) }()
+		}
+	}
+	wg.Wait()
+	r.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	r.ShortLived = short.snapshot()
+	r.HTTPS.Counter = https.snapshot()
+	r.HTTPS.TLSFailures, r.HTTPS.Non200 = https.tls, https.non200
+	after := rusage()
+	r.Overhead = Overhead{CPUSeconds: after.cpu - before.cpu, MaxRSSMiB: after.maxRSS}
+	r.OK = len(r.Failed()) == 0
+	return r, nil
+}
+
+// ring pairs each pod with the pod of the same rank on the next node, so
+// every node talks to another node and every pod takes part.
+func ring(pods []Pod) [][2]Pod {
+	byNode := map[string][]Pod{}
+	var nodes []string
+	for _, p := range pods {
+		if _, ok := byNode[p.Node]; !ok {
+			nodes = append(nodes, p.Node)
+		}
+		byNode[p.Node] = append(byNode[p.Node], p)
+	}
+	sort.Strings(nodes)
+	if len(nodes) < 2 {
+		return nil
+	}
+	var pairs [][2]Pod
+	for i, n := range nodes {
+		next := byNode[nodes[(i+1)%len(nodes)]]
+		for j, p := range byNode[n] {
+			pairs = append(pairs, [2]Pod{p, next[j%len(next)]})
+		}
+	}
+	return pairs
+}
+
+// dial connects from a pod's namespace.
+func dial(cfg Config, from Pod, addr string, timeout time.Duration) (net.Conn, error) {
+	var c net.Conn
+	err := cfg.InNetns(from.Netns, func() (err error) {
+		c, err = net.DialTimeout("tcp", addr, timeout)
+		return err
+	})
+	return c, err
+}
+
+// longLived keeps one connection open, sends a sequence number every
+// interval, and measures the longest time without an echo.
+func longLived(ctx context.Context, cfg Config, from, to Pod) (res LongLived) {
+	res = LongLived{From: from.Name, To: to.Name}
+	conn, err := dial(cfg, from, net.JoinHostPort(to.IP, strconv.Itoa(echoPort)), 3*time.Second)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	defer conn.Close()
+	var mu sync.Mutex
+	last := time.Now()
+	maxGap := time.Duration(0)
+	echoes := 0
+	defer func() {
+		mu.Lock()
+		res.Echoes = echoes
+		mu.Unlock()
+	}()
+	readErr := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 8)
+		for {
+			if _, err := io.ReadFull(conn, buf); err != nil {
+				readErr <- err
+				return
+			}
+			now := time.Now()
+			mu.Lock()
+			maxGap = max(maxGap, now.Sub(last))
+			last = now
+			echoes++
+			mu.Unlock()
+		}
+	}()
+	tick := time.NewTicker(cfg.Interval)
+	defer tick.Stop()
+	var seq uint64
+	buf := make([]byte, 8)
+	for {
+		select {
+		case <-ctx.Done():
+			// Alive: the connection never failed and the last echo is recent.
+			mu.Lock()
+			gap := max(maxGap, time.Since(last))
+			mu.Unlock()
+			res.MaxGapMs = float64(gap.Microseconds()) / 1000
+			res.Alive = res.Error == "" && time.Since(last) < 2*time.Second
+			if res.Error == "" && !res.Alive {
+				res.Error = fmt.Sprintf("no echo for %s at the end", time.Since(last).Round(time.Millisecond))
+			}
+			return res
+		case err := <-readErr:
+			res.Error = "read: " + err.Error()
+			mu.Lock()
+			res.MaxGapMs = float64(max(maxGap, time.Since(last)).Microseconds()) / 1000
+			mu.Unlock()
+			return res
+		case <-tick.C:
+			seq++
+			binary.BigEndian.PutUint64(buf, seq)
+			_ = conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			if _, err := conn.Write(buf); err != nil {
+				res.Error = "write: " + err.Error()
+				return res
+			}
+		}
+	}
+}
+
+// shortLived opens, uses and closes connections from one pod to another as
+// fast as they complete, with a 10 ms pause.
+func shortLived(ctx context.Context, cfg Config, from, to Pod, c *counter) {
+	addr := net.JoinHostPort(to.IP, strconv.Itoa(shortPort))
+	for ctx.Err() == nil {
+		err := func() error {
+			conn, err := dial(cfg, from, addr, 2*time.Second)
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+			if _, err := conn.Write([]byte{1}); err != nil {
+				return err
+			}
+			b := make([]byte, 1)
+			_, err = io.ReadFull(conn, b)
+			return err
+		}()
+		if ctx.Err() != nil && err != nil {
+			return // cut short by the end of the run, not by the network
+		}
+		c.add(err)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type counter struct {
+	mu       sync.Mutex
+	attempts int
+	failures int
+	reasons  map[string]int
+}
+
+func (c *counter) add(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.attempts++
+	if err != nil {
+		c.failures++
+		c.reasons[reason(err)]++
+	}
+}
+
+func (c *counter) snapshot() Counter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := Counter{Attempts: c.attempts, Failures: c.failures}
+	if len(c.reasons) > 0 {
+		out.Reasons = map[string]int{}
+		for k, v := range c.reasons {
+			out.Reasons[k] = v
+		}
+	}
+	return out
+}
+
+// reason reduces an error to a short class, so reports stay small.
+func reason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "closed early"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "unreachable"
+	}
+	return "other: " + err.Error()
+}
+
+type usage struct{ cpu, maxRSS float64 }
+
+func rusage() usage {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return usage{cpu: cpu.Seconds(), maxRSS: float64(ru.Maxrss) / 1024}
+}

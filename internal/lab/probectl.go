@@ -1,0 +1,134 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"time"
+
+	"netshift.io/netshift/internal/lab/probe"
+)
+
+// ProbeConfig is the probe of the lab's pods that are still there.
+func (s *State) ProbeConfig(d time.Duration) probe.Config {
+	cfg := probe.Config{Duration: d, InNetns: InNetns}
+	for _, p := range s.Topology.Pods {
+		if !slices.Contains(s.Removed, p.Name) {
+			cfg.Pods = append(cfg.Pods, probe.Pod{Name: p.Name, Node: p.Node, Netns: p.Netns, IP: p.IP})
+		}
+	}
+	return cfg
+}
+
+// ProbeReportPath is where a background probe writes its report.
+func (s *State) ProbeReportPath() string { return s.Path("probe-report.json") }
+
+// StartProbe runs the probe in the background until StopProbe.
+func StartProbe(name, binary string) error {
+	s, err := LoadState(name)
+	if err != nil {
+		return err
+	}
+	if s.Probe != nil && s.Probe.Alive() {
+		return fmt.Errorf("lab %s: a probe is already running (pid %d); `netshift lab probe stop --name %s` first", name, s.Probe.Pid, name)
+	}
+	_ = os.Remove(s.ProbeReportPath())
+	logf, err := os.Create(s.Path("probe.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(binary, "lab", "probe", "--name", name, "--duration", "0", "--report-file", s.ProbeReportPath())
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	p, err := Identify("probe", cmd.Process.Pid)
+	if err != nil {
+		return fmt.Errorf("the probe exited at once; see %s", logf.Name())
+	}
+	go func() { _ = cmd.Wait() }()
+	return s.record(func() { s.Probe = &p })
+}
+
+// StopProbe ends the background probe and returns its report.
+func StopProbe(name string) (probe.Report, error) {
+	var r probe.Report
+	s, err := LoadState(name)
+	if err != nil {
+		return r, err
+	}
+	if s.Probe == nil {
+		return r, fmt.Errorf("lab %s: no probe is running (`netshift lab probe start --name %s`)", name, name)
+	}
+	s.Probe.Stop(30 * time.Second)
+	data, err := os.ReadFile(s.ProbeReportPath())
+	if err != nil {
+		return r, fmt.Errorf("lab %s: the probe left no report (see %s): %w", name, s.Path("probe.log"), err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, err
+	}
+	return r, s.record(func() { s.Probe = nil })
+}
+
+// RunProbe runs the probe in this process, writing the report to reportFile
+// when given.
+func RunProbe(ctx context.Context, name string, d time.Duration, reportFile string) (probe.Report, error) {
+	s, err := LoadState(name)
+	if err != nil {
+		return probe.Report{}, err
+	}
+	r, err := probe.Run(ctx, s.ProbeConfig(d))
+	if err != nil {
+		return r, err
+	}
+	if reportFile != "" {
+		data, _ := json.MarshalIndent(r, "", "  ")
+		tmp := reportFile + ".tmp"
+		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+			return r, err
+		}
+		if err := os.Rename(tmp, reportFile); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// WriteProbeText prints a report for a person.
+func WriteProbeText(w io.Writer, r probe.Report) {
+	fmt.Fprintf(w, "probe ran %.1f s\n", r.DurationMs/1000)
+	fmt.Fprintln(w, "long-lived connections (a message every 5 ms):")
+	for _, l := range r.LongLived {
+		state := "alive"
+		if !l.Alive {
+			state = "DIED: " + l.Error
+		}
+		fmt.Fprintf(w, "  %-10s -> %-10s %-6s longest gap %8.1f ms, %d echoes\n", l.From, l.To, state, l.MaxGapMs, l.Echoes)
+	}
+	fmt.Fprintf(w, "short-lived connections: %d attempts, %d failures %v\n", r.ShortLived.Attempts, r.ShortLived.Failures, reasons(r.ShortLived.Reasons))
+	fmt.Fprintf(w, "HTTPS (certificate %d bytes): %d requests, %d failures (%d TLS, %d non-200) %v\n", r.HTTPS.CertBytes, r.HTTPS.Attempts, r.HTTPS.Failures, r.HTTPS.TLSFailures, r.HTTPS.Non200, reasons(r.HTTPS.Reasons))
+	fmt.Fprintf(w, "probe overhead: %.2f s CPU, %.0f MiB peak memory\n", r.Overhead.CPUSeconds, r.Overhead.MaxRSSMiB)
+	if r.OK {
+		fmt.Fprintln(w, "OK: every connection survived, nothing failed")
+	} else {
+		for _, f := range r.Failed() {
+			fmt.Fprintln(w, "FAILED:", f)
+		}
+	}
+}
+
+func reasons(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
