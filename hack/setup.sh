@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine (as root) for netshift: the Debian packages
-# it needs, Go's modules, and the real kube-apiserver, etcd and kubectl built
-# from the Go module proxy (cached; about 10 minutes the first time).
+# it needs (Open vSwitch and OVN for the lab), Go's modules, and the real
+# kube-apiserver, etcd and kubectl built from the Go module proxy (cached;
+# about 10 minutes the first time).
 # Prints the assets directory last, for KUBEBUILDER_ASSETS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The lab's Open vSwitch and OVN (userspace datapath, daemons started by the
+# lab itself inside its namespaces), and the tools it drives them with.
+packages=(git iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db)
 need_apt=()
-for cmd in git:git curl:curl ip:iproute2; do
-  command -v "${cmd%%:*}" >/dev/null 2>&1 || need_apt+=("${cmd#*:}")
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
-    echo "setup: missing ${need_apt[*]}; run as root to install them" >&2
+    echo "setup: missing Debian packages ${need_apt[*]}; run as root to install them" >&2
     exit 1
   fi
-  echo "setup: installing ${need_apt[*]}" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  echo "setup: installing ${need_apt[*]} (about 30 s)" >&2
+  # Keep the packages' own services from starting: the lab runs its own daemons.
+  own_policy=
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && own_policy=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >&2
+  [[ -n "$own_policy" ]] && rm -f /usr/sbin/policy-rc.d
 fi
 if ! command -v go >/dev/null 2>&1; then
   if [[ -x /usr/local/go/bin/go ]]; then

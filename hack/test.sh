@@ -5,6 +5,7 @@
 #   static       gofmt, go vet, generated code and CRDs up to date
 #   unit         the pure core and everything that needs no real part
 #   integration  controllers, CLI and API against a real kube-apiserver + etcd
+#   e2e          the lab: real namespaces, Open vSwitch, OVN, API server, traffic (root)
 #   bench        the benchmarks of the acceptance criteria, with their figures
 #
 # With CI=true a test whose real prerequisite is missing fails instead of
@@ -14,12 +15,14 @@ cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
 export KUBEBUILDER_ASSETS
 KUBEBUILDER_ASSETS=$(hack/setup.sh)
-tiers=${TIERS:-static unit integration bench}
+tiers=${TIERS:-static unit integration e2e bench}
 
-# Integration packages are those whose tests use the real control plane.
+# End-to-end packages live under test/e2e; integration packages are the others
+# whose tests use the real control plane; the rest is unit.
+e2e=$(go list ./test/e2e/...)
 integration=$(go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
-  awk '/netshift.io\/netshift\/internal\/testenv/ {print $1}')
-unit=$(go list ./... | grep -vxF -f <(printf '%s\n' $integration))
+  awk '/netshift.io\/netshift\/internal\/testenv/ {print $1}' | grep -vxF -f <(printf '%s\n' $e2e))
+unit=$(go list ./... | grep -vxF -f <(printf '%s\n' $integration $e2e))
 
 declare -A took
 failed=()
@@ -42,9 +45,11 @@ static() {
 }
 unit_tests() { go test -count=1 $unit; }
 integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
+e2e_tests() { go test -count=1 -p 1 -timeout 20m -v $e2e | grep -E '^(=== RUN|--- |\s+\S+_test.go:|ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
 bench() {
   go test -run '^$' -bench 'FullDecision' -benchtime 200x -count 5 ./internal/rollout/ || return 1
-  go test -run '^$' -bench 'DrainCycle200' -benchtime 1x -timeout 10m ./internal/operator/
+  go test -run '^$' -bench 'DrainCycle200' -benchtime 1x -timeout 10m ./internal/operator/ || return 1
+  go test -run '^$' -bench 'LabUpDown' -benchtime 3x -timeout 10m ./test/e2e/
 }
 
 for t in $tiers; do
@@ -52,6 +57,7 @@ for t in $tiers; do
     static) run_tier static static ;;
     unit) run_tier unit unit_tests ;;
     integration) run_tier integration integration_tests ;;
+    e2e) run_tier e2e e2e_tests ;;
     bench) run_tier bench bench ;;
     *) echo "unknown tier $t"; exit 2 ;;
   esac

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -22,6 +23,8 @@ type Status struct {
 	Nodes       []NodeStatus    `json:"nodes"`
 	Pods        []PodStatus     `json:"pods"`
 	Processes   []ProcessStatus `json:"processes"`
+	// MemoryMiB is the resident memory of all the lab\'s processes together.
+	MemoryMiB float64 `json:"memoryMiB"`
 }
 
 // NodeStatus is one node.
@@ -45,9 +48,10 @@ type PodStatus struct {
 
 // ProcessStatus is one process the lab started.
 type ProcessStatus struct {
-	Role  string `json:"role"`
-	Pid   int    `json:"pid"`
-	Alive bool   `json:"alive"`
+	Role      string  `json:"role"`
+	Pid       int     `json:"pid"`
+	Alive     bool    `json:"alive"`
+	MemoryMiB float64 `json:"memoryMiB"`
 }
 
 // StatusOf reads a lab's state and checks its parts.
@@ -84,10 +88,14 @@ func StatusOf(ctx context.Context, name string) (Status, error) {
 	}
 	for _, p := range s.Processes {
 		alive := p.Alive()
-		if !alive {
+		ps := ProcessStatus{Role: p.Role, Pid: p.Pid, Alive: alive}
+		if alive {
+			ps.MemoryMiB = rssMiB(p.Pid)
+			st.MemoryMiB += ps.MemoryMiB
+		} else {
 			st.Healthy = false
 		}
-		st.Processes = append(st.Processes, ProcessStatus{Role: p.Role, Pid: p.Pid, Alive: alive})
+		st.Processes = append(st.Processes, ps)
 	}
 	return st, nil
 }
@@ -114,10 +122,11 @@ func (st Status) WriteText(w io.Writer) error {
 	for _, p := range st.Pods {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", p.Name, p.Node, p.Netns, p.IP, p.Present)
 	}
-	fmt.Fprintln(tw, "\nPROCESS\tPID\tALIVE")
+	fmt.Fprintln(tw, "\nPROCESS\tPID\tALIVE\tMEMORY")
 	for _, p := range st.Processes {
-		fmt.Fprintf(tw, "%s\t%d\t%v\n", p.Role, p.Pid, p.Alive)
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%.0f MiB\n", p.Role, p.Pid, p.Alive, p.MemoryMiB)
 	}
+	fmt.Fprintf(tw, "total\t\t\t%.0f MiB\n", st.MemoryMiB)
 	return tw.Flush()
 }
 
@@ -131,4 +140,20 @@ func (s *State) ExecTarget(name string) (string, []string, error) {
 		return p.Netns, nil, nil
 	}
 	return "", nil, fmt.Errorf("lab %s has no node or pod named %q", s.Options.Name, name)
+}
+
+// rssMiB reads a process's resident memory.
+func rssMiB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb float64
+			fmt.Sscanf(strings.TrimSpace(rest), "%f", &kb)
+			return kb / 1024
+		}
+	}
+	return 0
 }

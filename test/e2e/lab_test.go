@@ -1,0 +1,266 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/lab/probe"
+	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/testenv"
+)
+
+// TestLabModes: in plain VXLAN, plain Geneve and OVN, a 3-node lab with 2
+// pods per node comes up, every pod reaches every other pod over TCP, the API
+// server has the Nodes Ready and the Pods Running with their IPs, and `lab
+// down` leaves no namespace, link, process or file behind.
+func TestLabModes(t *testing.T) {
+	for _, mode := range []struct{ name, args string }{
+		{"vxlan", "--tunnel vxlan"}, {"geneve", "--tunnel geneve"}, {"ovn", "--ovn"},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			testenv.Require(t, missing)
+			before := takeFootprint(t)
+			name := "e2e" + mode.name[:2]
+			st := up(t, name, strings.Fields(mode.args)...)
+			if !st.Ready || !st.Healthy || len(st.Nodes) != 3 || len(st.Pods) != 6 {
+				t.Fatalf("lab status: ready=%v healthy=%v nodes=%d pods=%d", st.Ready, st.Healthy, len(st.Nodes), len(st.Pods))
+			}
+			s, err := lab.LoadState(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, from := range s.Topology.Pods {
+				for _, to := range s.Topology.Pods {
+					if from.Name != to.Name {
+						if err := lab.TCPCheck(from, to, 3*time.Second); err != nil {
+							t.Errorf("%s -> %s over TCP: %v", from.Name, to.Name, err)
+						}
+					}
+				}
+			}
+			c := labClient(t, name)
+			var nodes corev1.NodeList
+			var pods corev1.PodList
+			if err := c.List(context.Background(), &nodes); err != nil {
+				t.Fatal(err)
+			}
+			if len(nodes.Items) != 3 || nodes.Items[0].Status.Conditions[0].Type != corev1.NodeReady {
+				t.Errorf("nodes: %d, want 3 Ready", len(nodes.Items))
+			}
+			waitFor(t, "pods Running with their IPs", func() bool {
+				if c.List(context.Background(), &pods, client.InNamespace(lab.PodNamespace)) != nil || len(pods.Items) != 6 {
+					return false
+				}
+				for _, p := range pods.Items {
+					spec, _ := s.Topology.Pod(p.Name)
+					if p.Status.Phase != corev1.PodRunning || p.Status.PodIP != spec.IP {
+						return false
+					}
+				}
+				return true
+			})
+			start := time.Now()
+			mustNetshift(t, "lab", "down", "--name", name)
+			t.Logf("lab down: %.1f s", time.Since(start).Seconds())
+			waitGone(t, before)
+			if _, err := os.Stat(s.Dir()); !os.IsNotExist(err) {
+				t.Errorf("state directory %s left behind", s.Dir())
+			}
+		})
+	}
+}
+
+// TestLabStatusJSONAndExec: the JSON carries what the other issues read, and
+// exec reaches a node's own OVS and a pod's namespace.
+func TestLabStatusJSONAndExec(t *testing.T) {
+	st := up(t, "e2est", "--nodes", "2", "--pods-per-node", "1", "--node-label", "node-2:zone=b")
+	var raw struct {
+		Nodes []map[string]any `json:"nodes"`
+		Pods  []map[string]any `json:"pods"`
+	}
+	out := mustNetshift(t, "lab", "status", "--name", "e2est", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range raw.Nodes {
+		for _, k := range []string{"name", "netns", "underlayIP"} {
+			if n[k] == nil || n[k] == "" {
+				t.Errorf("node entry lacks %s: %v", k, n)
+			}
+		}
+	}
+	for _, p := range raw.Pods {
+		for _, k := range []string{"name", "node", "netns", "ip"} {
+			if p[k] == nil || p[k] == "" {
+				t.Errorf("pod entry lacks %s: %v", k, p)
+			}
+		}
+		if strings.Contains(p["ip"].(string), "/") {
+			t.Errorf("pod ip %v has a prefix length", p["ip"])
+		}
+	}
+	if out, err := exec.Command("ip", "netns", "exec", st.Pods[0].Netns, "ip", "-o", "addr", "show", "eth0").CombinedOutput(); err != nil || !strings.Contains(string(out), st.Pods[0].IP) {
+		t.Errorf("ip netns exec %s: %v %s", st.Pods[0].Netns, err, out)
+	}
+	if out := mustNetshift(t, "lab", "exec", "--name", "e2est", "node-1", "--", "ovs-vsctl", "br-exists", "br-int"); out != "" {
+		t.Errorf("lab exec node-1 ovs-vsctl: %q", out)
+	}
+	var node corev1.Node
+	if err := labClient(t, "e2est").Get(context.Background(), client.ObjectKey{Name: "node-2"}, &node); err != nil || node.Labels["zone"] != "b" {
+		t.Errorf("node-2 label zone=b: %v %v", node.Labels, err)
+	}
+	out, err := netshift(t, "lab", "up", "--name", "e2est")
+	if err == nil || !strings.Contains(out, "already up") {
+		t.Errorf("a second lab up over a running lab: %v %s", err, out)
+	}
+	if out, err := netshift(t, "lab", "up", "--name", "Bad_Name"); err == nil || !strings.Contains(out, "--name") {
+		t.Errorf("bad name: %v %s", err, out)
+	}
+	if out, err := netshift(t, "lab", "up", "--name", "x", "--mtu", "1460"); err == nil || !strings.Contains(out, "--mtu: 1460 is outside 576..1450") {
+		t.Errorf("--mtu above the underlay minus VXLAN: %v %s", err, out)
+	}
+}
+
+// TestProbeOnAnUntouchedLab: 20 s of probing: every long-lived connection
+// alive, no short-lived or HTTPS failure, and the command exits 0.
+func TestProbeOnAnUntouchedLab(t *testing.T) {
+	up(t, "e2epr")
+	out := mustNetshift(t, "lab", "probe", "--name", "e2epr", "--duration", "20s", "-o", "json")
+	var r probe.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !r.OK || len(r.LongLived) != 6 || r.ShortLived.Attempts < 100 || r.HTTPS.Attempts < 20 || r.HTTPS.CertBytes <= 16384 {
+		t.Fatalf("probe report: %s", out)
+	}
+	for _, l := range r.LongLived {
+		if !l.Alive || l.Echoes < 1000 {
+			t.Errorf("%s -> %s: alive=%v echoes=%d", l.From, l.To, l.Alive, l.Echoes)
+		}
+	}
+	t.Logf("untouched: max gaps %v ms; overhead %.2f s CPU over %.0f s, %.0f MiB", gaps(r), r.Overhead.CPUSeconds, r.DurationMs/1000, r.Overhead.MaxRSSMiB)
+}
+
+// TestProbeDetectsABrokenTunnel is the control: node-1 drops everything that
+// arrives through its tunnel from node-2 for 2 s; the probe must see the gap
+// on the connections that cross it.
+func TestProbeDetectsABrokenTunnel(t *testing.T) {
+	up(t, "e2eft")
+	mustNetshift(t, "lab", "probe", "start", "--name", "e2eft")
+	time.Sleep(2 * time.Second)
+	mustNetshift(t, "lab", "exec", "--name", "e2eft", "node-1", "--", "ovs-ofctl", "add-flow", "br-int", "priority=1000,in_port=tun2,actions=drop")
+	time.Sleep(2 * time.Second)
+	mustNetshift(t, "lab", "exec", "--name", "e2eft", "node-1", "--", "ovs-ofctl", "del-flows", "--strict", "br-int", "priority=1000,in_port=tun2")
+	time.Sleep(3 * time.Second)
+	out, _ := netshift(t, "lab", "probe", "stop", "--name", "e2eft", "-o", "json")
+	var r probe.Report
+	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	crossing := 0
+	for _, l := range r.LongLived {
+		// pod-1-x -> pod-2-x gets its echoes back through node-1's tun2.
+		if strings.HasPrefix(l.From, "pod-1-") {
+			crossing++
+			if l.MaxGapMs < 1500 {
+				t.Errorf("%s -> %s: longest gap %.0f ms while its tunnel was down for 2 s", l.From, l.To, l.MaxGapMs)
+			}
+		} else if strings.HasPrefix(l.From, "pod-3-") && l.MaxGapMs > 1000 {
+			t.Errorf("%s -> %s does not cross the broken tunnel but saw a %.0f ms gap", l.From, l.To, l.MaxGapMs)
+		}
+	}
+	if crossing == 0 {
+		t.Fatalf("no connection crossed the broken tunnel: %s", out)
+	}
+	t.Logf("broken tunnel: max gaps %v ms", gaps(r))
+}
+
+// TestDownAfterACrashHalfway: `lab up` killed while it builds; `lab down`
+// still removes all it had created.
+func TestDownAfterACrashHalfway(t *testing.T) {
+	testenv.Require(t, missing)
+	before := takeFootprint(t)
+	cmd := exec.Command(binary, "lab", "up", "--name", "e2ecr", "--nodes", "6")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it once it has started daemons (its state lists processes).
+	waitFor(t, "lab up to get halfway", func() bool {
+		s, err := lab.LoadState("e2ecr")
+		return err == nil && len(s.Processes) >= 4
+	})
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	s, _ := lab.LoadState("e2ecr")
+	t.Logf("killed with %d namespaces and %d processes recorded", len(s.Netns), len(s.Processes))
+	mustNetshift(t, "lab", "down", "--name", "e2ecr")
+	waitGone(t, before)
+}
+
+// TestEvictedPodIsRemoved: the lab plays the kubelet: a pod evicted through
+// the Eviction API is removed, its namespace too.
+func TestEvictedPodIsRemoved(t *testing.T) {
+	st := up(t, "e2eev", "--nodes", "2", "--pods-per-node", "1")
+	c := labClient(t, "e2eev")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: st.Pods[0].Name, Namespace: lab.PodNamespace}}
+	if err := c.SubResource("eviction").Create(context.Background(), pod, &policyv1.Eviction{ObjectMeta: pod.ObjectMeta}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the evicted pod and its namespace gone", func() bool {
+		err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{})
+		_, statErr := os.Stat("/run/netns/" + st.Pods[0].Netns)
+		return err != nil && os.IsNotExist(statErr)
+	})
+	if st := status(t, "e2eev"); st.Pods[0].Present || !st.Healthy {
+		t.Errorf("lab status after eviction: present=%v healthy=%v", st.Pods[0].Present, st.Healthy)
+	}
+}
+
+func labClient(t *testing.T, name string) client.Client {
+	t.Helper()
+	s, err := lab.LoadState(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func gaps(r probe.Report) []float64 {
+	var out []float64
+	for _, l := range r.LongLived {
+		out = append(out, float64(int(l.MaxGapMs*10))/10)
+	}
+	return out
+}

@@ -1,0 +1,176 @@
+// Package e2e runs netshift end to end in the lab: real namespaces, real Open
+// vSwitch and OVN, a real API server, the operator and agents as processes,
+// and real traffic. Each test builds its own lab with its own name.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"netshift.io/netshift/internal/controlplane"
+	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/testenv"
+)
+
+var (
+	binary  string
+	missing error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "netshift-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "netshift")
+	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/netshift").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build netshift: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	// Labs of these tests live in their own root, never next to a user's labs.
+	root, _ := os.MkdirTemp("", "netshift-e2e-labs-")
+	os.Setenv("NETSHIFT_LAB_ROOT", root)
+	if err := lab.Requirements(true); err != nil {
+		missing = &testenv.Missing{Reason: err.Error()}
+	} else if _, err := controlplane.AssetsDir(); err != nil {
+		missing = err
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.RemoveAll(root)
+	os.Exit(code)
+}
+
+// netshift runs the binary and returns its combined output.
+func netshift(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return runNetshift(args...)
+}
+
+func runNetshift(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, args...).CombinedOutput()
+	return string(out), err
+}
+
+func labStatus(name string) (lab.Status, error) {
+	var st lab.Status
+	out, err := runNetshift("lab", "status", "--name", name, "-o", "json")
+	if err != nil {
+		return st, fmt.Errorf("%w: %s", err, out)
+	}
+	return st, json.Unmarshal([]byte(out), &st)
+}
+
+func mustNetshift(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := netshift(t, args...)
+	if err != nil {
+		t.Fatalf("netshift %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// up brings a lab up and takes it down when the test ends.
+func up(t *testing.T, name string, args ...string) lab.Status {
+	t.Helper()
+	testenv.Require(t, missing)
+	start := time.Now()
+	mustNetshift(t, append([]string{"lab", "up", "--name", name}, args...)...)
+	t.Logf("lab up --name %s %s: %.1f s", name, strings.Join(args, " "), time.Since(start).Seconds())
+	t.Cleanup(func() {
+		if _, err := lab.LoadState(name); err == nil {
+			if out, err := netshift(t, "lab", "down", "--name", name); err != nil {
+				t.Errorf("lab down: %v\n%s", err, out)
+			}
+		}
+	})
+	return status(t, name)
+}
+
+func status(t *testing.T, name string) lab.Status {
+	t.Helper()
+	st, err := labStatus(name)
+	if err != nil {
+		t.Fatalf("lab status -o json: %v", err)
+	}
+	return st
+}
+
+// footprint is what a lab could leave behind on the machine.
+type footprint struct {
+	netns, rootLinks, daemons map[string]bool
+}
+
+var daemonNames = map[string]bool{"ovsdb-server": true, "ovs-vswitchd": true, "ovn-controller": true, "ovn-northd": true,
+	"kube-apiserver": true, "etcd": true}
+
+func takeFootprint(t *testing.T) footprint {
+	t.Helper()
+	f := footprint{netns: map[string]bool{}, rootLinks: map[string]bool{}, daemons: map[string]bool{}}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, l := range strings.Split(string(out), "\n") {
+		if fs := strings.Fields(l); len(fs) > 0 {
+			f.netns[fs[0]] = true
+		}
+	}
+	out, _ = exec.Command("ip", "-o", "link").Output()
+	for _, l := range strings.Split(string(out), "\n") {
+		if fs := strings.Fields(l); len(fs) > 1 {
+			f.rootLinks[strings.TrimSuffix(strings.SplitN(fs[1], "@", 2)[0], ":")] = true
+		}
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		comm := s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
+		state := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
+		if daemonNames[comm] && state != "Z" {
+			f.daemons[e.Name()+" "+comm] = true
+		}
+	}
+	return f
+}
+
+// leftovers lists what after has that before had not.
+func leftovers(before, after footprint) []string {
+	var out []string
+	for what, pair := range map[string][2]map[string]bool{"namespace": {before.netns, after.netns},
+		"link": {before.rootLinks, after.rootLinks}, "process": {before.daemons, after.daemons}} {
+		for k := range pair[1] {
+			if !pair[0][k] {
+				out = append(out, what+" "+k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func waitGone(t *testing.T, before footprint) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := leftovers(before, takeFootprint(t))
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
