@@ -3,6 +3,11 @@ package agent
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,12 +63,43 @@ type Options struct {
 	HealthAddr string
 	// ManyInProcess allows several agents in one process (tests).
 	ManyInProcess bool
+	// NodeNetns, when set, is the network namespace of the node (the lab's nodes are namespaces;
+	// a DaemonSet agent runs in the host's). The agent refuses to start without it.
+	NodeNetns string
+	// OVSDB, when set, is the node's OVSDB socket (unix:PATH); the agent refuses to start if it
+	// cannot connect, and its readiness check fails when it stops answering.
+	OVSDB string
+}
+
+// checkNode verifies the agent can reach its node: the namespace exists and
+// the OVSDB socket accepts a connection.
+func checkNode(o Options) error {
+	if o.NodeNetns != "" {
+		if _, err := os.Stat(filepath.Join("/run/netns", o.NodeNetns)); err != nil {
+			return fmt.Errorf("node %s: network namespace %s: %w", o.Node, o.NodeNetns, err)
+		}
+	}
+	if o.OVSDB != "" {
+		path, ok := strings.CutPrefix(o.OVSDB, "unix:")
+		if !ok {
+			return fmt.Errorf("node %s: --ovsdb %q: only unix:PATH sockets are supported", o.Node, o.OVSDB)
+		}
+		c, err := net.DialTimeout("unix", path, 2*time.Second)
+		if err != nil {
+			return fmt.Errorf("node %s: OVSDB %s: %w", o.Node, o.OVSDB, err)
+		}
+		c.Close()
+	}
+	return nil
 }
 
 // NewManager builds the agent process for one node: a manager whose cache
 // holds only that node's NodeNetworkState.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	node := o.Node
+	if err := checkNode(o); err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 operator.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -80,7 +116,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 			return nil, err
 		}
-		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		if err := mgr.AddReadyzCheck("node", func(*http.Request) error { return checkNode(o) }); err != nil {
 			return nil, err
 		}
 	}

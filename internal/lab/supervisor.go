@@ -157,7 +157,9 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 		if err != nil {
 			return children, err
 		}
-		if err := start("agent:"+n.Name, kc, "agent", "--node", n.Name); err != nil {
+		// The agent runs in the root namespace and reaches its node as a host-network
+		// DaemonSet pod would: through the node's namespace and its OVSDB socket.
+		if err := start("agent:"+n.Name, kc, "agent", "--node", n.Name, "--node-netns", n.Netns, "--ovsdb", s.OVSDB(n.Name)); err != nil {
 			return children, err
 		}
 	}

@@ -264,3 +264,27 @@ func gaps(r probe.Report) []float64 {
 	}
 	return out
 }
+
+// TestTwoLabsSideBySide: labs with different names run at once, each with
+// its own namespaces, state and processes; taking one down leaves the other
+// working.
+func TestTwoLabsSideBySide(t *testing.T) {
+	up(t, "e2ea", "--nodes", "2", "--pods-per-node", "1")
+	up(t, "e2eb", "--nodes", "2", "--pods-per-node", "1", "--tunnel", "geneve")
+	check := func(name string) {
+		s, err := lab.LoadState(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lab.TCPCheck(s.Topology.Pods[0], s.Topology.Pods[1], 3*time.Second); err != nil {
+			t.Errorf("lab %s: %v", name, err)
+		}
+	}
+	check("e2ea")
+	check("e2eb")
+	mustNetshift(t, "lab", "down", "--name", "e2ea")
+	if st := status(t, "e2eb"); !st.Healthy {
+		t.Errorf("lab e2eb unhealthy after e2ea went down: %+v", st)
+	}
+	check("e2eb")
+}
