@@ -15,15 +15,18 @@ import (
 )
 
 func labCmd(g *globals) *cobra.Command {
+	var name string
 	cmd := &cobra.Command{
 		Use:   "lab",
 		Short: "A real multi-node cluster network on this machine: namespaces, Open vSwitch, a real API server, netshift",
 	}
-	cmd.AddCommand(labUpCmd(), labDownCmd(), labStatusCmd(), labKubeconfigCmd(), labExecCmd(), labServeCmd(), labProbeCmd())
+	cmd.PersistentFlags().StringVar(&name, "name", "lab", "lab name (1 to 8 lowercase letters or digits); labs with different names run side by side")
+	cmd.AddCommand(labUpCmd(&name), labDownCmd(&name), labStatusCmd(&name), labKubeconfigCmd(&name), labExecCmd(&name),
+		labServeCmd(&name), labProbeCmd(&name))
 	return cmd
 }
 
-func labUpCmd() *cobra.Command {
+func labUpCmd(name *string) *cobra.Command {
 	var o lab.Options
 	var tunnel string
 	var labels []string
@@ -57,12 +60,12 @@ func labUpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			o.Name = *name
 			_, err = lab.Up(cmd.Context(), o, bin, cmd.OutOrStdout())
 			return err
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Name, "name", "lab", "lab name (1 to 8 lowercase letters or digits); labs with different names run side by side")
 	f.IntVar(&o.Nodes, "nodes", 3, "number of nodes (1..50)")
 	f.IntVar(&o.PodsPerNode, "pods-per-node", 2, "pods per node (0..50)")
 	f.StringVar(&tunnel, "tunnel", "vxlan", "vxlan or geneve (OVN: geneve)")
@@ -73,31 +76,29 @@ func labUpCmd() *cobra.Command {
 	return cmd
 }
 
-func labDownCmd() *cobra.Command {
-	var name string
+func labDownCmd(name *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Remove everything a lab created (and nothing else), even after a crash halfway",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return lab.Down(cmd.Context(), name, cmd.OutOrStdout())
+			return lab.Down(cmd.Context(), *name, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
 	return cmd
 }
 
-func labStatusCmd() *cobra.Command {
-	var name, output string
+func labStatusCmd(name *string) *cobra.Command {
+	var output string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show a lab's nodes, pods, processes and health",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return fmt.Errorf("-o: %q is not text or json", output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
-			st, err := lab.StatusOf(cmd.Context(), name)
+			st, err := lab.StatusOf(cmd.Context(), *name)
 			if err != nil {
 				return err
 			}
@@ -109,35 +110,31 @@ func labStatusCmd() *cobra.Command {
 			return st.WriteText(cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }
 
-func labKubeconfigCmd() *cobra.Command {
-	var name string
+func labKubeconfigCmd(name *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kubeconfig",
 		Short: "Print the path of the lab's admin kubeconfig (export KUBECONFIG=$(netshift lab kubeconfig))",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := lab.LoadState(name)
+			s, err := lab.LoadState(*name)
 			if err != nil {
 				return err
 			}
 			if s.Kubeconfig == "" {
-				return fmt.Errorf("lab %s has no API server yet (still starting, or its supervisor failed: see %s)", name, s.Path("supervisor.log"))
+				return fmt.Errorf("lab %s has no API server yet (still starting, or its supervisor failed: see %s)", *name, s.Path("supervisor.log"))
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), s.Kubeconfig)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
 	return cmd
 }
 
-func labExecCmd() *cobra.Command {
-	var name string
+func labExecCmd(name *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "exec NODE|POD -- CMD [ARGS...]",
 		Short: "Run a command inside a lab node's or pod's network namespace (OVS tools reach the node's own OVS)",
@@ -145,7 +142,7 @@ func labExecCmd() *cobra.Command {
   netshift lab exec pod-1-1 -- ip addr`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := lab.LoadState(name)
+			s, err := lab.LoadState(*name)
 			if err != nil {
 				return err
 			}
@@ -159,12 +156,10 @@ func labExecCmd() *cobra.Command {
 			return c.Run()
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
 	return cmd
 }
 
-func labServeCmd() *cobra.Command {
-	var name string
+func labServeCmd(name *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:    "serve",
 		Short:  "The lab's supervisor (started by lab up)",
@@ -175,15 +170,14 @@ func labServeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return lab.Serve(cmd.Context(), name, bin)
+			return lab.Serve(cmd.Context(), *name, bin)
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "lab", "lab name")
 	return cmd
 }
 
-func labProbeCmd() *cobra.Command {
-	var name, output, reportFile string
+func labProbeCmd(name *string) *cobra.Command {
+	var output, reportFile string
 	var duration time.Duration
 	output = "text"
 	report := func(cmd *cobra.Command, r probe.Report) error {
@@ -201,12 +195,6 @@ func labProbeCmd() *cobra.Command {
 		}
 		return nil
 	}
-	checkOutput := func() error {
-		if output != "text" && output != "json" {
-			return fmt.Errorf("-o: %q is not text or json", output)
-		}
-		return nil
-	}
 	cmd := &cobra.Command{
 		Use:   "probe",
 		Short: "Measure live traffic between pods on different nodes: long-lived and short-lived TCP, HTTPS with a large certificate",
@@ -218,20 +206,19 @@ non-zero when a connection died or anything failed. 'probe start' runs it in the
 background while something changes the network; 'probe stop' prints the report.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(); err != nil {
+			if err := checkOutput(output); err != nil {
 				return err
 			}
 			if duration < 0 || (duration > 0 && duration < time.Second) {
 				return fmt.Errorf("--duration: %s must be 0 (until interrupted) or at least 1s", duration)
 			}
-			r, err := lab.RunProbe(cmd.Context(), name, duration, reportFile)
+			r, err := lab.RunProbe(cmd.Context(), *name, duration, reportFile)
 			if err != nil {
 				return err
 			}
 			return report(cmd, r)
 		},
 	}
-	cmd.PersistentFlags().StringVar(&name, "name", "lab", "lab name")
 	cmd.PersistentFlags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().DurationVar(&duration, "duration", 20*time.Second, "how long to measure (0: until interrupted)")
 	cmd.Flags().StringVar(&reportFile, "report-file", "", "also write the JSON report to this file")
@@ -244,10 +231,10 @@ background while something changes the network; 'probe stop' prints the report.`
 			if err != nil {
 				return err
 			}
-			if err := lab.StartProbe(name, bin); err != nil {
+			if err := lab.StartProbe(*name, bin); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "probe running in lab %s; `netshift lab probe stop --name %s` ends it and prints the report\n", name, name)
+			fmt.Fprintf(cmd.OutOrStdout(), "probe running in lab %s; `netshift lab probe stop --name %s` ends it and prints the report\n", *name, *name)
 			return nil
 		},
 	}, &cobra.Command{
@@ -255,10 +242,10 @@ background while something changes the network; 'probe stop' prints the report.`
 		Short: "Stop the background probe and print its report",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(); err != nil {
+			if err := checkOutput(output); err != nil {
 				return err
 			}
-			r, err := lab.StopProbe(name)
+			r, err := lab.StopProbe(*name)
 			if err != nil {
 				return err
 			}

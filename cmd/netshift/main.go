@@ -71,3 +71,11 @@ func (g *globals) client() (client.Client, error) {
 	}
 	return client.New(cfg, client.Options{Scheme: operator.Scheme()})
 }
+
+// checkOutput validates the -o flag every listing command has.
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return fmt.Errorf("-o: %q is not text or json", output)
+	}
+	return nil
+}

@@ -23,8 +23,8 @@ YAML) or, without files, from the cluster.`,
 		Example: "  netshift plan --nodes config/samples/example-nodes.yaml --pools config/samples/example-pools.yaml --only c,d,e",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return fmt.Errorf("-o: %q is not text or json", output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			if (nodesFile == "") != (poolsFile == "") {
 				return fmt.Errorf("--nodes and --pools go together (or neither, to read the cluster)")

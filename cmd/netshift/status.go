@@ -17,8 +17,8 @@ func statusCmd(g *globals) *cobra.Command {
 		Short: "Show each pool, its nodes, and their drain and sync states",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return fmt.Errorf("-o: %q is not text or json", output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			c, err := g.client()
 			if err != nil {
