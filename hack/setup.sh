@@ -27,7 +27,7 @@ if ((${#need_apt[@]})); then
   fi
   DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >&2
-  [[ -n "$own_policy" ]] && rm -f /usr/sbin/policy-rc.d
+  if [[ -n "$own_policy" ]]; then rm -f /usr/sbin/policy-rc.d; fi
 fi
 if ! command -v go >/dev/null 2>&1; then
   if [[ -x /usr/local/go/bin/go ]]; then
