@@ -36,15 +36,159 @@ type DrainSettings struct {
 	OnTimeout OnDrainTimeout `json:"onTimeout,omitempty"`
 }
 
-// ClusterNetworkSpec is the cluster's network as the user wants it.
+// Encapsulation is the overlay's tunnel protocol.
+//
+// +kubebuilder:validation:Enum=vxlan;geneve
+type Encapsulation string
+
+const (
+	EncapVXLAN  Encapsulation = "vxlan"
+	EncapGeneve Encapsulation = "geneve"
+)
+
+// Overhead is the bytes the encapsulation adds to every pod packet on the underlay.
+func (e Encapsulation) Overhead() int32 {
+	if e == EncapGeneve {
+		return 58
+	}
+	return 50
+}
+
+// UnderlaySettings describe the network the tunnels run over.
+type UnderlaySettings struct {
+	// MTU of the underlay (the nodes' own interfaces), 1280 to 9216. The pod MTU must leave room for
+	// the tunnel overhead under it.
+	// +optional
+	// +kubebuilder:default=1500
+	// +kubebuilder:validation:Minimum=1280
+	// +kubebuilder:validation:Maximum=9216
+	MTU int32 `json:"mtu,omitempty"`
+}
+
+// ClusterNetworkSpec is the cluster's network as the user wants it. A change
+// of mtu, vxlanPort or genevePort is carried out live on every node at once.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.mtu) || self.mtu <= self.underlay.mtu - (self.encapsulation == 'geneve' ? 58 : 50)",message="spec.mtu must be at most spec.underlay.mtu minus the tunnel overhead (VXLAN 50, Geneve 58)"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.mtu) || !has(self.mtu) || self.mtu == oldSelf.mtu || (self.vxlanPort == oldSelf.vxlanPort && self.genevePort == oldSelf.genevePort)",message="spec.mtu and a tunnel port (spec.vxlanPort, spec.genevePort) cannot change in one edit: change one, let it finish, then the other"
 type ClusterNetworkSpec struct {
+	// MTU is the pod MTU: from 576 up to the underlay MTU minus the tunnel overhead (VXLAN 50,
+	// Geneve 58). Changing it lowers or raises the MTU on every node at a synchronized time.
+	// +optional
+	// +kubebuilder:validation:Minimum=576
+	// +kubebuilder:validation:Maximum=9158
+	MTU *int32 `json:"mtu,omitempty"`
+	// VXLANPort is the UDP destination port of VXLAN tunnels, 1 to 65535. Changing it on a cluster
+	// that uses Geneve is recorded and needs no node step.
+	// +optional
+	// +kubebuilder:default=4789
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	VXLANPort int32 `json:"vxlanPort,omitempty"`
+	// GenevePort is the UDP destination port of Geneve tunnels, 1 to 65535. Changing it on a cluster
+	// that uses VXLAN is recorded and needs no node step.
+	// +optional
+	// +kubebuilder:default=6081
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	GenevePort int32 `json:"genevePort,omitempty"`
+	// Encapsulation is the tunnel protocol the cluster uses: vxlan or geneve.
+	// +optional
+	// +kubebuilder:default=vxlan
+	Encapsulation Encapsulation `json:"encapsulation,omitempty"`
+	// Underlay describes the network the tunnels run over.
+	// +optional
+	// +kubebuilder:default={}
+	Underlay UnderlaySettings `json:"underlay,omitempty"`
 	// Drain says how nodes are drained while netshift configures them.
 	// +optional
 	Drain DrainSettings `json:"drain,omitempty"`
 }
 
+// AppliedNetwork is what is in force on the nodes.
+type AppliedNetwork struct {
+	// MTU is the pod MTU in force.
+	// +optional
+	MTU int32 `json:"mtu,omitempty"`
+	// VXLANPort is the VXLAN port in force.
+	// +optional
+	VXLANPort int32 `json:"vxlanPort,omitempty"`
+	// GenevePort is the Geneve port in force.
+	// +optional
+	GenevePort int32 `json:"genevePort,omitempty"`
+}
+
+// ChangeKind is what a live change changes.
+//
+// +kubebuilder:validation:Enum=MTU;VXLANPort;GenevePort
+type ChangeKind string
+
+const (
+	ChangeMTU        ChangeKind = "MTU"
+	ChangeVXLANPort  ChangeKind = "VXLANPort"
+	ChangeGenevePort ChangeKind = "GenevePort"
+)
+
+// ChangePhase is where a live change stands.
+//
+// +kubebuilder:validation:Enum=Preconditions;Scheduled;Succeeded;Failed;Aborted
+type ChangePhase string
+
+const (
+	// PhasePreconditions: every agent checks its node; nothing is touched.
+	PhasePreconditions ChangePhase = "Preconditions"
+	// PhaseScheduled: nodes are cordoned, T0 and the step schedule are set; agents apply the steps.
+	PhaseScheduled ChangePhase = "Scheduled"
+	// PhaseSucceeded: every node applied every step; the new values are applied.
+	PhaseSucceeded ChangePhase = "Succeeded"
+	// PhaseFailed: a precondition or a step failed; see the conditions and the nodes' status.
+	PhaseFailed ChangePhase = "Failed"
+	// PhaseAborted: cancelled before T0; nothing was touched.
+	PhaseAborted ChangePhase = "Aborted"
+)
+
+// Active reports whether a change in this phase is still in progress.
+func (p ChangePhase) Active() bool { return p == PhasePreconditions || p == PhaseScheduled }
+
+// NetworkChange is a live change of the MTU or a tunnel port.
+type NetworkChange struct {
+	// ID names the change; every node's plan and report carry it.
+	ID string `json:"id"`
+	// Kind is what changes.
+	Kind ChangeKind `json:"kind"`
+	// From is the value before the change.
+	From int32 `json:"from"`
+	// To is the value after the change.
+	To int32 `json:"to"`
+	// Phase is where the change stands.
+	Phase ChangePhase `json:"phase"`
+	// T0 is the synchronized time every node's steps are timed from.
+	// +optional
+	T0 *metav1.MicroTime `json:"t0,omitempty"`
+	// Nodes is how many nodes take part.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// Ready is how many nodes passed their preconditions.
+	// +optional
+	Ready int32 `json:"ready,omitempty"`
+	// Applied is how many nodes applied every step.
+	// +optional
+	Applied int32 `json:"applied,omitempty"`
+	// Failed is how many nodes failed a precondition or a step.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// Message says what the change waits for, or why it failed, naming the nodes.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
 // ClusterNetworkStatus is what is in force and what is going on.
 type ClusterNetworkStatus struct {
+	// Applied is what is in force on the nodes.
+	// +optional
+	Applied *AppliedNetwork `json:"applied,omitempty"`
+	// Change is the live change in progress, or the last one.
+	// +optional
+	Change *NetworkChange `json:"change,omitempty"`
 	// Conditions are Progressing, Degraded, Upgradeable and Available.
 	// +optional
 	// +listType=map
@@ -62,6 +206,10 @@ type ClusterNetworkStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cn
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="metadata.name must be \"cluster\": a cluster has one ClusterNetwork"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || !(oldSelf.status.change.phase in ['Preconditions', 'Scheduled']) || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.encapsulation == oldSelf.spec.encapsulation && self.spec.underlay == oldSelf.spec.underlay)",message="a live change is in progress (status.change): wait for it to finish, or `netshift abort` it before T0, before changing spec.mtu, the tunnel ports, the encapsulation or the underlay"
+// +kubebuilder:printcolumn:name="MTU",type=integer,JSONPath=`.status.applied.mtu`
+// +kubebuilder:printcolumn:name="Change",type=string,JSONPath=`.status.change.kind`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.change.phase`
 type ClusterNetwork struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -85,11 +85,80 @@ type NodeOperation struct {
 	RequestedAt *metav1.Time `json:"requestedAt,omitempty"`
 }
 
+// StepAction is what one step of a live change does on a node.
+//
+// +kubebuilder:validation:Enum=PodMTU;HostVethMTU;NodePortMTU;TunnelPort
+type StepAction string
+
+const (
+	// StepPodMTU sets the MTU of every pod's eth0, inside each pod's namespace.
+	StepPodMTU StepAction = "PodMTU"
+	// StepHostVethMTU sets the MTU of the node ends of the pods' veths.
+	StepHostVethMTU StepAction = "HostVethMTU"
+	// StepNodePortMTU sets the MTU of the node's own ports into the pod network.
+	StepNodePortMTU StepAction = "NodePortMTU"
+	// StepTunnelPort changes the destination port of every tunnel port in one OVSDB transaction.
+	StepTunnelPort StepAction = "TunnelPort"
+)
+
+// Interface names a network interface in a network namespace.
+type Interface struct {
+	// Netns is the network namespace ("" for the agent's own).
+	// +optional
+	Netns string `json:"netns,omitempty"`
+	// Name is the interface name.
+	Name string `json:"name"`
+}
+
+// ScheduledStep is one step of a live change on a node, run at a fixed offset
+// from T0, never "after the previous step".
+type ScheduledStep struct {
+	// Action is what the step does.
+	Action StepAction `json:"action"`
+	// OffsetMs is when the step runs, in milliseconds after T0.
+	OffsetMs int32 `json:"offsetMs"`
+	// Value is the new MTU or port.
+	Value int32 `json:"value"`
+	// Interfaces are the interfaces an MTU step sets.
+	// +optional
+	// +listType=atomic
+	Interfaces []Interface `json:"interfaces,omitempty"`
+}
+
+// LiveChangePlan is the node's part of a live change.
+type LiveChangePlan struct {
+	// ID is the change's ID (ClusterNetwork status.change.id).
+	ID string `json:"id"`
+	// Kind is what changes.
+	Kind ChangeKind `json:"kind"`
+	// From is the value before the change.
+	From int32 `json:"from"`
+	// To is the value after the change.
+	To int32 `json:"to"`
+	// UnderlayMTU is the cluster's underlay MTU, which the new pod MTU must fit under.
+	// +optional
+	UnderlayMTU int32 `json:"underlayMTU,omitempty"`
+	// Encapsulation is the cluster's tunnel protocol.
+	// +optional
+	Encapsulation Encapsulation `json:"encapsulation,omitempty"`
+	// T0 is set once every node passed its preconditions: the agent runs its steps from then.
+	// Before T0 is set, the agent only checks its preconditions.
+	// +optional
+	T0 *metav1.MicroTime `json:"t0,omitempty"`
+	// Steps are the node's steps, in the order of their offsets.
+	// +optional
+	// +listType=atomic
+	Steps []ScheduledStep `json:"steps,omitempty"`
+}
+
 // NodeNetworkStateSpec is the plan the operator wants run on the node.
 type NodeNetworkStateSpec struct {
 	// Operation is the work the node's agent should do now; absent when none is pending.
 	// +optional
 	Operation *NodeOperation `json:"operation,omitempty"`
+	// LiveChange is the node's part of a live MTU or tunnel port change; absent when none.
+	// +optional
+	LiveChange *LiveChangePlan `json:"liveChange,omitempty"`
 }
 
 // DrainRequest is the agent's request to the drain controller, tied to one operation.
@@ -113,6 +182,54 @@ type DrainFailure struct {
 	Reason string `json:"reason"`
 	// Time is when the drain was given up.
 	Time metav1.Time `json:"time"`
+}
+
+// StepResult is how one step went.
+type StepResult struct {
+	// Action is the step's action.
+	Action StepAction `json:"action"`
+	// At is when the step ran.
+	At metav1.MicroTime `json:"at"`
+	// LateMs is how late the step started after its offset.
+	// +optional
+	LateMs int32 `json:"lateMs,omitempty"`
+	// TookMs is how long the step took.
+	// +optional
+	TookMs int32 `json:"tookMs,omitempty"`
+	// Error is why the step failed; empty when it succeeded.
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// LiveChangeReport is the agent's report on its node's part of a live change.
+type LiveChangeReport struct {
+	// ID is the change's ID.
+	ID string `json:"id"`
+	// Ready is true when every precondition holds on the node.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+	// Problems are the preconditions that failed, each with its reason; nothing was changed.
+	// +optional
+	// +listType=atomic
+	Problems []string `json:"problems,omitempty"`
+	// Warnings are observations that do not stop the change (e.g. the kernel clock is not synced).
+	// +optional
+	// +listType=atomic
+	Warnings []string `json:"warnings,omitempty"`
+	// ClockOffsetMicros is the node clock's measured offset from the operator's, in microseconds
+	// (positive: the node is ahead).
+	// +optional
+	ClockOffsetMicros *int64 `json:"clockOffsetMicros,omitempty"`
+	// Steps are the results of the steps run so far.
+	// +optional
+	// +listType=atomic
+	Steps []StepResult `json:"steps,omitempty"`
+	// Done is true when every step ran; Failed tells whether one failed.
+	// +optional
+	Done bool `json:"done,omitempty"`
+	// Failed is true when a step failed.
+	// +optional
+	Failed bool `json:"failed,omitempty"`
 }
 
 // NodeNetworkStateStatus is what happened on the node. The drain fields are the
@@ -160,6 +277,13 @@ type NodeNetworkStateStatus struct {
 	// LastSyncError is the agent's last error, empty after a success. Written by the agent.
 	// +optional
 	LastSyncError string `json:"lastSyncError,omitempty"`
+	// LiveChange is the agent's report on the node's part of a live change. Written by the agent.
+	// +optional
+	LiveChange *LiveChangeReport `json:"liveChange,omitempty"`
+	// LiveChangeCordoned names the live change for which the operator cordoned the node, so that
+	// it uncordons only what it cordoned. Written by the operator.
+	// +optional
+	LiveChangeCordoned string `json:"liveChangeCordoned,omitempty"`
 }
 
 // NodeNetworkState is netshift's record of one node, named after it: the plan

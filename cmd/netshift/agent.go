@@ -11,7 +11,7 @@ import (
 )
 
 func agentCmd(g *globals) *cobra.Command {
-	var node, health, netns, ovsdb string
+	var node, health, netns, ovsdb, underlay string
 	var hold time.Duration
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -28,7 +28,7 @@ func agentCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			mgr, err := agent.NewManager(cfg, agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb,
+			mgr, err := agent.NewManager(cfg, agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}})
 			if err != nil {
 				return err
@@ -41,6 +41,7 @@ func agentCmd(g *globals) *cobra.Command {
 	f.StringVar(&health, "health-probe-bind-address", "0", "address of /healthz and /readyz (\"0\" disables it)")
 	f.StringVar(&netns, "node-netns", "", "the node's network namespace, when the node is one (the lab); checked at start")
 	f.StringVar(&ovsdb, "ovsdb", "", "the node's OVSDB socket, unix:PATH; checked at start and by /readyz")
+	f.StringVar(&underlay, "underlay-interface", "", "the node's interface onto the underlay: a new pod MTU must fit under its MTU (empty: not checked)")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
 	return cmd
 }

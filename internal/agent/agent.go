@@ -36,6 +36,8 @@ type Work func(ctx context.Context, node string, op v1alpha1.NodeOperation) erro
 type Agent struct {
 	Client client.Client
 	Node   string
+	// NodeNetns, OVSDB and UnderlayInterface locate the node (see Options).
+	NodeNetns, OVSDB, UnderlayInterface string
 	// Work maps an operation kind to what the agent does for it.
 	Work map[v1alpha1.OperationKind]Work
 }
@@ -69,6 +71,9 @@ type Options struct {
 	// OVSDB, when set, is the node's OVSDB socket (unix:PATH); the agent refuses to start if it
 	// cannot connect, and its readiness check fails when it stops answering.
 	OVSDB string
+	// UnderlayInterface is the node's interface onto the underlay, whose MTU a new pod MTU must
+	// fit under (with the tunnel overhead); empty skips that check.
+	UnderlayInterface string
 }
 
 // checkNode verifies the agent can reach its node: the namespace exists and
@@ -120,7 +125,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
-	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work}
+	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB, UnderlayInterface: o.UnderlayInterface}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(&v1alpha1.NodeNetworkState{}).Complete(a); err != nil {
 		return nil, fmt.Errorf("node %s: set up agent: %w", node, err)
 	}
@@ -135,6 +140,10 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	var nns v1alpha1.NodeNetworkState
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// A live change moves every node at once and goes before any drained operation.
+	if nns.Spec.LiveChange != nil {
+		return a.liveChange(ctx, &nns)
 	}
 	step, opID := NextStep(&nns)
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "operation", opID, "step", step)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"netshift.io/netshift/internal/netdev"
 	"os"
 	"os/exec"
 	"slices"
@@ -16,7 +17,7 @@ import (
 
 // ProbeConfig is the probe of the lab's pods that are still there.
 func (s *State) ProbeConfig(d time.Duration) probe.Config {
-	cfg := probe.Config{Duration: d, InNetns: InNetns}
+	cfg := probe.Config{Duration: d, InNetns: netdev.InNetns}
 	for _, p := range s.Topology.Pods {
 		if !slices.Contains(s.Removed, p.Name) {
 			cfg.Pods = append(cfg.Pods, probe.Pod{Name: p.Name, Node: p.Node, Netns: p.Netns, IP: p.IP})

@@ -15,8 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/kubesim"
+	"netshift.io/netshift/internal/operator"
 )
 
 // Serve is the lab's supervisor, a process of its own that `lab up` starts:
@@ -91,7 +93,11 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 		for k, v := range s.Options.NodeLabels[n.Name] {
 			labels[k] = v
 		}
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels},
+		annotations := map[string]string{}
+		if !s.Options.OVN {
+			annotations[operator.NodePortsAnnotation] = "br-int" // the node's internal port on br-int
+		}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: annotations},
 			Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}}}
 		if err := c.Create(ctx, node); err != nil {
 			return fmt.Errorf("node %s: %w", n.Name, err)
@@ -105,10 +111,17 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 			return fmt.Errorf("node %s: status: %w", n.Name, err)
 		}
 	}
+	mtu, under := int32(s.Options.MTU), int32(s.Options.UnderlayMTU)
+	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterNetworkName},
+		Spec: v1alpha1.ClusterNetworkSpec{MTU: &mtu, Encapsulation: v1alpha1.Encapsulation(s.Options.Tunnel),
+			Underlay: v1alpha1.UnderlaySettings{MTU: under}}}
+	if err := c.Create(ctx, cn); err != nil {
+		return fmt.Errorf("ClusterNetwork: %w", err)
+	}
 	for _, p := range s.Topology.Pods {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: PodNamespace, Labels: map[string]string{"app": "probe"},
-				Annotations: map[string]string{"netshift.io/netns": p.Netns}},
+				Annotations: map[string]string{operator.PodNetnsAnnotation: p.Netns, operator.PodHostInterfaceAnnotation: p.HostPort}},
 			Spec: corev1.PodSpec{NodeName: p.Node, Containers: []corev1.Container{{Name: "probe", Image: "netshift-lab/probe"}}},
 		}
 		if err := c.Create(ctx, pod); err != nil {
@@ -159,7 +172,8 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 		}
 		// The agent runs in the root namespace and reaches its node as a host-network
 		// DaemonSet pod would: through the node's namespace and its OVSDB socket.
-		if err := start("agent:"+n.Name, kc, "agent", "--node", n.Name, "--node-netns", n.Netns, "--ovsdb", s.OVSDB(n.Name)); err != nil {
+		if err := start("agent:"+n.Name, kc, "agent", "--node", n.Name, "--node-netns", n.Netns, "--ovsdb", s.OVSDB(n.Name),
+			"--underlay-interface", "eth0"); err != nil {
 			return children, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"netshift.io/netshift/internal/netdev"
 	"os"
 	"os/exec"
 	"strings"
@@ -169,7 +170,7 @@ func (s *State) waitConnected(ctx context.Context, timeout time.Duration) error 
 // namespace, exchanging a few bytes.
 func TCPCheck(from, to PodSpec, timeout time.Duration) error {
 	var l net.Listener
-	if err := InNetns(to.Netns, func() (err error) {
+	if err := netdev.InNetns(to.Netns, func() (err error) {
 		l, err = net.Listen("tcp", net.JoinHostPort(to.IP, "0"))
 		return err
 	}); err != nil {
@@ -189,7 +190,7 @@ func TCPCheck(from, to PodSpec, timeout time.Duration) error {
 		}
 	}()
 	var conn net.Conn
-	if err := InNetns(from.Netns, func() (err error) {
+	if err := netdev.InNetns(from.Netns, func() (err error) {
 		conn, err = net.DialTimeout("tcp", l.Addr().String(), timeout)
 		return err
 	}); err != nil {

@@ -48,6 +48,10 @@ type Options struct {
 	AdmissionSettle time.Duration
 	// ManyInProcess allows several operators in one process (tests): controller names may repeat.
 	ManyInProcess bool
+	// ChangeLead is how far ahead T0 of a live change is set.
+	ChangeLead time.Duration
+	// StepSpacing is the time between a node's steps in a live change.
+	StepSpacing time.Duration
 	// Registry receives the operator's metrics; nil means controller-runtime's, served on MetricsAddr.
 	Registry prometheus.Registerer
 }
@@ -58,6 +62,7 @@ func DefaultOptions() Options {
 		MetricsAddr: ":8080", HealthAddr: ":8081",
 		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: Namespace,
 		EvictionRetry: 5 * time.Second, AdmissionSettle: rollout.DefaultSettle,
+		ChangeLead: 2 * time.Second, StepSpacing: 100 * time.Millisecond,
 	}
 }
 
@@ -91,6 +96,17 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	if err := (&NodeStateReconciler{Client: mgr.GetClient(), Clock: metav1.Now}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up nodestate controller: %w", err)
+	}
+	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now,
+		Lead: o.ChangeLead, Spacing: o.StepSpacing}
+	if lc.Lead == 0 {
+		lc.Lead = 2 * time.Second
+	}
+	if lc.Spacing == 0 {
+		lc.Spacing = 100 * time.Millisecond
+	}
+	if err := lc.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up live change controller: %w", err)
 	}
 	dr := &DrainReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),

@@ -66,7 +66,7 @@ func TestAgentMayChangeOnlyItsOwnNodeAndFields(t *testing.T) {
 			patch = client.MergeFrom(own.DeepCopy())
 			own.Status.DrainStatus = v1alpha1.DrainingComplete
 			err = ac.Status().Patch(cl.ctx, &own, patch)
-			if err == nil || !strings.Contains(err.Error(), "drain controller's") {
+			if err == nil || !strings.Contains(err.Error(), "are the operator's") {
 				t.Fatalf("agent setting drainStatus: err = %v, want a refusal", err)
 			}
 
@@ -101,14 +101,15 @@ func TestLeastPrivilege(t *testing.T) {
 		{"create", "", "pods", "eviction", "any"}, {"create", "events.k8s.io", "events", "", "any"},
 		{"create", "netshift.io", "nodenetworkstates", "", ""}, {"delete", "netshift.io", "nodenetworkstates", "", ""},
 		{"patch", "netshift.io", "nodenetworkstates", "status", ""}, {"patch", "netshift.io", "nodepools", "status", ""},
-		{"watch", "netshift.io", "clusternetworks", "", ""},
+		{"watch", "netshift.io", "clusternetworks", "", ""}, {"patch", "netshift.io", "clusternetworks", "status", ""},
+		{"patch", "netshift.io", "nodenetworkstates", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", operator.Namespace},
 	}
 	operatorMustNot := []access{
 		{"delete", "", "pods", "", "any"}, {"get", "", "secrets", "", "any"}, {"delete", "", "nodes", "", ""},
 		{"update", "netshift.io", "nodepools", "", ""}, {"update", "netshift.io", "clusternetworks", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system"}, {"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", ""},
-		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "clusternetworks", "status", ""},
+		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "clusternetworks", "", ""},
 	}
 	agentNeeds := []access{
 		{"watch", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "nodenetworkstates", "status", ""},

@@ -77,3 +77,12 @@ func Run(m *testing.M, env **Env, missing *error) int {
 	defer e.Stop()
 	return m.Run()
 }
+
+// RequireRoot skips the test (or fails it under CI=true) unless it runs as
+// root, which network namespaces and Open vSwitch need.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Require(t, &Missing{Reason: "needs root (network namespaces)"})
+	}
+}

@@ -36,7 +36,7 @@ type Config struct {
 	Duration time.Duration
 	// Interval between messages on a long-lived connection (5 ms).
 	Interval time.Duration
-	// InNetns runs fn inside a named network namespace (lab.InNetns).
+	// InNetns runs fn inside a named network namespace (netdev.InNetns).
 	InNetns func(netns string, fn func() error) error
 }
 

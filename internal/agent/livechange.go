@@ -1,0 +1,180 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/ovs"
+)
+
+// liveChange runs the node's part of a live change: preconditions first
+// (touching nothing), then, once the operator has set T0, every step at its
+// offset from T0. It reports after the preconditions and after each step.
+func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) (ctrl.Result, error) {
+	plan := nns.Spec.LiveChange
+	rep := nns.Status.LiveChange
+	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
+	if rep == nil || rep.ID != plan.ID {
+		r := a.preconditions(ctx, plan)
+		logger.Info("preconditions checked", "ready", r.Ready, "problems", r.Problems, "warnings", r.Warnings)
+		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange = &r })
+	}
+	if plan.T0 == nil || rep.Done || !rep.Ready {
+		return ctrl.Result{}, nil
+	}
+	done := map[v1alpha1.StepAction]bool{}
+	for _, s := range rep.Steps {
+		done[s.Action] = true // a restarted agent does not repeat a step it reported
+	}
+	for _, step := range plan.Steps {
+		if done[step.Action] {
+			continue
+		}
+		at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
+		if wait := time.Until(at); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return ctrl.Result{}, ctx.Err()
+			}
+		}
+		began := time.Now()
+		err := a.runStep(ctx, plan, step)
+		res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),
+			LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(time.Since(began).Milliseconds())}
+		if err != nil {
+			res.Error = err.Error()
+			logger.Error(err, "step failed", "step", step.Action)
+		} else {
+			logger.Info("step done", "step", step.Action, "value", step.Value, "lateMs", res.LateMs, "tookMs", res.TookMs)
+		}
+		if err := a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.LiveChange.Steps = append(s.LiveChange.Steps, res)
+			if res.Error != "" {
+				s.LiveChange.Failed = true
+			}
+		}); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Done = true })
+}
+
+// runStep carries out one step. Every step is idempotent.
+func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) error {
+	switch step.Action {
+	case v1alpha1.StepPodMTU, v1alpha1.StepHostVethMTU:
+		var errs []string
+		for _, i := range step.Interfaces {
+			ns := i.Netns
+			if ns == "" {
+				ns = a.NodeNetns
+			}
+			if err := setMTU(ns, i.Name, int(step.Value)); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("node %s: %s", a.Node, strings.Join(errs, "; "))
+		}
+		return nil
+	case v1alpha1.StepNodePortMTU:
+		names := make([]string, len(step.Interfaces))
+		for i, ifc := range step.Interfaces {
+			names[i] = ifc.Name
+		}
+		return a.ovsdb().SetMTURequest(ctx, int(step.Value), names...)
+	case v1alpha1.StepTunnelPort:
+		_, err := a.ovsdb().SetTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
+		return err
+	}
+	return fmt.Errorf("unknown step %q", step.Action)
+}
+
+func setMTU(netns, link string, mtu int) error {
+	h, err := netdev.Open(netns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return h.SetMTU(link, mtu)
+}
+
+func (a *Agent) ovsdb() ovs.DB { return ovs.DB{Socket: a.OVSDB} }
+
+// preconditions checks, touching nothing, that the node can take the change.
+func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan) v1alpha1.LiveChangeReport {
+	r := v1alpha1.LiveChangeReport{ID: plan.ID}
+	if a.OVSDB != "" {
+		if err := a.ovsdb().Reachable(ctx); err != nil {
+			r.Problems = append(r.Problems, "OVS is not reachable: "+err.Error())
+		}
+	}
+	switch plan.Kind {
+	case v1alpha1.ChangeMTU:
+		need := int(plan.To) + int(plan.Encapsulation.Overhead())
+		if a.UnderlayInterface != "" {
+			if mtu, err := underlayMTU(a.NodeNetns, a.UnderlayInterface); err != nil {
+				r.Problems = append(r.Problems, "underlay: "+err.Error())
+			} else if mtu < need {
+				r.Problems = append(r.Problems, fmt.Sprintf("MTU %d does not fit the underlay: %s has MTU %d, and %d + %d bytes of %s overhead = %d",
+					plan.To, a.UnderlayInterface, mtu, plan.To, plan.Encapsulation.Overhead(), plan.Encapsulation, need))
+			}
+		}
+	case v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort:
+		if owner, err := udpPortUser(a.NodeNetns, int(plan.To)); err != nil {
+			r.Problems = append(r.Problems, "cannot check UDP port use: "+err.Error())
+		} else if owner != "" {
+			r.Problems = append(r.Problems, fmt.Sprintf("UDP port %d is in use on the node by %s", plan.To, owner))
+		}
+	}
+	r.Ready = len(r.Problems) == 0
+	return r
+}
+
+func underlayMTU(netns, link string) (int, error) {
+	h, err := netdev.Open(netns)
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close()
+	return h.MTU(link)
+}
+
+// udpPortUser says which socket holds a UDP port in the node's namespace
+// ("" when free), from the kernel's socket tables.
+func udpPortUser(netns string, port int) (string, error) {
+	var found string
+	err := netdev.InNetns(netns, func() error {
+		for _, table := range []string{"/proc/thread-self/net/udp", "/proc/thread-self/net/udp6"} {
+			data, err := os.ReadFile(table)
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(data), "\n")[1:] {
+				f := strings.Fields(line)
+				if len(f) < 10 {
+					continue
+				}
+				local := f[1]
+				hexPort := local[strings.LastIndexByte(local, ':')+1:]
+				if p, err := strconv.ParseUint(hexPort, 16, 16); err == nil && int(p) == port {
+					found = fmt.Sprintf("a socket bound to %s (inode %s)", local, f[9])
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+	return found, err
+}

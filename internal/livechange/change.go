@@ -1,0 +1,190 @@
+// Package livechange is the pure core of a live MTU or tunnel port change:
+// which change an edit asks for, the order and timing of each node's steps,
+// and when the change moves to its next phase. The operator's controller and
+// the agents read, call these functions, and write.
+package livechange
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"netshift.io/netshift/api/v1alpha1"
+)
+
+// Wanted is the spec's values, with defaults applied.
+type Wanted struct {
+	MTU, VXLANPort, GenevePort, UnderlayMTU int32
+	Encapsulation                           v1alpha1.Encapsulation
+}
+
+// FromSpec reads what the user wants.
+func FromSpec(s v1alpha1.ClusterNetworkSpec) Wanted {
+	w := Wanted{VXLANPort: s.VXLANPort, GenevePort: s.GenevePort, UnderlayMTU: s.Underlay.MTU, Encapsulation: s.Encapsulation}
+	if s.MTU != nil {
+		w.MTU = *s.MTU
+	}
+	if w.VXLANPort == 0 {
+		w.VXLANPort = 4789
+	}
+	if w.GenevePort == 0 {
+		w.GenevePort = 6081
+	}
+	if w.UnderlayMTU == 0 {
+		w.UnderlayMTU = 1500
+	}
+	if w.Encapsulation == "" {
+		w.Encapsulation = v1alpha1.EncapVXLAN
+	}
+	return w
+}
+
+// Change is one live change.
+type Change struct {
+	Kind     v1alpha1.ChangeKind
+	From, To int32
+	// NodeSteps is false for a port of an encapsulation the cluster does not use: recorded, no step.
+	NodeSteps bool
+}
+
+// Next returns the change the spec asks for against what is applied, if any.
+// An MTU change goes first; the API server refuses an edit that changes both.
+func Next(w Wanted, applied v1alpha1.AppliedNetwork) (Change, bool) {
+	switch {
+	case w.MTU != 0 && w.MTU != applied.MTU:
+		return Change{Kind: v1alpha1.ChangeMTU, From: applied.MTU, To: w.MTU, NodeSteps: true}, true
+	case w.VXLANPort != applied.VXLANPort:
+		return Change{Kind: v1alpha1.ChangeVXLANPort, From: applied.VXLANPort, To: w.VXLANPort, NodeSteps: w.Encapsulation == v1alpha1.EncapVXLAN}, true
+	case w.GenevePort != applied.GenevePort:
+		return Change{Kind: v1alpha1.ChangeGenevePort, From: applied.GenevePort, To: w.GenevePort, NodeSteps: w.Encapsulation == v1alpha1.EncapGeneve}, true
+	}
+	return Change{}, false
+}
+
+// Apply returns applied with the change's new value.
+func (c Change) Apply(applied v1alpha1.AppliedNetwork) v1alpha1.AppliedNetwork {
+	switch c.Kind {
+	case v1alpha1.ChangeMTU:
+		applied.MTU = c.To
+	case v1alpha1.ChangeVXLANPort:
+		applied.VXLANPort = c.To
+	case v1alpha1.ChangeGenevePort:
+		applied.GenevePort = c.To
+	}
+	return applied
+}
+
+// NodeTargets are the interfaces of one node an MTU change sets.
+type NodeTargets struct {
+	// PodInterfaces are the pods' eth0, each in its pod's namespace.
+	PodInterfaces []v1alpha1.Interface
+	// HostVeths are the node ends of the pods' veths, in the node's namespace.
+	HostVeths []v1alpha1.Interface
+	// NodePorts are the node's own OVS ports into the pod network (set through OVSDB mtu_request).
+	NodePorts []v1alpha1.Interface
+}
+
+// Schedule is a node's steps for a change, at fixed offsets from T0 spaced
+// by spacing. Lowering the MTU shrinks what pods send first, then the path
+// (host veths, then node ports); raising it widens the path first and the
+// pods last, so no packet is ever larger than the narrowest hop.
+func Schedule(c Change, t NodeTargets, spacing time.Duration) []v1alpha1.ScheduledStep {
+	if !c.NodeSteps {
+		return nil
+	}
+	if c.Kind != v1alpha1.ChangeMTU {
+		return []v1alpha1.ScheduledStep{{Action: v1alpha1.StepTunnelPort, OffsetMs: 0, Value: c.To}}
+	}
+	order := []struct {
+		action v1alpha1.StepAction
+		ifs    []v1alpha1.Interface
+	}{{v1alpha1.StepPodMTU, t.PodInterfaces}, {v1alpha1.StepHostVethMTU, t.HostVeths}, {v1alpha1.StepNodePortMTU, t.NodePorts}}
+	if c.To > c.From {
+		order[0], order[2] = order[2], order[0]
+	}
+	var steps []v1alpha1.ScheduledStep
+	for i, o := range order {
+		if len(o.ifs) == 0 {
+			continue
+		}
+		steps = append(steps, v1alpha1.ScheduledStep{Action: o.action, OffsetMs: int32(time.Duration(i) * spacing / time.Millisecond), Value: c.To, Interfaces: o.ifs})
+	}
+	return steps
+}
+
+// Progress is what the operator does next with a change in progress.
+type Progress struct {
+	Phase   v1alpha1.ChangePhase
+	Ready   int32
+	Applied int32
+	Failed  int32
+	Message string
+}
+
+// Evaluate decides the change's next phase from every node's report.
+// reports holds, per node taking part, its report for this change (nil when
+// the agent has not answered yet).
+func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChangeReport) Progress {
+	p := Progress{Phase: phase}
+	var problems, failed, waiting []string
+	nodes := make([]string, 0, len(reports))
+	for n := range reports {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		r := reports[n]
+		switch {
+		case r == nil:
+			waiting = append(waiting, n)
+		case len(r.Problems) > 0:
+			problems = append(problems, fmt.Sprintf("node %s: %s", n, strings.Join(r.Problems, "; ")))
+		case r.Done && r.Failed:
+			p.Ready++
+			p.Failed++
+			failed = append(failed, fmt.Sprintf("node %s: %s", n, firstError(r)))
+		case r.Done:
+			p.Ready++
+			p.Applied++
+		case r.Ready:
+			p.Ready++
+			if phase == v1alpha1.PhaseScheduled {
+				waiting = append(waiting, n) // passed its preconditions, steps not all run yet
+			}
+		default:
+			waiting = append(waiting, n)
+		}
+	}
+	p.Failed += int32(len(problems))
+	switch phase {
+	case v1alpha1.PhasePreconditions:
+		switch {
+		case len(problems) > 0:
+			p.Phase, p.Message = v1alpha1.PhaseFailed, "preconditions failed, nothing was changed: "+strings.Join(problems, "; ")
+		case len(waiting) == 0:
+			p.Phase, p.Message = v1alpha1.PhaseScheduled, "every node passed its preconditions"
+		default:
+			p.Message = "checking preconditions; waiting for " + strings.Join(waiting, ", ")
+		}
+	case v1alpha1.PhaseScheduled:
+		switch {
+		case len(waiting) > 0:
+			p.Message = "applying; waiting for " + strings.Join(waiting, ", ")
+		case len(failed) > 0:
+			p.Phase, p.Message = v1alpha1.PhaseFailed, "steps failed: "+strings.Join(failed, "; ")
+		default:
+			p.Phase, p.Message = v1alpha1.PhaseSucceeded, "every node applied every step"
+		}
+	}
+	return p
+}
+
+func firstError(r *v1alpha1.LiveChangeReport) string {
+	for _, s := range r.Steps {
+		if s.Error != "" {
+			return fmt.Sprintf("%s: %s", s.Action, s.Error)
+		}
+	}
+	return "a step failed"
+}

@@ -1,0 +1,100 @@
+package livechange
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"netshift.io/netshift/api/v1alpha1"
+)
+
+func TestNext(t *testing.T) {
+	applied := v1alpha1.AppliedNetwork{MTU: 1450, VXLANPort: 4789, GenevePort: 6081}
+	w := Wanted{MTU: 1450, VXLANPort: 4789, GenevePort: 6081, UnderlayMTU: 1500, Encapsulation: v1alpha1.EncapVXLAN}
+	if _, ok := Next(w, applied); ok {
+		t.Fatal("no change asked, one found")
+	}
+	w.MTU = 1350
+	if c, ok := Next(w, applied); !ok || c.Kind != v1alpha1.ChangeMTU || c.From != 1450 || c.To != 1350 || !c.NodeSteps {
+		t.Fatalf("MTU change = %+v", c)
+	}
+	w.MTU = 1450
+	w.GenevePort = 6082
+	if c, ok := Next(w, applied); !ok || c.Kind != v1alpha1.ChangeGenevePort || c.NodeSteps {
+		t.Fatalf("a Geneve port change on a VXLAN cluster is recorded without node steps: %+v", c)
+	}
+	if got := (Change{Kind: v1alpha1.ChangeGenevePort, To: 6082}).Apply(applied); got.GenevePort != 6082 || got.MTU != 1450 {
+		t.Fatalf("Apply = %+v", got)
+	}
+}
+
+func targets() NodeTargets {
+	return NodeTargets{
+		PodInterfaces: []v1alpha1.Interface{{Netns: "pod1", Name: "eth0"}},
+		HostVeths:     []v1alpha1.Interface{{Name: "vp1"}},
+		NodePorts:     []v1alpha1.Interface{{Name: "br-int"}},
+	}
+}
+
+func actions(steps []v1alpha1.ScheduledStep) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, string(s.Action))
+	}
+	return out
+}
+
+func TestScheduleOrder(t *testing.T) {
+	down := Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, NodeSteps: true}, targets(), 100*time.Millisecond)
+	if got := actions(down); !reflect.DeepEqual(got, []string{"PodMTU", "HostVethMTU", "NodePortMTU"}) {
+		t.Fatalf("decrease order = %v: pods first, the path after", got)
+	}
+	if down[0].OffsetMs != 0 || down[1].OffsetMs != 100 || down[2].OffsetMs != 200 || down[2].Value != 1350 {
+		t.Fatalf("offsets = %+v", down)
+	}
+	up := Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1350, To: 1450, NodeSteps: true}, targets(), 100*time.Millisecond)
+	if got := actions(up); !reflect.DeepEqual(got, []string{"NodePortMTU", "HostVethMTU", "PodMTU"}) {
+		t.Fatalf("increase order = %v: the path first, pods last", got)
+	}
+	port := Schedule(Change{Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790, NodeSteps: true}, targets(), time.Second)
+	if len(port) != 1 || port[0].Action != v1alpha1.StepTunnelPort || port[0].Value != 4790 {
+		t.Fatalf("port schedule = %+v", port)
+	}
+	if Schedule(Change{Kind: v1alpha1.ChangeGenevePort, NodeSteps: false}, targets(), time.Second) != nil {
+		t.Fatal("a recorded-only change has no steps")
+	}
+	noPods := Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1400, NodeSteps: true}, NodeTargets{NodePorts: targets().NodePorts}, 100*time.Millisecond)
+	if len(noPods) != 1 || noPods[0].OffsetMs != 200 {
+		t.Fatalf("a node without pods keeps the fixed offsets: %+v", noPods)
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	ready := &v1alpha1.LiveChangeReport{ID: "c", Ready: true}
+	done := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true}
+	bad := &v1alpha1.LiveChangeReport{ID: "c", Problems: []string{"port 4790 in use by pid 77 (nc)"}}
+	broken := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Steps: []v1alpha1.StepResult{{Action: v1alpha1.StepPodMTU, Error: "no such device"}}}
+	cases := []struct {
+		name    string
+		phase   v1alpha1.ChangePhase
+		reports map[string]*v1alpha1.LiveChangeReport
+		want    v1alpha1.ChangePhase
+		msg     string
+	}{
+		{"waiting for an agent", v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": nil}, v1alpha1.PhasePreconditions, "waiting for b"},
+		{"all ready", v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": ready}, v1alpha1.PhaseScheduled, ""},
+		{"one problem stops it", v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": bad}, v1alpha1.PhaseFailed, "node b: port 4790 in use"},
+		{"applying", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": ready}, v1alpha1.PhaseScheduled, "waiting for b"},
+		{"all applied", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": done}, v1alpha1.PhaseSucceeded, ""},
+		{"a step failed", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": broken}, v1alpha1.PhaseFailed, "node b: PodMTU: no such device"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := Evaluate(c.phase, c.reports)
+			if p.Phase != c.want || !strings.Contains(p.Message, c.msg) {
+				t.Fatalf("Evaluate = %+v, want phase %s and a message with %q", p, c.want, c.msg)
+			}
+		})
+	}
+}

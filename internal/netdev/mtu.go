@@ -1,0 +1,71 @@
+// Package netdev changes network devices through netlink, inside any network
+// namespace, without leaving the calling goroutine's thread in it.
+package netdev
+
+import (
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Handle is a netlink handle in one network namespace.
+type Handle struct {
+	netns string
+	h     *netlink.Handle
+}
+
+// Open returns a handle in the named namespace ("" is the caller's own).
+func Open(netnsName string) (*Handle, error) {
+	if netnsName == "" {
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return nil, fmt.Errorf("netlink: %w", err)
+		}
+		return &Handle{h: h}, nil
+	}
+	ns, err := netns.GetFromName(netnsName)
+	if err != nil {
+		return nil, fmt.Errorf("network namespace %s: %w", netnsName, err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return nil, fmt.Errorf("netlink in network namespace %s: %w", netnsName, err)
+	}
+	return &Handle{netns: netnsName, h: h}, nil
+}
+
+// Close releases the handle.
+func (h *Handle) Close() { h.h.Close() }
+
+func (h *Handle) where(link string) string {
+	if h.netns == "" {
+		return link
+	}
+	return link + " in " + h.netns
+}
+
+// SetMTU sets a link's MTU; setting the MTU it already has is a no-op.
+func (h *Handle) SetMTU(link string, mtu int) error {
+	l, err := h.h.LinkByName(link)
+	if err != nil {
+		return fmt.Errorf("%s: %w", h.where(link), err)
+	}
+	if l.Attrs().MTU == mtu {
+		return nil
+	}
+	if err := h.h.LinkSetMTU(l, mtu); err != nil {
+		return fmt.Errorf("set MTU %d on %s: %w", mtu, h.where(link), err)
+	}
+	return nil
+}
+
+// MTU reads a link's MTU.
+func (h *Handle) MTU(link string) (int, error) {
+	l, err := h.h.LinkByName(link)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", h.where(link), err)
+	}
+	return l.Attrs().MTU, nil
+}

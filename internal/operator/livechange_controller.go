@@ -1,0 +1,325 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/livechange"
+)
+
+// Pod and Node annotations that tell the live change where a pod's
+// interfaces are (set by the CNI integration; the lab sets them).
+const (
+	// PodNetnsAnnotation names the pod's network namespace (its interface is eth0).
+	PodNetnsAnnotation = "netshift.io/netns"
+	// PodHostInterfaceAnnotation names the node end of the pod's veth, in the node's namespace.
+	PodHostInterfaceAnnotation = "netshift.io/host-interface"
+	// NodePortsAnnotation lists, comma-separated, the node's own OVS ports into the pod network.
+	NodePortsAnnotation = "netshift.io/node-ports"
+)
+
+// Condition types of ClusterNetwork.
+const (
+	CondProgressing = "Progressing"
+	CondDegraded    = "Degraded"
+	CondUpgradeable = "Upgradeable"
+	CondAvailable   = "Available"
+)
+
+// LiveChangeReconciler carries out live MTU and tunnel port changes: it
+// records the change in the first reconcile after the edit, asks every agent
+// to check its preconditions, then cordons every node, sets T0 a lead time
+// ahead and writes each node's step schedule, and records the result.
+type LiveChangeReconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Now       func() time.Time
+	// Lead is how far ahead of "now" T0 is set: enough for every agent to see its schedule.
+	Lead time.Duration
+	// Spacing is the time between a node's steps.
+	Spacing time.Duration
+}
+
+var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.ClusterNetworkName}}
+
+func (r *LiveChangeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toCluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{clusterKey}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("livechange").
+		For(&v1alpha1.ClusterNetwork{}).
+		Watches(&v1alpha1.NodeNetworkState{}, toCluster).
+		Complete(r)
+}
+
+func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if req.Name != v1alpha1.ClusterNetworkName {
+		return ctrl.Result{}, nil
+	}
+	var cn v1alpha1.ClusterNetwork
+	if err := r.APIReader.Get(ctx, req.NamespacedName, &cn); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	logger := log.FromContext(ctx)
+	before := cn.DeepCopy()
+	wanted := livechange.FromSpec(cn.Spec)
+	st := &cn.Status
+	var requeue time.Duration
+	switch {
+	case st.Applied == nil:
+		// First sight: what the spec says is what was installed.
+		st.Applied = &v1alpha1.AppliedNetwork{MTU: wanted.MTU, VXLANPort: wanted.VXLANPort, GenevePort: wanted.GenevePort}
+	case st.Change != nil && st.Change.Phase.Active():
+		var err error
+		if requeue, err = r.advance(ctx, &cn); err != nil {
+			return ctrl.Result{}, err
+		}
+	default:
+		if c, ok := livechange.Next(wanted, *st.Applied); ok {
+			id := fmt.Sprintf("%s-%d", strings.ToLower(string(c.Kind)), cn.Generation)
+			logger.Info("live change requested", "change", id, "from", c.From, "to", c.To)
+			if !c.NodeSteps {
+				// A port of an encapsulation the cluster does not use: recorded, no node step.
+				applied := c.Apply(*st.Applied)
+				st.Applied = &applied
+				st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhaseSucceeded,
+					Message: fmt.Sprintf("recorded; the cluster uses %s, so no node changes", wanted.Encapsulation)}
+			} else {
+				st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhasePreconditions,
+					Message: "checking preconditions on every node"}
+				requeue = 100 * time.Millisecond
+			}
+		}
+	}
+	r.setConditions(&cn)
+	if !equalStatus(before.Status, cn.Status) {
+		if err := r.Client.Status().Patch(ctx, &cn, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: 20 * time.Millisecond}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("ClusterNetwork %s: write status: %w", cn.Name, err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// advance moves an active change: it distributes the plans, evaluates the
+// agents' reports, schedules T0 and finishes.
+func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.ClusterNetwork) (time.Duration, error) {
+	ch := cn.Status.Change
+	wanted := livechange.FromSpec(cn.Spec)
+	var nodes corev1.NodeList
+	var states v1alpha1.NodeNetworkStateList
+	if err := r.APIReader.List(ctx, &nodes); err != nil {
+		return 0, err
+	}
+	if err := r.APIReader.List(ctx, &states); err != nil {
+		return 0, err
+	}
+	byNode := map[string]*v1alpha1.NodeNetworkState{}
+	for i := range states.Items {
+		byNode[states.Items[i].Name] = &states.Items[i]
+	}
+	reports := map[string]*v1alpha1.LiveChangeReport{}
+	for _, n := range nodes.Items {
+		nns, ok := byNode[n.Name]
+		if !ok {
+			reports[n.Name] = nil // its state is not created yet: wait
+			continue
+		}
+		if nns.Spec.LiveChange == nil || nns.Spec.LiveChange.ID != ch.ID {
+			plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To,
+				UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation}
+			if err := r.setPlan(ctx, nns, plan); err != nil {
+				return 0, err
+			}
+		}
+		if rep := nns.Status.LiveChange; rep != nil && rep.ID == ch.ID {
+			reports[n.Name] = rep
+		} else {
+			reports[n.Name] = nil
+		}
+	}
+	ch.Nodes = int32(len(nodes.Items))
+	p := livechange.Evaluate(ch.Phase, reports)
+	ch.Ready, ch.Applied, ch.Failed, ch.Message = p.Ready, p.Applied, p.Failed, p.Message
+	switch {
+	case ch.Phase == v1alpha1.PhasePreconditions && p.Phase == v1alpha1.PhaseScheduled:
+		if err := r.schedule(ctx, cn, nodes.Items, byNode); err != nil {
+			return 0, err
+		}
+		ch.Phase = v1alpha1.PhaseScheduled
+		ch.Message = fmt.Sprintf("every node passed its preconditions; T0 is %s", ch.T0.Format("15:04:05.000"))
+	case p.Phase == v1alpha1.PhaseSucceeded:
+		applied := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To}.Apply(*cn.Status.Applied)
+		cn.Status.Applied = &applied
+		ch.Phase = v1alpha1.PhaseSucceeded
+		if err := r.finish(ctx, nodes.Items, byNode, ch.ID); err != nil {
+			return 0, err
+		}
+	case p.Phase == v1alpha1.PhaseFailed:
+		ch.Phase = v1alpha1.PhaseFailed
+		if err := r.finish(ctx, nodes.Items, byNode, ch.ID); err != nil {
+			return 0, err
+		}
+	}
+	if ch.Phase.Active() {
+		return 100 * time.Millisecond, nil
+	}
+	return 0, nil
+}
+
+func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan) error {
+	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	nns.Spec.LiveChange = plan
+	if err := r.Client.Patch(ctx, nns, patch); err != nil {
+		return fmt.Errorf("node %s: write live change plan %s: %w", nns.Name, plan.ID, err)
+	}
+	return nil
+}
+
+// schedule cordons every node (recording which it cordoned), sets T0 and
+// writes each node's steps.
+func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.ClusterNetwork, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState) error {
+	ch := cn.Status.Change
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods); err != nil {
+		return err
+	}
+	targets := map[string]*livechange.NodeTargets{}
+	for _, n := range nodes {
+		t := &livechange.NodeTargets{}
+		for _, port := range strings.Split(n.Annotations[NodePortsAnnotation], ",") {
+			if port = strings.TrimSpace(port); port != "" {
+				t.NodePorts = append(t.NodePorts, v1alpha1.Interface{Name: port})
+			}
+		}
+		targets[n.Name] = t
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	for _, p := range pods.Items {
+		t := targets[p.Spec.NodeName]
+		if t == nil || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if ns := p.Annotations[PodNetnsAnnotation]; ns != "" {
+			t.PodInterfaces = append(t.PodInterfaces, v1alpha1.Interface{Netns: ns, Name: "eth0"})
+		}
+		if host := p.Annotations[PodHostInterfaceAnnotation]; host != "" {
+			t.HostVeths = append(t.HostVeths, v1alpha1.Interface{Name: host})
+		}
+	}
+	// Cordon first (recorded before the cordon, as the drain controller does): no new pods
+	// during the change.
+	for i := range nodes {
+		n := &nodes[i]
+		nns := byNode[n.Name]
+		if !n.Spec.Unschedulable {
+			patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			nns.Status.LiveChangeCordoned = ch.ID
+			if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
+				return fmt.Errorf("node %s: record cordon: %w", n.Name, err)
+			}
+			npatch := client.MergeFrom(n.DeepCopy())
+			n.Spec.Unschedulable = true
+			if err := r.Client.Patch(ctx, n, npatch); err != nil {
+				return fmt.Errorf("node %s: cordon: %w", n.Name, err)
+			}
+		}
+	}
+	t0 := metav1.NewMicroTime(r.Now().Add(r.Lead))
+	ch.T0 = &t0
+	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
+	for _, n := range nodes {
+		nns := byNode[n.Name]
+		plan := nns.Spec.LiveChange.DeepCopy()
+		plan.T0 = &t0
+		plan.Steps = livechange.Schedule(c, *targets[n.Name], r.Spacing)
+		if err := r.setPlan(ctx, nns, plan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish uncordons the nodes this change cordoned and removes the plans.
+func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState, id string) error {
+	for i := range nodes {
+		n := &nodes[i]
+		nns := byNode[n.Name]
+		if nns == nil {
+			continue
+		}
+		if nns.Status.LiveChangeCordoned == id {
+			npatch := client.MergeFrom(n.DeepCopy())
+			n.Spec.Unschedulable = false
+			if err := r.Client.Patch(ctx, n, npatch); err != nil {
+				return fmt.Errorf("node %s: uncordon: %w", n.Name, err)
+			}
+			patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			nns.Status.LiveChangeCordoned = ""
+			if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
+				return fmt.Errorf("node %s: record uncordon: %w", n.Name, err)
+			}
+		}
+		if nns.Spec.LiveChange != nil {
+			patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			nns.Spec.LiveChange = nil
+			if err := r.Client.Patch(ctx, nns, patch); err != nil {
+				return fmt.Errorf("node %s: remove live change plan: %w", n.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// setConditions keeps the four conditions present and current.
+func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.ClusterNetwork) {
+	gen := cn.Generation
+	ch := cn.Status.Change
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&cn.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	switch {
+	case ch != nil && ch.Phase.Active():
+		msg := fmt.Sprintf("%s %s from %d to %d: %s", ch.ID, ch.Phase, ch.From, ch.To, ch.Message)
+		set(CondProgressing, metav1.ConditionTrue, "Change"+string(ch.Phase), msg)
+		set(CondUpgradeable, metav1.ConditionFalse, "ChangeInProgress", msg)
+		set(CondDegraded, metav1.ConditionFalse, "AsExpected", "")
+	case ch != nil && ch.Phase == v1alpha1.PhaseFailed:
+		set(CondProgressing, metav1.ConditionFalse, "ChangeFailed", ch.Message)
+		set(CondDegraded, metav1.ConditionTrue, "ChangeFailed", fmt.Sprintf("%s from %d to %d failed: %s", ch.ID, ch.From, ch.To, ch.Message))
+		set(CondUpgradeable, metav1.ConditionTrue, "AsExpected", "")
+	default:
+		msg := "no change in progress"
+		if ch != nil {
+			msg = fmt.Sprintf("%s from %d to %d: %s", ch.ID, ch.From, ch.To, ch.Message)
+		}
+		set(CondProgressing, metav1.ConditionFalse, "AsExpected", msg)
+		set(CondDegraded, metav1.ConditionFalse, "AsExpected", "")
+		set(CondUpgradeable, metav1.ConditionTrue, "AsExpected", "")
+	}
+	set(CondAvailable, metav1.ConditionTrue, "AsExpected", "the cluster network carries traffic")
+	cn.Status.ObservedGeneration = gen
+}
+
+func equalStatus(a, b v1alpha1.ClusterNetworkStatus) bool {
+	return apiequality.Semantic.DeepEqual(a, b)
+}
