@@ -179,6 +179,13 @@ type NetworkChange struct {
 	// Message says what the change waits for, or why it failed, naming the nodes.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Attempt counts the tries of this change; a change whose preconditions failed (nothing was
+	// touched) is tried again at RetryAt, so it goes through once the cause is fixed.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+	// RetryAt is when a change whose preconditions failed is tried again.
+	// +optional
+	RetryAt *metav1.Time `json:"retryAt,omitempty"`
 }
 
 // ClusterNetworkStatus is what is in force and what is going on.

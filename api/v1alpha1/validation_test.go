@@ -149,3 +149,72 @@ func TestKubectlExplainReadsWell(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveChangeEditsRefused: the API server refuses each bad edit of the
+// live-change fields at once, with a message naming the field, and keeps the
+// stored object as it was.
+func TestLiveChangeEditsRefused(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	mtu := func(v int32) *int32 { return &v }
+	for _, c := range []struct {
+		name string
+		spec v1alpha1.ClusterNetworkSpec
+		want string
+	}{
+		{"MTU below 576", v1alpha1.ClusterNetworkSpec{MTU: mtu(500)}, "spec.mtu"},
+		{"MTU over the underlay minus VXLAN", v1alpha1.ClusterNetworkSpec{MTU: mtu(1451)}, "spec.mtu must be at most spec.underlay.mtu minus the tunnel overhead"},
+		{"MTU over the underlay minus Geneve", v1alpha1.ClusterNetworkSpec{MTU: mtu(1443), Encapsulation: v1alpha1.EncapGeneve}, "VXLAN 50, Geneve 58"},
+		{"port 0", v1alpha1.ClusterNetworkSpec{VXLANPort: -1}, "spec.vxlanPort"},
+		{"port 70000", v1alpha1.ClusterNetworkSpec{GenevePort: 70000}, "spec.genevePort"},
+		{"underlay MTU 100", v1alpha1.ClusterNetworkSpec{Underlay: v1alpha1.UnderlaySettings{MTU: 100}}, "spec.underlay.mtu"},
+		{"unknown encapsulation", v1alpha1.ClusterNetworkSpec{Encapsulation: "gre"}, "spec.encapsulation"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: c.spec}
+			err := env.Client.Create(ctx, cn)
+			if err == nil {
+				_ = env.Client.Delete(ctx, cn)
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q does not mention %q", err, c.want)
+			}
+		})
+	}
+
+	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.ClusterNetworkSpec{MTU: mtu(1450)}}
+	if err := env.Client.Create(ctx, cn); err != nil {
+		t.Fatal(err)
+	}
+	defer env.Client.Delete(ctx, cn)
+	edit := func(change func(*v1alpha1.ClusterNetworkSpec)) error {
+		var cur v1alpha1.ClusterNetwork
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cn), &cur); err != nil {
+			t.Fatal(err)
+		}
+		change(&cur.Spec)
+		return env.Client.Update(ctx, &cur)
+	}
+	if err := edit(func(s *v1alpha1.ClusterNetworkSpec) { s.MTU = mtu(1400); s.VXLANPort = 4790 }); err == nil ||
+		!strings.Contains(err.Error(), "cannot change in one edit") {
+		t.Errorf("MTU and port in one edit: %v", err)
+	}
+	// A change in progress (as the operator records it) freezes the live-change fields.
+	var cur v1alpha1.ClusterNetwork
+	_ = env.Client.Get(ctx, client.ObjectKeyFromObject(cn), &cur)
+	cur.Status.Change = &v1alpha1.NetworkChange{ID: "mtu-1", Kind: v1alpha1.ChangeMTU, From: 1500, To: 1450, Phase: v1alpha1.PhaseScheduled}
+	if err := env.Client.Status().Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := edit(func(s *v1alpha1.ClusterNetworkSpec) { s.MTU = mtu(1400) }); err == nil || !strings.Contains(err.Error(), "a live change is in progress") {
+		t.Errorf("an edit during a change: %v", err)
+	}
+	if err := edit(func(s *v1alpha1.ClusterNetworkSpec) { s.Drain.Disabled = true }); err != nil {
+		t.Errorf("drain settings stay editable during a change: %v", err)
+	}
+	_ = env.Client.Get(ctx, client.ObjectKeyFromObject(cn), &cur)
+	if *cur.Spec.MTU != 1450 || cur.Spec.VXLANPort != 4789 {
+		t.Errorf("refused edits changed the object: mtu %d port %d", *cur.Spec.MTU, cur.Spec.VXLANPort)
+	}
+}

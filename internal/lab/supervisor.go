@@ -118,6 +118,12 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 	if err := c.Create(ctx, cn); err != nil {
 		return fmt.Errorf("ClusterNetwork: %w", err)
 	}
+	// What the lab built is what is applied; recording it here means an edit made before the
+	// operator's first look is still a change, not the starting point.
+	cn.Status.Applied = &v1alpha1.AppliedNetwork{MTU: mtu, VXLANPort: cn.Spec.VXLANPort, GenevePort: cn.Spec.GenevePort}
+	if err := c.Status().Update(ctx, cn); err != nil {
+		return fmt.Errorf("ClusterNetwork status: %w", err)
+	}
 	for _, p := range s.Topology.Pods {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: PodNamespace, Labels: map[string]string{"app": "probe"},
@@ -162,7 +168,7 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 		return children, err
 	}
 	if err := start("operator", kc, "operator", "--leader-elect", "--metrics-bind-address", "127.0.0.1:0",
-		"--health-probe-bind-address", "127.0.0.1:0"); err != nil {
+		"--health-probe-bind-address", "127.0.0.1:0", "--change-retry", "5s"); err != nil {
 		return children, err
 	}
 	for _, n := range s.Topology.Nodes {

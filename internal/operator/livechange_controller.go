@@ -54,6 +54,8 @@ type LiveChangeReconciler struct {
 	Lead time.Duration
 	// Spacing is the time between a node's steps.
 	Spacing time.Duration
+	// RetryAfter is how long after failed preconditions a change is tried again.
+	RetryAfter time.Duration
 }
 
 var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.ClusterNetworkName}}
@@ -92,8 +94,22 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, err
 		}
 	default:
-		if c, ok := livechange.Next(wanted, *st.Applied); ok {
-			id := fmt.Sprintf("%s-%d", strings.ToLower(string(c.Kind)), cn.Generation)
+		c, ok := livechange.Next(wanted, *st.Applied)
+		attempt := int32(1)
+		if last := st.Change; ok && last != nil && last.Phase == v1alpha1.PhaseFailed && last.Kind == c.Kind && last.To == c.To {
+			// The same change failed before. Preconditions touch nothing, so a change that failed
+			// there is tried again after a pause; one that failed in its steps waits for a person.
+			if last.RetryAt == nil {
+				break
+			}
+			if wait := last.RetryAt.Sub(r.Now()); wait > 0 {
+				requeue = wait
+				break
+			}
+			attempt = last.Attempt + 1
+		}
+		if ok {
+			id := fmt.Sprintf("%s-%d-%d", strings.ToLower(string(c.Kind)), cn.Generation, attempt)
 			logger.Info("live change requested", "change", id, "from", c.From, "to", c.To)
 			if !c.NodeSteps {
 				// A port of an encapsulation the cluster does not use: recorded, no node step.
@@ -103,7 +119,7 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 					Message: fmt.Sprintf("recorded; the cluster uses %s, so no node changes", wanted.Encapsulation)}
 			} else {
 				st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhasePreconditions,
-					Message: "checking preconditions on every node"}
+					Message: "checking preconditions on every node", Attempt: attempt}
 				requeue = 100 * time.Millisecond
 			}
 		}
@@ -175,6 +191,11 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 			return 0, err
 		}
 	case p.Phase == v1alpha1.PhaseFailed:
+		if ch.Phase == v1alpha1.PhasePreconditions {
+			retry := metav1.NewTime(r.Now().Add(r.RetryAfter))
+			ch.RetryAt = &retry
+			ch.Message += fmt.Sprintf("; tried again at %s (attempt %d), or revert the edit", retry.Format("15:04:05"), ch.Attempt+1)
+		}
 		ch.Phase = v1alpha1.PhaseFailed
 		if err := r.finish(ctx, nodes.Items, byNode, ch.ID); err != nil {
 			return 0, err
@@ -303,7 +324,7 @@ func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.ClusterNetwork) {
 		set(CondProgressing, metav1.ConditionTrue, "Change"+string(ch.Phase), msg)
 		set(CondUpgradeable, metav1.ConditionFalse, "ChangeInProgress", msg)
 		set(CondDegraded, metav1.ConditionFalse, "AsExpected", "")
-	case ch != nil && ch.Phase == v1alpha1.PhaseFailed:
+	case ch != nil && ch.Phase == v1alpha1.PhaseFailed && r.stillWanted(cn):
 		set(CondProgressing, metav1.ConditionFalse, "ChangeFailed", ch.Message)
 		set(CondDegraded, metav1.ConditionTrue, "ChangeFailed", fmt.Sprintf("%s from %d to %d failed: %s", ch.ID, ch.From, ch.To, ch.Message))
 		set(CondUpgradeable, metav1.ConditionTrue, "AsExpected", "")
@@ -318,6 +339,13 @@ func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.ClusterNetwork) {
 	}
 	set(CondAvailable, metav1.ConditionTrue, "AsExpected", "the cluster network carries traffic")
 	cn.Status.ObservedGeneration = gen
+}
+
+// stillWanted reports whether the spec still asks for the last change (a
+// failed change the user reverted degrades nothing).
+func (r *LiveChangeReconciler) stillWanted(cn *v1alpha1.ClusterNetwork) bool {
+	c, ok := livechange.Next(livechange.FromSpec(cn.Spec), *cn.Status.Applied)
+	return ok && c.Kind == cn.Status.Change.Kind && c.To == cn.Status.Change.To
 }
 
 func equalStatus(a, b v1alpha1.ClusterNetworkStatus) bool {

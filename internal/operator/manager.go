@@ -52,6 +52,8 @@ type Options struct {
 	ChangeLead time.Duration
 	// StepSpacing is the time between a node's steps in a live change.
 	StepSpacing time.Duration
+	// ChangeRetry is how long after failed preconditions a live change is tried again.
+	ChangeRetry time.Duration
 	// Registry receives the operator's metrics; nil means controller-runtime's, served on MetricsAddr.
 	Registry prometheus.Registerer
 }
@@ -98,7 +100,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		return nil, fmt.Errorf("set up nodestate controller: %w", err)
 	}
 	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now,
-		Lead: o.ChangeLead, Spacing: o.StepSpacing}
+		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry}
+	if lc.RetryAfter == 0 {
+		lc.RetryAfter = 15 * time.Second
+	}
 	if lc.Lead == 0 {
 		lc.Lead = 2 * time.Second
 	}

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/testenv"
@@ -174,3 +176,5 @@ func waitGone(t *testing.T, before footprint) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+type nodeList struct{ corev1.NodeList }

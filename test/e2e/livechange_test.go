@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/lab/probe"
+	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/ovs"
+)
+
+// edit patches ClusterNetwork "cluster" of a lab.
+func edit(t *testing.T, c client.Client, patch string) {
+	t.Helper()
+	cn := &v1alpha1.ClusterNetwork{}
+	cn.Name = v1alpha1.ClusterNetworkName
+	if err := c.Patch(context.Background(), cn, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		t.Fatalf("patch %s: %v", patch, err)
+	}
+}
+
+// waitChange waits for the change to end and returns it.
+func waitChange(t *testing.T, c client.Client) *v1alpha1.ClusterNetwork {
+	t.Helper()
+	var cn v1alpha1.ClusterNetwork
+	waitFor(t, "the live change to end", func() bool {
+		if c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn) != nil || cn.Status.Change == nil {
+			return false
+		}
+		return !cn.Status.Change.Phase.Active() && cn.Status.ObservedGeneration == cn.Generation
+	})
+	return &cn
+}
+
+// underProbe runs change while the probe runs, and returns the probe's report.
+func underProbe(t *testing.T, name string, change func()) probe.Report {
+	t.Helper()
+	mustNetshift(t, "lab", "probe", "start", "--name", name)
+	time.Sleep(2 * time.Second)
+	change()
+	time.Sleep(2 * time.Second)
+	out, _ := netshift(t, "lab", "probe", "stop", "--name", name, "-o", "json")
+	var r probe.Report
+	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return r
+}
+
+func maxGap(r probe.Report) float64 {
+	m := 0.0
+	for _, l := range r.LongLived {
+		m = max(m, l.MaxGapMs)
+	}
+	return m
+}
+
+func podMTUs(t *testing.T, s *lab.State) map[int]int {
+	t.Helper()
+	seen := map[int]int{}
+	for _, p := range s.Topology.Pods {
+		h, err := netdev.Open(p.Netns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := h.MTU("eth0")
+		h.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[m]++
+	}
+	return seen
+}
+
+// TestLiveChanges: in plain VXLAN, plain Geneve and OVN labs with the probe
+// running, the MTU goes down by 100 and back up, and the tunnel port of the
+// encapsulation in use changes; after each, every long-lived connection is
+// alive and nothing failed.
+func TestLiveChanges(t *testing.T) {
+	for _, mode := range []struct {
+		name, args, portField string
+		mtu                   int
+	}{
+		{"vxlan", "--tunnel vxlan", "vxlanPort", 1450},
+		{"geneve", "--tunnel geneve", "genevePort", 1442},
+		{"ovn", "--ovn", "", 1442},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			name := "e2ec" + mode.name[:2]
+			up(t, name, strings.Fields(mode.args)...)
+			s, _ := lab.LoadState(name)
+			c := labClient(t, name)
+			ofports := map[string]int{}
+			for _, n := range s.Topology.Nodes {
+				tunnels, err := ovs.DB{Socket: s.OVSDB(n.Name)}.Tunnels(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tun := range tunnels {
+					ofports[n.Name+"/"+tun.Name] = tun.OFPort
+				}
+			}
+			changes := []struct{ what, patch string }{
+				{"MTU -100", fmt.Sprintf(`{"spec":{"mtu":%d}}`, mode.mtu-100)},
+				{"MTU +100", fmt.Sprintf(`{"spec":{"mtu":%d}}`, mode.mtu)},
+			}
+			if mode.portField != "" {
+				changes = append(changes, struct{ what, patch string }{mode.portField, fmt.Sprintf(`{"spec":{%q:%d}}`, mode.portField, 4790)})
+			}
+			for _, ch := range changes {
+				var cn *v1alpha1.ClusterNetwork
+				r := underProbe(t, name, func() {
+					edit(t, c, ch.patch)
+					cn = waitChange(t, c)
+				})
+				if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
+					t.Fatalf("%s: change %+v", ch.what, cn.Status.Change)
+				}
+				if !r.OK {
+					t.Errorf("%s: probe failed: %v", ch.what, r.Failed())
+				}
+				t.Logf("%s (%s): longest gap %.1f ms; probe %d short-lived, %d HTTPS", ch.what, cn.Status.Change.ID, maxGap(r), r.ShortLived.Attempts, r.HTTPS.Attempts)
+				if !meta.IsStatusConditionFalse(cn.Status.Conditions, "Progressing") || !meta.IsStatusConditionFalse(cn.Status.Conditions, "Degraded") {
+					t.Errorf("%s: conditions %+v", ch.what, cn.Status.Conditions)
+				}
+			}
+			if got := podMTUs(t, s); got[mode.mtu] != len(s.Topology.Pods) {
+				t.Errorf("pod MTUs after down and up: %v, want all %d", got, mode.mtu)
+			}
+			if mode.portField != "" {
+				for _, n := range s.Topology.Nodes {
+					tunnels, err := ovs.DB{Socket: s.OVSDB(n.Name)}.Tunnels(context.Background())
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, tun := range tunnels {
+						if tun.DstPort != 4790 || tun.OFPort != ofports[n.Name+"/"+tun.Name] {
+							t.Errorf("node %s %s: dst_port %d ofport %d, want 4790 and the ofport it had (%d): changed in place",
+								n.Name, tun.Name, tun.DstPort, tun.OFPort, ofports[n.Name+"/"+tun.Name])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPortHeldOnOneNode: the new port is taken by another process on one
+// node: the preconditions fail on that node, Degraded names it, nothing
+// changes on any node and nothing is left cordoned; once the port is free,
+// the change is tried again and goes through.
+func TestPortHeldOnOneNode(t *testing.T) {
+	up(t, "e2eph", "--nodes", "2", "--pods-per-node", "1")
+	s, _ := lab.LoadState("e2eph")
+	c := labClient(t, "e2eph")
+	var squatter net.PacketConn
+	if err := netdev.InNetns(s.Topology.Nodes[1].Netns, func() (err error) {
+		squatter, err = net.ListenPacket("udp", ":4791")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	edit(t, c, `{"spec":{"vxlanPort":4791}}`)
+	cn := waitChange(t, c)
+	deg := meta.FindStatusCondition(cn.Status.Conditions, "Degraded")
+	if cn.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" ||
+		!strings.Contains(deg.Message, "node node-2") || !strings.Contains(deg.Message, "UDP port 4791 is in use") {
+		t.Fatalf("change %+v, Degraded %+v", cn.Status.Change, deg)
+	}
+	for _, n := range s.Topology.Nodes {
+		tunnels, _ := ovs.DB{Socket: s.OVSDB(n.Name)}.Tunnels(context.Background())
+		for _, tun := range tunnels {
+			if tun.DstPort != 0 {
+				t.Errorf("node %s %s changed to %d although the preconditions failed", n.Name, tun.Name, tun.DstPort)
+			}
+		}
+	}
+	for _, n := range labNodes(t, c) {
+		if n {
+			t.Error("a node was left cordoned")
+		}
+	}
+	squatter.Close()
+	waitFor(t, "the retried change to go through", func() bool {
+		var cur v1alpha1.ClusterNetwork
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cur) == nil &&
+			cur.Status.Applied != nil && cur.Status.Applied.VXLANPort == 4791
+	})
+}
+
+func labNodes(t *testing.T, c client.Client) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	nodes := &nodeList{}
+	if err := c.List(context.Background(), &nodes.NodeList); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		out[n.Name] = n.Spec.Unschedulable
+	}
+	return out
+}
