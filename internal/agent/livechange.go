@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -48,6 +49,16 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 				return ctrl.Result{}, ctx.Err()
 			}
 		}
+		// The plan may have been withdrawn (an abort before T0) while this agent waited.
+		var fresh v1alpha1.NodeNetworkState
+		if err := a.Client.Get(ctx, client.ObjectKeyFromObject(nns), &fresh); err != nil {
+			return ctrl.Result{}, err
+		}
+		if fresh.Spec.LiveChange == nil || fresh.Spec.LiveChange.ID != plan.ID || fresh.Spec.LiveChange.T0 == nil || !fresh.Spec.LiveChange.T0.Equal(plan.T0) {
+			logger.Info("plan withdrawn before its step; stopping", "step", step.Action)
+			return ctrl.Result{}, nil
+		}
+		*nns = fresh
 		began := time.Now()
 		err := a.runStep(ctx, plan, step)
 		res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),

@@ -32,7 +32,13 @@ const (
 	PodHostInterfaceAnnotation = "netshift.io/host-interface"
 	// NodePortsAnnotation lists, comma-separated, the node's own OVS ports into the pod network.
 	NodePortsAnnotation = "netshift.io/node-ports"
+	// AbortAnnotation on ClusterNetwork asks to abort the change it names (`netshift abort`).
+	AbortAnnotation = "netshift.io/abort"
 )
+
+// abortMargin is how long before T0 an abort is still accepted: every agent
+// must see its plan gone before its first step.
+const abortMargin = 500 * time.Millisecond
 
 // Condition types of ClusterNetwork.
 const (
@@ -96,7 +102,8 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	default:
 		c, ok := livechange.Next(wanted, *st.Applied)
 		attempt := int32(1)
-		if last := st.Change; ok && last != nil && last.Phase == v1alpha1.PhaseFailed && last.Kind == c.Kind && last.To == c.To {
+		if last := st.Change; ok && last != nil && (last.Phase == v1alpha1.PhaseFailed || last.Phase == v1alpha1.PhaseAborted) &&
+			last.Kind == c.Kind && last.To == c.To {
 			// The same change failed before. Preconditions touch nothing, so a change that failed
 			// there is tried again after a pause; one that failed in its steps waits for a person.
 			if last.RetryAt == nil {
@@ -174,6 +181,16 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 		}
 	}
 	ch.Nodes = int32(len(nodes.Items))
+	if cn.Annotations[AbortAnnotation] == ch.ID {
+		if ch.Phase == v1alpha1.PhasePreconditions || (ch.T0 != nil && ch.T0.Sub(r.Now()) > abortMargin) {
+			if err := r.finish(ctx, nodes.Items, byNode, ch.ID); err != nil {
+				return 0, err
+			}
+			ch.Phase, ch.Message = v1alpha1.PhaseAborted, "aborted before T0; nothing was changed on any node"
+			return 0, nil
+		}
+		ch.Message = "abort refused: T0 has passed (or is too close); edit the value back to change it again"
+	}
 	p := livechange.Evaluate(ch.Phase, reports)
 	ch.Ready, ch.Applied, ch.Failed, ch.Message = p.Ready, p.Applied, p.Failed, p.Message
 	switch {

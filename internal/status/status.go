@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +22,18 @@ import (
 
 // Report is the JSON form of `netshift status`.
 type Report struct {
-	Pools []Pool `json:"pools"`
+	// Applied is the network in force (ClusterNetwork status.applied).
+	Applied *v1alpha1.AppliedNetwork `json:"applied,omitempty"`
+	// Change is the live change in progress, or the last one.
+	Change *Change `json:"change,omitempty"`
+	Pools  []Pool  `json:"pools"`
+}
+
+// Change is a live change as `netshift status` shows it.
+type Change struct {
+	v1alpha1.NetworkChange `json:",inline"`
+	// T0InMs is how long until T0 (negative once passed).
+	T0InMs *int64 `json:"t0InMs,omitempty"`
 }
 
 // Pool is one pool with its nodes.
@@ -45,6 +57,8 @@ type Node struct {
 	CordonedByUs  bool   `json:"cordonedByNetshift"`
 	Message       string `json:"message,omitempty"`
 	LastSyncError string `json:"lastSyncError,omitempty"`
+	// LiveChange is the node's progress in the live change, e.g. "ready", "2/3 steps", "done".
+	LiveChange string `json:"liveChange,omitempty"`
 }
 
 // Gather reads nodes, pools and NodeNetworkStates and builds the report.
@@ -65,6 +79,18 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	var r Report
+	var cn v1alpha1.ClusterNetwork
+	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err == nil {
+		r.Applied = cn.Status.Applied
+		if ch := cn.Status.Change; ch != nil {
+			r.Change = &Change{NetworkChange: *ch}
+			if ch.T0 != nil {
+				in := time.Until(ch.T0.Time).Milliseconds()
+				r.Change.T0InMs = &in
+			}
+		}
+	}
 	byName := map[string]*v1alpha1.NodeNetworkState{}
 	for i := range states.Items {
 		byName[states.Items[i].Name] = &states.Items[i]
@@ -77,7 +103,6 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 	for _, p := range pools.Items {
 		spec[p.Name] = p
 	}
-	var r Report
 	for name, members := range m.Members {
 		p := Pool{Name: name, Limit: m.Limit[name], Priority: rollout.DefaultPriority, MaxParallel: "1", Nodes: []Node{}}
 		if np, ok := spec[name]; ok {
@@ -108,6 +133,7 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 				if rollout.HoldsSlot(s.DrainStatus) {
 					p.Draining++
 				}
+				node.LiveChange = liveChangeProgress(st, r.Change)
 			}
 			p.Nodes = append(p.Nodes, node)
 		}
@@ -120,6 +146,33 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 		return r.Pools[i].Name < r.Pools[j].Name
 	})
 	return r, nil
+}
+
+// liveChangeProgress summarizes a node's part in the live change.
+func liveChangeProgress(nns *v1alpha1.NodeNetworkState, ch *Change) string {
+	if ch == nil || !ch.Phase.Active() {
+		return ""
+	}
+	rep := nns.Status.LiveChange
+	if rep == nil || rep.ID != ch.ID {
+		return "checking"
+	}
+	switch {
+	case len(rep.Problems) > 0:
+		return "BLOCKED: " + strings.Join(rep.Problems, "; ")
+	case rep.Done && rep.Failed:
+		return "FAILED"
+	case rep.Done:
+		return "done"
+	}
+	steps := 0
+	if plan := nns.Spec.LiveChange; plan != nil {
+		steps = len(plan.Steps)
+	}
+	if ch.Phase == v1alpha1.PhaseScheduled {
+		return fmt.Sprintf("%d/%d steps", len(rep.Steps), steps)
+	}
+	return "ready"
 }
 
 func orDash(s string) string {
@@ -138,6 +191,23 @@ func (r Report) WriteJSON(w io.Writer) error {
 
 // WriteText prints a table per pool.
 func (r Report) WriteText(w io.Writer) error {
+	if a := r.Applied; a != nil {
+		fmt.Fprintf(w, "NETWORK mtu %d, vxlanPort %d, genevePort %d\n", a.MTU, a.VXLANPort, a.GenevePort)
+	}
+	if ch := r.Change; ch != nil {
+		fmt.Fprintf(w, "CHANGE %s: %s %d -> %d, %s", ch.ID, ch.Kind, ch.From, ch.To, ch.Phase)
+		if ch.T0InMs != nil && ch.Phase.Active() {
+			if *ch.T0InMs > 0 {
+				fmt.Fprintf(w, ", T0 in %.1f s", float64(*ch.T0InMs)/1000)
+			} else {
+				fmt.Fprintf(w, ", T0 %.1f s ago", -float64(*ch.T0InMs)/1000)
+			}
+		}
+		fmt.Fprintf(w, " (%d/%d nodes ready, %d applied, %d failed): %s\n", ch.Ready, ch.Nodes, ch.Applied, ch.Failed, ch.Message)
+	}
+	if r.Applied != nil || r.Change != nil {
+		fmt.Fprintln(w)
+	}
 	if len(r.Pools) == 0 {
 		_, err := fmt.Fprintln(w, "no nodes")
 		return err
@@ -166,6 +236,9 @@ func (r Report) WriteText(w io.Writer) error {
 				}
 			}
 			msg := n.Message
+			if n.LiveChange != "" {
+				msg = strings.TrimSpace("change: " + n.LiveChange + " " + msg)
+			}
 			if n.LastSyncError != "" {
 				msg = strings.TrimSpace(msg + " error: " + n.LastSyncError)
 			}

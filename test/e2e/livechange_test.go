@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -210,4 +211,49 @@ func labNodes(t *testing.T, c client.Client) map[string]bool {
 		out[n.Name] = n.Spec.Unschedulable
 	}
 	return out
+}
+
+// TestAbortBeforeT0: node-2's agent is frozen, so the change waits in its
+// preconditions (netshift status shows it waiting); `netshift abort` cancels
+// it with nothing changed anywhere and puts the spec back.
+func TestAbortBeforeT0(t *testing.T) {
+	up(t, "e2eab", "--nodes", "2", "--pods-per-node", "1")
+	s, _ := lab.LoadState("e2eab")
+	c := labClient(t, "e2eab")
+	var agentPid int
+	for _, p := range s.Processes {
+		if p.Role == "agent:node-2" {
+			agentPid = p.Pid
+		}
+	}
+	if err := syscall.Kill(agentPid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(agentPid, syscall.SIGCONT)
+	edit(t, c, `{"spec":{"mtu":1300}}`)
+	waitFor(t, "the change to wait for node-2", func() bool {
+		out, _ := netshift(t, "--kubeconfig", s.Kubeconfig, "status")
+		return strings.Contains(out, "Preconditions") && strings.Contains(out, "waiting for node-2")
+	})
+	out := mustNetshift(t, "--kubeconfig", s.Kubeconfig, "abort")
+	if !strings.Contains(out, "aborted before T0") {
+		t.Fatalf("abort: %s", out)
+	}
+	var cn v1alpha1.ClusterNetwork
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn); err != nil {
+		t.Fatal(err)
+	}
+	if cn.Status.Change.Phase != v1alpha1.PhaseAborted || *cn.Spec.MTU != 1450 || cn.Status.Applied.MTU != 1450 {
+		t.Fatalf("after abort: phase %s, spec mtu %d, applied %d", cn.Status.Change.Phase, *cn.Spec.MTU, cn.Status.Applied.MTU)
+	}
+	_ = syscall.Kill(agentPid, syscall.SIGCONT)
+	time.Sleep(time.Second)
+	if got := podMTUs(t, s); got[1450] != len(s.Topology.Pods) {
+		t.Fatalf("pod MTUs after an abort: %v, want all unchanged at 1450", got)
+	}
+	for n, cordoned := range labNodes(t, c) {
+		if cordoned {
+			t.Errorf("node %s left cordoned", n)
+		}
+	}
 }
