@@ -49,7 +49,9 @@ e2e_tests() { go test -count=1 -p 1 -timeout 20m -v $e2e | grep -E '^(=== RUN|--
 bench() {
   go test -run '^$' -bench 'FullDecision' -benchtime 200x -count 5 ./internal/rollout/ || return 1
   go test -run '^$' -bench 'DrainCycle200' -benchtime 1x -timeout 10m ./internal/operator/ || return 1
-  go test -run '^$' -bench 'LabUpDown' -benchtime 3x -timeout 10m ./test/e2e/
+  go test -run '^$' -bench 'SetMTU100Pods' -benchtime 20x -count 5 ./internal/netdev/ || return 1
+  go test -run '^$' -bench 'LabUpDown' -benchtime 3x -timeout 10m ./test/e2e/ || return 1
+  go test -run '^$' -bench 'LiveChangeGap' -benchtime 1x -timeout 15m ./test/e2e/
 }
 
 for t in $tiers; do

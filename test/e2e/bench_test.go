@@ -43,3 +43,47 @@ func BenchmarkLabUpDown(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLiveChangeGap runs, in a plain VXLAN lab with the probe running,
+// an MTU decrease by 100, the increase back, and a VXLAN port change, and
+// reports each change's longest silence on any long-lived connection, the
+// worst over the rounds (target: under 100 ms at 3 nodes). A change that breaks a connection or fails any
+// probe request fails the benchmark.
+func BenchmarkLiveChangeGap(b *testing.B) {
+	for _, nodes := range []int{3, 10} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			testenv.Require(b, missing)
+			name := fmt.Sprintf("gap%d", nodes)
+			if out, err := runNetshift("lab", "up", "--name", name, "--nodes", fmt.Sprint(nodes)); err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			defer runNetshift("lab", "down", "--name", name)
+			c, err := labClientFor(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			gaps := map[string]float64{}
+			for i := 0; i < b.N; i++ {
+				changes := []struct{ metric, patch string }{
+					{"mtu-down-gap-ms", `{"spec":{"mtu":1350}}`},
+					{"mtu-up-gap-ms", `{"spec":{"mtu":1450}}`},
+					// Alternate, so every round is a real change.
+					{"port-gap-ms", fmt.Sprintf(`{"spec":{"vxlanPort":%d}}`, 4790-i%2)},
+				}
+				for _, ch := range changes {
+					r, err := changeUnderProbe(name, c, ch.patch)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !r.OK {
+						b.Fatalf("%s: %v", ch.patch, r.Failed())
+					}
+					gaps[ch.metric] = max(gaps[ch.metric], maxGap(r))
+				}
+			}
+			for m, g := range gaps {
+				b.ReportMetric(g, m)
+			}
+		})
+	}
+}

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/lab/probe"
 	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/ovs"
 )
 
@@ -256,4 +258,51 @@ func TestAbortBeforeT0(t *testing.T) {
 			t.Errorf("node %s left cordoned", n)
 		}
 	}
+}
+
+func labClientFor(name string) (client.Client, error) {
+	s, err := lab.LoadState(name)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: operator.Scheme()})
+}
+
+// changeUnderProbe applies patch while the probe runs and returns the report
+// once the change has ended (an error if it did not succeed).
+func changeUnderProbe(name string, c client.Client, patch string) (probe.Report, error) {
+	var r probe.Report
+	if out, err := runNetshift("lab", "probe", "start", "--name", name); err != nil {
+		return r, fmt.Errorf("%w: %s", err, out)
+	}
+	time.Sleep(2 * time.Second)
+	cn := &v1alpha1.ClusterNetwork{}
+	cn.Name = v1alpha1.ClusterNetworkName
+	if err := c.Patch(context.Background(), cn, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		return r, err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if err := c.Get(context.Background(), client.ObjectKey{Name: cn.Name}, cn); err == nil && cn.Status.Change != nil &&
+			cn.Status.ObservedGeneration == cn.Generation && !cn.Status.Change.Phase.Active() {
+			break
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("%s: the change did not end in 60 s", patch)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	out, _ := runNetshift("lab", "probe", "stop", "--name", name, "-o", "json")
+	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
+		return r, fmt.Errorf("%w: %s", err, out)
+	}
+	if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
+		return r, fmt.Errorf("%s: change ended %s: %s", patch, cn.Status.Change.Phase, cn.Status.Change.Message)
+	}
+	return r, nil
 }
