@@ -11,7 +11,8 @@ import (
 )
 
 func agentCmd(g *globals) *cobra.Command {
-	var node, health, netns, ovsdb, underlay string
+	var node, health, netns, ovsdb, underlay, timeURL string
+	var maxSkew, clockOffset time.Duration
 	var hold time.Duration
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -29,6 +30,7 @@ func agentCmd(g *globals) *cobra.Command {
 				return err
 			}
 			mgr, err := agent.NewManager(cfg, agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
+				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, ClockOffset: clockOffset,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}})
 			if err != nil {
 				return err
@@ -42,6 +44,9 @@ func agentCmd(g *globals) *cobra.Command {
 	f.StringVar(&netns, "node-netns", "", "the node's network namespace, when the node is one (the lab); checked at start")
 	f.StringVar(&ovsdb, "ovsdb", "", "the node's OVSDB socket, unix:PATH; checked at start and by /readyz")
 	f.StringVar(&underlay, "underlay-interface", "", "the node's interface onto the underlay: a new pod MTU must fit under its MTU (empty: not checked)")
+	f.StringVar(&timeURL, "operator-time-url", "", "the operator's /time endpoint; before a live change the agent checks its clock against it")
+	f.DurationVar(&maxSkew, "max-clock-skew", 50*time.Millisecond, "how far this node's clock may be from the operator's for a live change")
+	f.DurationVar(&clockOffset, "clock-offset", 0, "shift this agent's clock (for tests of the clock check only)")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
 	return cmd
 }

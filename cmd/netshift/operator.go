@@ -39,6 +39,7 @@ func operatorCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint (\"0\" disables it)")
 	f.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz (\"0\" disables it)")
 	f.DurationVar(&o.EvictionRetry, "eviction-retry", o.EvictionRetry, "how often blocked evictions are retried")
+	f.StringVar(&o.TimeAddr, "time-bind-address", o.TimeAddr, "address of the leader's /time endpoint, which agents check their clocks against (\"0\" disables it)")
 	f.DurationVar(&o.ChangeLead, "change-lead", o.ChangeLead, "how far ahead T0 of a live change is set (every agent must see its schedule before it)")
 	f.DurationVar(&o.StepSpacing, "step-spacing", o.StepSpacing, "time between a node's steps in a live change")
 	f.DurationVar(&o.ChangeRetry, "change-retry", 15*time.Second, "how long after failed preconditions a live change is tried again")

@@ -38,6 +38,11 @@ type Agent struct {
 	Node   string
 	// NodeNetns, OVSDB and UnderlayInterface locate the node (see Options).
 	NodeNetns, OVSDB, UnderlayInterface string
+	// OperatorTimeURL and MaxClockSkew set the clock check (see Options).
+	OperatorTimeURL string
+	MaxClockSkew    time.Duration
+	// now is the agent's clock (time.Now, shifted by Options.ClockOffset in tests).
+	now func() time.Time
 	// Work maps an operation kind to what the agent does for it.
 	Work map[v1alpha1.OperationKind]Work
 }
@@ -74,6 +79,13 @@ type Options struct {
 	// UnderlayInterface is the node's interface onto the underlay, whose MTU a new pod MTU must
 	// fit under (with the tunnel overhead); empty skips that check.
 	UnderlayInterface string
+	// OperatorTimeURL is the operator's /time endpoint the clock check measures against; empty
+	// skips the check (with a warning).
+	OperatorTimeURL string
+	// MaxClockSkew is how far the node's clock may be from the operator's (default 50 ms).
+	MaxClockSkew time.Duration
+	// ClockOffset shifts the agent's clock, for tests of the clock check.
+	ClockOffset time.Duration
 }
 
 // checkNode verifies the agent can reach its node: the namespace exists and
@@ -125,7 +137,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
-	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB, UnderlayInterface: o.UnderlayInterface}
+	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB,
+		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
+		now: func() time.Time { return time.Now().Add(o.ClockOffset) }}
+	if a.MaxClockSkew == 0 {
+		a.MaxClockSkew = 50 * time.Millisecond
+	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(&v1alpha1.NodeNetworkState{}).Complete(a); err != nil {
 		return nil, fmt.Errorf("node %s: set up agent: %w", node, err)
 	}

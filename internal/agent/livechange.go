@@ -42,7 +42,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 			continue
 		}
 		at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
-		if wait := time.Until(at); wait > 0 {
+		if wait := at.Sub(a.now()); wait > 0 {
 			select {
 			case <-time.After(wait):
 			case <-ctx.Done():
@@ -59,10 +59,10 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 			return ctrl.Result{}, nil
 		}
 		*nns = fresh
-		began := time.Now()
+		began := a.now()
 		err := a.runStep(ctx, plan, step)
 		res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),
-			LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(time.Since(began).Milliseconds())}
+			LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(a.now().Sub(began).Milliseconds())}
 		if err != nil {
 			res.Error = err.Error()
 			logger.Error(err, "step failed", "step", step.Action)
@@ -126,6 +126,7 @@ func (a *Agent) ovsdb() ovs.DB { return ovs.DB{Socket: a.OVSDB} }
 // preconditions checks, touching nothing, that the node can take the change.
 func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan) v1alpha1.LiveChangeReport {
 	r := v1alpha1.LiveChangeReport{ID: plan.ID}
+	a.checkClock(ctx, &r)
 	if a.OVSDB != "" {
 		if err := a.ovsdb().Reachable(ctx); err != nil {
 			r.Problems = append(r.Problems, "OVS is not reachable: "+err.Error())
@@ -188,4 +189,32 @@ func udpPortUser(netns string, port int) (string, error) {
 		return nil
 	})
 	return found, err
+}
+
+// checkClock measures the node clock's offset from the operator's: T0 is one
+// instant on every node only if their clocks agree within MaxClockSkew.
+func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport) {
+	if synced, err := kernelClockSynced(); err == nil && !synced {
+		r.Warnings = append(r.Warnings, "the kernel reports its clock as not synchronized (NTP)")
+	}
+	if a.OperatorTimeURL == "" {
+		r.Warnings = append(r.Warnings, "clock not checked against the operator's (no --operator-time-url)")
+		return
+	}
+	samples, err := measureClock(ctx, a.OperatorTimeURL, 5, a.now)
+	if err != nil {
+		r.Problems = append(r.Problems, "cannot check the clock: "+err.Error())
+		return
+	}
+	offset, bound, err := EstimateOffset(samples)
+	if err != nil {
+		r.Problems = append(r.Problems, "cannot check the clock: "+err.Error())
+		return
+	}
+	us := offset.Microseconds()
+	r.ClockOffsetMicros = &us
+	if worst := offset.Abs() + bound; worst > a.MaxClockSkew {
+		r.Problems = append(r.Problems, fmt.Sprintf("the node's clock differs from the operator's by %s (± %s), more than the %s allowed: T0 would not be the same instant here",
+			offset.Round(time.Microsecond), bound.Round(time.Microsecond), a.MaxClockSkew))
+	}
 }

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,8 +168,12 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 	if err != nil {
 		return children, err
 	}
+	timeAddr, err := freeLocalAddr()
+	if err != nil {
+		return children, err
+	}
 	if err := start("operator", kc, "operator", "--leader-elect", "--metrics-bind-address", "127.0.0.1:0",
-		"--health-probe-bind-address", "127.0.0.1:0", "--change-retry", "5s"); err != nil {
+		"--health-probe-bind-address", "127.0.0.1:0", "--change-retry", "5s", "--time-bind-address", timeAddr); err != nil {
 		return children, err
 	}
 	for _, n := range s.Topology.Nodes {
@@ -179,7 +184,7 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 		// The agent runs in the root namespace and reaches its node as a host-network
 		// DaemonSet pod would: through the node's namespace and its OVSDB socket.
 		if err := start("agent:"+n.Name, kc, "agent", "--node", n.Name, "--node-netns", n.Netns, "--ovsdb", s.OVSDB(n.Name),
-			"--underlay-interface", "eth0"); err != nil {
+			"--underlay-interface", "eth0", "--operator-time-url", "http://"+timeAddr+"/time"); err != nil {
 			return children, err
 		}
 	}
@@ -251,4 +256,14 @@ func childrenOf(pid int) []Process {
 		}
 	}
 	return out
+}
+
+// freeLocalAddr picks a free loopback port for the operator's time endpoint.
+func freeLocalAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }

@@ -52,6 +52,10 @@ type Options struct {
 	ChangeLead time.Duration
 	// StepSpacing is the time between a node's steps in a live change.
 	StepSpacing time.Duration
+	// TimeAddr serves the leader's clock at /time for the agents' clock check; "0" disables it.
+	TimeAddr string
+	// TimeBound, when set, receives the time endpoint's bound address.
+	TimeBound chan<- string
 	// ChangeRetry is how long after failed preconditions a live change is tried again.
 	ChangeRetry time.Duration
 	// Registry receives the operator's metrics; nil means controller-runtime's, served on MetricsAddr.
@@ -64,7 +68,7 @@ func DefaultOptions() Options {
 		MetricsAddr: ":8080", HealthAddr: ":8081",
 		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: Namespace,
 		EvictionRetry: 5 * time.Second, AdmissionSettle: rollout.DefaultSettle,
-		ChangeLead: 2 * time.Second, StepSpacing: 100 * time.Millisecond,
+		ChangeLead: 2 * time.Second, StepSpacing: 100 * time.Millisecond, TimeAddr: ":8082",
 	}
 }
 
@@ -98,6 +102,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	if err := (&NodeStateReconciler{Client: mgr.GetClient(), Clock: metav1.Now}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up nodestate controller: %w", err)
+	}
+	if o.TimeAddr != "" && o.TimeAddr != "0" {
+		if err := mgr.Add(&TimeServer{Addr: o.TimeAddr, Now: time.Now, Bound: o.TimeBound}); err != nil {
+			return nil, err
+		}
 	}
 	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now,
 		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry}

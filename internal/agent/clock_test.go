@@ -1,0 +1,32 @@
+package agent
+
+import (
+	"testing"
+	"time"
+)
+
+func TestEstimateOffset(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ms := time.Millisecond
+	// The node is 200 ms ahead; round trips of 10, 4 and 30 ms: the 4 ms one is trusted.
+	samples := []ClockSample{
+		{Sent: base.Add(200 * ms), Received: base.Add(210 * ms), Server: base.Add(3 * ms)},
+		{Sent: base.Add(300 * ms), Received: base.Add(304 * ms), Server: base.Add(102 * ms)},
+		{Sent: base.Add(400 * ms), Received: base.Add(430 * ms), Server: base.Add(200 * ms)},
+	}
+	off, bound, err := EstimateOffset(samples)
+	if err != nil || off != 200*ms || bound != 2*ms {
+		t.Fatalf("offset %s ± %s (%v), want 200ms ± 2ms", off, bound, err)
+	}
+	// The true offset is within the bound whatever the server's delay split.
+	off, bound, _ = EstimateOffset([]ClockSample{{Sent: base, Received: base.Add(20 * ms), Server: base.Add(-5*ms + 19*ms)}})
+	if trueOff := 5 * ms; (off-trueOff).Abs() > bound {
+		t.Fatalf("offset %s ± %s does not contain the true %s", off, bound, trueOff)
+	}
+	if _, _, err := EstimateOffset(nil); err == nil {
+		t.Fatal("no samples: no estimate")
+	}
+	if _, _, err := EstimateOffset([]ClockSample{{Sent: base.Add(ms), Received: base}}); err == nil {
+		t.Fatal("a negative round trip is refused")
+	}
+}

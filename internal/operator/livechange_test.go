@@ -1,0 +1,88 @@
+package operator_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/agent"
+	"netshift.io/netshift/internal/operator"
+)
+
+// TestClockCheckStopsALiveChange: one agent's clock is 200 ms ahead of the
+// operator's; its clock check (round trips to the operator's time endpoint)
+// fails, the change ends Failed before T0 with Degraded naming the node and
+// the measured offset, and no node was given a schedule or cordoned.
+func TestClockCheckStopsALiveChange(t *testing.T) {
+	cl := newCluster(t)
+	bound := make(chan string, 1)
+	ctx, cancel := context.WithCancel(cl.ctx)
+	defer cancel()
+	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0",
+		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: operator.Namespace,
+		EvictionRetry: 200 * time.Millisecond, Registry: prometheus.NewRegistry(), ManyInProcess: true,
+		TimeAddr: "127.0.0.1:0", TimeBound: bound, ChangeRetry: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	cl.createNodes("k1", "k2")
+	var addr string
+	select {
+	case addr = <-bound:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the time endpoint did not start (leader election?)")
+	}
+	for node, offset := range map[string]time.Duration{"k1": 0, "k2": 200 * time.Millisecond} {
+		m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
+			OperatorTimeURL: "http://" + addr + "/time", ClockOffset: offset})
+		if err != nil {
+			t.Fatal(err)
+		}
+		actx, acancel := context.WithCancel(ctx)
+		adone := make(chan struct{})
+		go func() { defer close(adone); _ = m.Start(actx) }()
+		defer func() { acancel(); <-adone }()
+	}
+	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450)}}
+	if err := cl.c.Create(cl.ctx, cn); err != nil {
+		t.Fatal(err)
+	}
+	cl.eventually(30*time.Second, "the applied values recorded", func() bool {
+		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
+		return cn.Status.Applied != nil
+	})
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.ClusterNetwork).Spec.MTU = ptr.To[int32](1400) })
+	cl.eventually(30*time.Second, "the change to fail its preconditions", func() bool {
+		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
+		return cn.Status.Change != nil && cn.Status.Change.Phase == v1alpha1.PhaseFailed
+	})
+	deg := meta.FindStatusCondition(cn.Status.Conditions, operator.CondDegraded)
+	if deg == nil || deg.Status != metav1.ConditionTrue || !strings.Contains(deg.Message, "node k2") ||
+		!strings.Contains(deg.Message, "clock differs from the operator's") || strings.Contains(deg.Message, "node k1") {
+		t.Fatalf("Degraded = %+v", deg)
+	}
+	if cn.Status.Change.T0 != nil || cn.Status.Applied.MTU != 1450 {
+		t.Fatalf("a failed precondition must stop the change before T0: %+v, applied %d", cn.Status.Change, cn.Status.Applied.MTU)
+	}
+	for _, n := range []string{"k1", "k2"} {
+		var nns v1alpha1.NodeNetworkState
+		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &nns)
+		if nns.Spec.LiveChange != nil || cl.node(n).Spec.Unschedulable {
+			t.Errorf("node %s: plan %+v, cordoned %v: nothing may be left of a failed change", n, nns.Spec.LiveChange, cl.node(n).Spec.Unschedulable)
+		}
+		if n == "k1" && (nns.Status.LiveChange == nil || nns.Status.LiveChange.ClockOffsetMicros == nil) {
+			t.Errorf("node k1 did not report its measured clock offset: %+v", nns.Status.LiveChange)
+		}
+	}
+}
