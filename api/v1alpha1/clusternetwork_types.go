@@ -161,6 +161,9 @@ type NetworkChange struct {
 	To int32 `json:"to"`
 	// Phase is where the change stands.
 	Phase ChangePhase `json:"phase"`
+	// StartedAt is when the change was recorded.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// T0 is the synchronized time every node's steps are timed from.
 	// +optional
 	T0 *metav1.MicroTime `json:"t0,omitempty"`

@@ -20,7 +20,7 @@ func TestEstimateOffset(t *testing.T) {
 	}
 	// The true offset is within the bound whatever the server's delay split.
 	off, bound, _ = EstimateOffset([]ClockSample{{Sent: base, Received: base.Add(20 * ms), Server: base.Add(-5*ms + 19*ms)}})
-	if trueOff := 5 * ms; (off-trueOff).Abs() > bound {
+	if trueOff := 5 * ms; (off - trueOff).Abs() > bound {
 		t.Fatalf("offset %s ± %s does not contain the true %s", off, bound, trueOff)
 	}
 	if _, _, err := EstimateOffset(nil); err == nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -66,8 +67,8 @@ func Serve(ctx context.Context, name, binary string) error {
 	if err := s.createObjects(ctx, c); err != nil {
 		return err
 	}
-	children, err := s.startNetshift(ctx, cp, binary)
-	defer stopChildren(children)
+	kids, err := s.startNetshift(ctx, cp, binary)
+	defer kids.stop()
 	if err != nil {
 		return err
 	}
@@ -140,25 +141,10 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 
 // startNetshift starts the operator and one agent per node, each with a
 // client certificate of its own.
-func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane, binary string) ([]*exec.Cmd, error) {
-	var children []*exec.Cmd
+func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane, binary string) (*children, error) {
+	kids := &children{}
 	start := func(role, kubeconfig string, args ...string) error {
-		logf, err := os.Create(s.Path(strings.ReplaceAll(role, ":", "-") + ".log"))
-		if err != nil {
-			return err
-		}
-		cmd := exec.Command(binary, append(args, "--kubeconfig", kubeconfig)...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("start %s: %w", role, err)
-		}
-		children = append(children, cmd)
-		p, err := Identify(role, cmd.Process.Pid)
-		if err != nil {
-			return fmt.Errorf("%s exited at once; see %s: %w", role, logf.Name(), err)
-		}
-		return s.record(func() { s.Processes = append(s.Processes, p) })
+		return kids.run(ctx, s, role, binary, append(args, "--kubeconfig", kubeconfig))
 	}
 	dir := s.Path("identities")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -166,48 +152,111 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 	}
 	kc, err := cp.UserKubeconfig(dir, "netshift:operator", "netshift:operators")
 	if err != nil {
-		return children, err
+		return kids, err
 	}
 	timeAddr, err := freeLocalAddr()
 	if err != nil {
-		return children, err
+		return kids, err
 	}
 	if err := start("operator", kc, "operator", "--leader-elect", "--metrics-bind-address", "127.0.0.1:0",
 		"--health-probe-bind-address", "127.0.0.1:0", "--change-retry", "5s", "--time-bind-address", timeAddr); err != nil {
-		return children, err
+		return kids, err
 	}
 	for _, n := range s.Topology.Nodes {
 		kc, err := cp.UserKubeconfig(dir, "netshift:agent:"+n.Name, "netshift:agents")
 		if err != nil {
-			return children, err
+			return kids, err
 		}
 		// The agent runs in the root namespace and reaches its node as a host-network
 		// DaemonSet pod would: through the node's namespace and its OVSDB socket.
 		if err := start("agent:"+n.Name, kc, "agent", "--node", n.Name, "--node-netns", n.Netns, "--ovsdb", s.OVSDB(n.Name),
 			"--underlay-interface", "eth0", "--operator-time-url", "http://"+timeAddr+"/time"); err != nil {
-			return children, err
+			return kids, err
 		}
 	}
-	return children, nil
+	return kids, nil
 }
 
-func stopChildren(children []*exec.Cmd) {
-	for _, c := range children {
+// children are the operator and agent processes. Like the kubelet restarting
+// a crashed container, the supervisor starts again any that exits, and
+// records the new process in place of the old.
+type children struct {
+	mu       sync.Mutex
+	cmds     map[string]*exec.Cmd
+	stopping bool
+	wg       sync.WaitGroup
+}
+
+func (k *children) run(ctx context.Context, s *State, role, binary string, args []string) error {
+	logf, err := os.OpenFile(s.Path(strings.ReplaceAll(role, ":", "-")+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	k.mu.Lock()
+	if k.stopping {
+		k.mu.Unlock()
+		return nil
+	}
+	if err := cmd.Start(); err != nil {
+		k.mu.Unlock()
+		return fmt.Errorf("start %s: %w", role, err)
+	}
+	if k.cmds == nil {
+		k.cmds = map[string]*exec.Cmd{}
+	}
+	k.cmds[role] = cmd
+	k.wg.Add(1)
+	k.mu.Unlock()
+	p, err := Identify(role, cmd.Process.Pid)
+	if err == nil {
+		err = s.record(func() {
+			for i := range s.Processes {
+				if s.Processes[i].Role == role {
+					s.Processes[i] = p
+					return
+				}
+			}
+			s.Processes = append(s.Processes, p)
+		})
+	}
+	go func() {
+		defer k.wg.Done()
+		_ = cmd.Wait()
+		k.mu.Lock()
+		again := !k.stopping && ctx.Err() == nil
+		k.mu.Unlock()
+		if again {
+			time.Sleep(500 * time.Millisecond)
+			_ = k.run(ctx, s, role, binary, args)
+		}
+	}()
+	return err
+}
+
+func (k *children) stop() {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	k.stopping = true
+	for _, c := range k.cmds {
 		_ = c.Process.Signal(syscall.SIGTERM)
 	}
+	k.mu.Unlock()
 	done := make(chan struct{})
-	go func() {
-		for _, c := range children {
-			_ = c.Wait()
-		}
-		close(done)
-	}()
+	go func() { k.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		for _, c := range children {
+		k.mu.Lock()
+		for _, c := range k.cmds {
 			_ = c.Process.Kill()
 		}
+		k.mu.Unlock()
 	}
 }
 

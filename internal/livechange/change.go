@@ -122,10 +122,19 @@ type Progress struct {
 	Message string
 }
 
+// Deadlines bound how long a change waits for silent agents.
+type Deadlines struct {
+	// Preconditions: a node that has not answered by then cancels the change, nothing touched.
+	Preconditions time.Time
+	// Steps: a node that has not reported its steps by then fails the change (the others have
+	// applied theirs at T0 and are not held back).
+	Steps time.Time
+}
+
 // Evaluate decides the change's next phase from every node's report.
 // reports holds, per node taking part, its report for this change (nil when
 // the agent has not answered yet).
-func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChangeReport) Progress {
+func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChangeReport, now time.Time, d Deadlines) Progress {
 	p := Progress{Phase: phase}
 	var problems, failed, waiting []string
 	nodes := make([]string, 0, len(reports))
@@ -162,6 +171,9 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 		switch {
 		case len(problems) > 0:
 			p.Phase, p.Message = v1alpha1.PhaseFailed, "preconditions failed, nothing was changed: "+strings.Join(problems, "; ")
+		case len(waiting) > 0 && !d.Preconditions.IsZero() && now.After(d.Preconditions):
+			p.Failed += int32(len(waiting))
+			p.Phase, p.Message = v1alpha1.PhaseFailed, "preconditions failed, nothing was changed: no answer from "+strings.Join(waiting, ", ")
 		case len(waiting) == 0:
 			p.Phase, p.Message = v1alpha1.PhaseScheduled, "every node passed its preconditions"
 		default:
@@ -169,6 +181,10 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 		}
 	case v1alpha1.PhaseScheduled:
 		switch {
+		case len(waiting) > 0 && !d.Steps.IsZero() && now.After(d.Steps):
+			p.Failed += int32(len(waiting))
+			p.Phase, p.Message = v1alpha1.PhaseFailed, "no step report from "+strings.Join(append(waiting, failed...), ", ")+
+				" (the other nodes applied theirs at T0)"
 		case len(waiting) > 0:
 			p.Message = "applying; waiting for " + strings.Join(waiting, ", ")
 		case len(failed) > 0:

@@ -91,10 +91,28 @@ func TestEvaluate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Evaluate(c.phase, c.reports)
+			p := Evaluate(c.phase, c.reports, time.Time{}, Deadlines{})
 			if p.Phase != c.want || !strings.Contains(p.Message, c.msg) {
 				t.Fatalf("Evaluate = %+v, want phase %s and a message with %q", p, c.want, c.msg)
 			}
 		})
+	}
+}
+
+func TestEvaluateDeadlines(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ready := &v1alpha1.LiveChangeReport{ID: "c", Ready: true}
+	done := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true}
+	d := Deadlines{Preconditions: t0, Steps: t0.Add(time.Minute)}
+	if p := Evaluate(v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": nil}, t0.Add(-time.Second), d); p.Phase != v1alpha1.PhasePreconditions {
+		t.Fatalf("before the deadline: %+v", p)
+	}
+	p := Evaluate(v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": nil}, t0.Add(time.Second), d)
+	if p.Phase != v1alpha1.PhaseFailed || !strings.Contains(p.Message, "no answer from b") || !strings.Contains(p.Message, "nothing was changed") {
+		t.Fatalf("a silent node before T0 cancels the change: %+v", p)
+	}
+	p = Evaluate(v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": ready}, t0.Add(2*time.Minute), d)
+	if p.Phase != v1alpha1.PhaseFailed || !strings.Contains(p.Message, "no step report from b") || p.Applied != 1 {
+		t.Fatalf("a silent node after T0 fails the change without holding the others: %+v", p)
 	}
 }

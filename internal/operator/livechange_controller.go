@@ -62,6 +62,9 @@ type LiveChangeReconciler struct {
 	Spacing time.Duration
 	// RetryAfter is how long after failed preconditions a change is tried again.
 	RetryAfter time.Duration
+	// AnswerTimeout is how long the change waits for an agent's preconditions (from the start)
+	// and for its step report (from T0).
+	AnswerTimeout time.Duration
 }
 
 var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.ClusterNetworkName}}
@@ -125,8 +128,9 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 				st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhaseSucceeded,
 					Message: fmt.Sprintf("recorded; the cluster uses %s, so no node changes", wanted.Encapsulation)}
 			} else {
+				started := metav1.NewTime(r.Now())
 				st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhasePreconditions,
-					Message: "checking preconditions on every node", Attempt: attempt}
+					Message: "checking preconditions on every node", Attempt: attempt, StartedAt: &started}
 				requeue = 100 * time.Millisecond
 			}
 		}
@@ -191,7 +195,15 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 		}
 		ch.Message = "abort refused: T0 has passed (or is too close); edit the value back to change it again"
 	}
-	p := livechange.Evaluate(ch.Phase, reports)
+	now := r.Now()
+	var d livechange.Deadlines
+	if ch.StartedAt != nil {
+		d.Preconditions = ch.StartedAt.Add(r.AnswerTimeout)
+	}
+	if ch.T0 != nil {
+		d.Steps = ch.T0.Add(r.AnswerTimeout)
+	}
+	p := livechange.Evaluate(ch.Phase, reports, now, d)
 	ch.Ready, ch.Applied, ch.Failed, ch.Message = p.Ready, p.Applied, p.Failed, p.Message
 	switch {
 	case ch.Phase == v1alpha1.PhasePreconditions && p.Phase == v1alpha1.PhaseScheduled:
@@ -208,6 +220,12 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 			return 0, err
 		}
 	case p.Phase == v1alpha1.PhaseFailed:
+		if ch.Phase == v1alpha1.PhaseScheduled && p.Applied > 0 {
+			// Past T0 the nodes that applied their steps run the new value: it is what is applied
+			// now; the failed nodes are named in Degraded.
+			applied := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To}.Apply(*cn.Status.Applied)
+			cn.Status.Applied = &applied
+		}
 		if ch.Phase == v1alpha1.PhasePreconditions {
 			retry := metav1.NewTime(r.Now().Add(r.RetryAfter))
 			ch.RetryAt = &retry
@@ -341,7 +359,7 @@ func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.ClusterNetwork) {
 		set(CondProgressing, metav1.ConditionTrue, "Change"+string(ch.Phase), msg)
 		set(CondUpgradeable, metav1.ConditionFalse, "ChangeInProgress", msg)
 		set(CondDegraded, metav1.ConditionFalse, "AsExpected", "")
-	case ch != nil && ch.Phase == v1alpha1.PhaseFailed && r.stillWanted(cn):
+	case ch != nil && ch.Phase == v1alpha1.PhaseFailed && (ch.T0 != nil || r.stillWanted(cn)):
 		set(CondProgressing, metav1.ConditionFalse, "ChangeFailed", ch.Message)
 		set(CondDegraded, metav1.ConditionTrue, "ChangeFailed", fmt.Sprintf("%s from %d to %d failed: %s", ch.ID, ch.From, ch.To, ch.Message))
 		set(CondUpgradeable, metav1.ConditionTrue, "AsExpected", "")

@@ -56,6 +56,9 @@ type Options struct {
 	TimeAddr string
 	// TimeBound, when set, receives the time endpoint's bound address.
 	TimeBound chan<- string
+	// AnswerTimeout is how long a live change waits for a silent agent, before T0 (then it is
+	// cancelled, nothing touched) and after it (then it fails naming the node).
+	AnswerTimeout time.Duration
 	// ChangeRetry is how long after failed preconditions a live change is tried again.
 	ChangeRetry time.Duration
 	// Registry receives the operator's metrics; nil means controller-runtime's, served on MetricsAddr.
@@ -112,6 +115,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry}
 	if lc.RetryAfter == 0 {
 		lc.RetryAfter = 15 * time.Second
+	}
+	lc.AnswerTimeout = o.AnswerTimeout
+	if lc.AnswerTimeout == 0 {
+		lc.AnswerTimeout = 30 * time.Second
 	}
 	if lc.Lead == 0 {
 		lc.Lead = 2 * time.Second

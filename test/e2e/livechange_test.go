@@ -306,3 +306,66 @@ func changeUnderProbe(name string, c client.Client, patch string) (probe.Report,
 	}
 	return r, nil
 }
+
+// TestRestartsDuringAChange: the operator is killed once T0 is set and node-2's
+// agent is killed just after T0; both are restarted (as Kubernetes would), the
+// change resumes from what the API server holds and succeeds, the restarted
+// agent finishes its steps without repeating the ones it reported, and the
+// probe's connections survive.
+func TestRestartsDuringAChange(t *testing.T) {
+	up(t, "e2ers")
+	s, _ := lab.LoadState("e2ers")
+	c := labClient(t, "e2ers")
+	pid := func(role string) int {
+		st, _ := lab.LoadState("e2ers")
+		for _, p := range st.Processes {
+			if p.Role == role && p.Alive() {
+				return p.Pid
+			}
+		}
+		return 0
+	}
+	oldOperator, oldAgent := pid("operator"), pid("agent:node-2")
+	r := underProbe(t, "e2ers", func() {
+		edit(t, c, `{"spec":{"mtu":1350}}`)
+		var cn v1alpha1.ClusterNetwork
+		waitFor(t, "T0 to be set", func() bool {
+			return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
+		})
+		if err := syscall.Kill(oldOperator, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(cn.Status.Change.T0.Time.Add(50 * time.Millisecond)))
+		if err := syscall.Kill(oldAgent, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		end := waitChange(t, c)
+		if end.Status.Change.Phase != v1alpha1.PhaseSucceeded || end.Status.Applied.MTU != 1350 {
+			t.Fatalf("after the restarts: %+v, applied %+v", end.Status.Change, end.Status.Applied)
+		}
+	})
+	if p := pid("operator"); p == 0 || p == oldOperator {
+		t.Errorf("operator not restarted (pid %d)", p)
+	}
+	if !r.OK {
+		t.Errorf("probe: %v", r.Failed())
+	}
+	if got := podMTUs(t, s); got[1350] != len(s.Topology.Pods) {
+		t.Errorf("pod MTUs: %v, want all 1350", got)
+	}
+	var nns v1alpha1.NodeNetworkState
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "node-2"}, &nns); err != nil || nns.Status.LiveChange == nil {
+		t.Fatalf("node-2 report: %v", err)
+	}
+	seen := map[v1alpha1.StepAction]int{}
+	for _, st := range nns.Status.LiveChange.Steps {
+		seen[st.Action]++
+		if seen[st.Action] > 1 || st.Error != "" {
+			t.Errorf("node-2 step %s reported twice or failed: %+v", st.Action, nns.Status.LiveChange.Steps)
+		}
+	}
+	if len(seen) != 3 || !nns.Status.LiveChange.Done {
+		t.Errorf("node-2 report: %+v", nns.Status.LiveChange)
+	}
+	t.Logf("longest gap %.1f ms with both restarts; node-2 steps %+v", maxGap(r), nns.Status.LiveChange.Steps)
+}
