@@ -182,6 +182,11 @@ type NetworkChange struct {
 	// Message says what the change waits for, or why it failed, naming the nodes.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Southbound is set when the change is carried out centrally in OVN's southbound database
+	// (a Geneve port change in OVN mode, where ovn-controller owns the tunnel ports): Pending until
+	// T0, then Done or the error.
+	// +optional
+	Southbound string `json:"southbound,omitempty"`
 	// Attempt counts the tries of this change; a change whose preconditions failed (nothing was
 	// touched) is tried again at RetryAt, so it goes through once the cause is fixed.
 	// +optional

@@ -158,8 +158,12 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 	if err != nil {
 		return kids, err
 	}
-	if err := start("operator", kc, "operator", "--leader-elect", "--metrics-bind-address", "127.0.0.1:0",
-		"--health-probe-bind-address", "127.0.0.1:0", "--change-retry", "5s", "--time-bind-address", timeAddr); err != nil {
+	opArgs := []string{"operator", "--leader-elect", "--metrics-bind-address", "127.0.0.1:0",
+		"--health-probe-bind-address", "127.0.0.1:0", "--change-retry", "5s", "--time-bind-address", timeAddr}
+	if s.Options.OVN {
+		opArgs = append(opArgs, "--ovn-sb", s.SBDB())
+	}
+	if err := start("operator", kc, opArgs...); err != nil {
 		return kids, err
 	}
 	for _, n := range s.Topology.Nodes {

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"sort"
 	"strings"
 	"time"
@@ -62,6 +63,9 @@ type LiveChangeReconciler struct {
 	Spacing time.Duration
 	// RetryAfter is how long after failed preconditions a change is tried again.
 	RetryAfter time.Duration
+	// OVNSouthbound, when set, is the OVN southbound database: a Geneve port change then goes
+	// into its Encap records at T0 instead of into each node's OVS.
+	OVNSouthbound string
 	// AnswerTimeout is how long the change waits for an agent's preconditions (from the start)
 	// and for its step report (from T0).
 	AnswerTimeout time.Duration
@@ -203,7 +207,20 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 	if ch.T0 != nil {
 		d.Steps = ch.T0.Add(r.AnswerTimeout)
 	}
+	if ch.Phase == v1alpha1.PhaseScheduled && ch.Southbound == "Pending" {
+		if wait := ch.T0.Sub(now); wait > 0 {
+			return wait, nil
+		}
+		if err := setEncapPort(ctx, r.OVNSouthbound, ch.To); err != nil {
+			ch.Southbound = "Failed: " + err.Error()
+		} else {
+			ch.Southbound = "Done"
+		}
+	}
 	p := livechange.Evaluate(ch.Phase, reports, now, d)
+	if p.Phase == v1alpha1.PhaseSucceeded && strings.HasPrefix(ch.Southbound, "Failed") {
+		p.Phase, p.Message = v1alpha1.PhaseFailed, "southbound Encap records: "+ch.Southbound
+	}
 	ch.Ready, ch.Applied, ch.Failed, ch.Message = p.Ready, p.Applied, p.Failed, p.Message
 	switch {
 	case ch.Phase == v1alpha1.PhasePreconditions && p.Phase == v1alpha1.PhaseScheduled:
@@ -303,6 +320,12 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Cluste
 	t0 := metav1.NewMicroTime(r.Now().Add(r.Lead))
 	ch.T0 = &t0
 	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
+	if ch.Kind == v1alpha1.ChangeGenevePort && r.OVNSouthbound != "" {
+		// ovn-controller owns the tunnel ports: the port goes into the southbound Encap records
+		// at T0 (done by this controller, which holds the connection), and nodes have no step.
+		c.NodeSteps = false
+		ch.Southbound = "Pending"
+	}
 	for _, n := range nodes {
 		nns := byNode[n.Name]
 		plan := nns.Spec.LiveChange.DeepCopy()
@@ -385,4 +408,26 @@ func (r *LiveChangeReconciler) stillWanted(cn *v1alpha1.ClusterNetwork) bool {
 
 func equalStatus(a, b v1alpha1.ClusterNetworkStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// setEncapPort changes options:dst_port of every Geneve Encap record in the
+// OVN southbound database, in one transaction.
+func setEncapPort(ctx context.Context, sb string, port int32) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ovn-sbctl", "--db="+sb, "--timeout=10", "--bare", "--columns=_uuid", "find", "encap", "type=geneve").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("list Encap records in %s: %w: %s", sb, err, strings.TrimSpace(string(out)))
+	}
+	var args []string
+	for _, uuid := range strings.Fields(string(out)) {
+		args = append(args, "--", "set", "encap", uuid, fmt.Sprintf("options:dst_port=%d", port))
+	}
+	if len(args) == 0 {
+		return fmt.Errorf("no Geneve Encap record in %s", sb)
+	}
+	if out, err := exec.CommandContext(ctx, "ovn-sbctl", append([]string{"--db=" + sb, "--timeout=10"}, args[1:]...)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("set Encap dst_port %d in %s: %w: %s", port, sb, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

@@ -56,6 +56,8 @@ type Options struct {
 	TimeAddr string
 	// TimeBound, when set, receives the time endpoint's bound address.
 	TimeBound chan<- string
+	// OVNSouthbound is the OVN southbound database (OVN clusters), for Geneve port changes.
+	OVNSouthbound string
 	// AnswerTimeout is how long a live change waits for a silent agent, before T0 (then it is
 	// cancelled, nothing touched) and after it (then it fails naming the node).
 	AnswerTimeout time.Duration
@@ -112,7 +114,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		}
 	}
 	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now,
-		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry}
+		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry, OVNSouthbound: o.OVNSouthbound}
 	if lc.RetryAfter == 0 {
 		lc.RetryAfter = 15 * time.Second
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,7 +98,7 @@ func TestLiveChanges(t *testing.T) {
 	}{
 		{"vxlan", "--tunnel vxlan", "vxlanPort", 1450},
 		{"geneve", "--tunnel geneve", "genevePort", 1442},
-		{"ovn", "--ovn", "", 1442},
+		{"ovn", "--ovn", "genevePort", 1442},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			name := "e2ec" + mode.name[:2]
@@ -140,6 +141,17 @@ func TestLiveChanges(t *testing.T) {
 			}
 			if got := podMTUs(t, s); got[mode.mtu] != len(s.Topology.Pods) {
 				t.Errorf("pod MTUs after down and up: %v, want all %d", got, mode.mtu)
+			}
+			if mode.name == "ovn" {
+				// On the wire: the tunnel traffic uses the new port, and nothing the old one.
+				mustNetshift(t, "lab", "probe", "start", "--name", name)
+				newPort := udpPacketsTo(t, s.Topology.UnderlayNetns, 4790, time.Second)
+				oldPort := udpPacketsTo(t, s.Topology.UnderlayNetns, 6081, time.Second)
+				_, _ = netshift(t, "lab", "probe", "stop", "--name", name)
+				if newPort == 0 || oldPort != 0 {
+					t.Errorf("underlay packets to UDP 4790: %d, to 6081: %d; want traffic on the new port only", newPort, oldPort)
+				}
+				t.Logf("underlay, 1 s each: %d Geneve packets to 4790, %d to 6081", newPort, oldPort)
 			}
 			if mode.portField != "" {
 				for _, n := range s.Topology.Nodes {
@@ -369,3 +381,39 @@ func TestRestartsDuringAChange(t *testing.T) {
 	}
 	t.Logf("longest gap %.1f ms with both restarts; node-2 steps %+v", maxGap(r), nns.Status.LiveChange.Steps)
 }
+
+// udpPacketsTo counts, for d, the IPv4 UDP packets to port seen on any
+// interface of the namespace (the lab's underlay): the wire check that a
+// tunnel port change really moved the traffic.
+func udpPacketsTo(t *testing.T, netns string, port int, d time.Duration) int {
+	t.Helper()
+	var fd int
+	if err := netdev.InNetns(netns, func() (err error) {
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	buf := make([]byte, 2048)
+	count := 0
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil || n < 14+20+8 || buf[12] != 0x08 || buf[13] != 0x00 { // IPv4 only
+			continue
+		}
+		ip := buf[14:n]
+		ihl := int(ip[0]&0x0f) * 4
+		if ip[0]>>4 != 4 || ip[9] != 17 || len(ip) < ihl+4 {
+			continue
+		}
+		if int(ip[ihl+2])<<8|int(ip[ihl+3]) == port {
+			count++
+		}
+	}
+	return count
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
