@@ -176,7 +176,8 @@ type NetworkChange struct {
 	// Applied is how many nodes applied every step.
 	// +optional
 	Applied int32 `json:"applied,omitempty"`
-	// Failed is how many nodes failed a precondition or a step.
+	// Failed is how many nodes failed a precondition or a step (a silent node that later converged
+	// no longer counts).
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
 	// Message says what the change waits for, or why it failed, naming the nodes.
@@ -187,6 +188,11 @@ type NetworkChange struct {
 	// T0, then Done or the error.
 	// +optional
 	Southbound string `json:"southbound,omitempty"`
+	// Converging are the nodes that were silent past T0: their plans stay, and each is uncordoned
+	// once its agent has come back and applied its steps late.
+	// +optional
+	// +listType=atomic
+	Converging []string `json:"converging,omitempty"`
 	// Attempt counts the tries of this change; a change whose preconditions failed (nothing was
 	// touched) is tried again at RetryAt, so it goes through once the cause is fixed.
 	// +optional

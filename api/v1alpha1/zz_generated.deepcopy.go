@@ -282,6 +282,11 @@ func (in *NetworkChange) DeepCopyInto(out *NetworkChange) {
 		in, out := &in.T0, &out.T0
 		*out = (*in).DeepCopy()
 	}
+	if in.Converging != nil {
+		in, out := &in.Converging, &out.Converging
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.RetryAt != nil {
 		in, out := &in.RetryAt, &out.RetryAt
 		*out = (*in).DeepCopy()

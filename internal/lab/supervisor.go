@@ -159,7 +159,7 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 		return kids, err
 	}
 	opArgs := []string{"operator", "--leader-elect", "--metrics-bind-address", "127.0.0.1:0",
-		"--health-probe-bind-address", "127.0.0.1:0", "--change-retry", "5s", "--time-bind-address", timeAddr}
+		"--health-probe-bind-address", "127.0.0.1:0", "--change-retry", "5s", "--answer-timeout", "10s", "--time-bind-address", timeAddr}
 	if s.Options.OVN {
 		opArgs = append(opArgs, "--ovn-sb", s.SBDB())
 	}

@@ -115,6 +115,9 @@ func Schedule(c Change, t NodeTargets, spacing time.Duration) []v1alpha1.Schedul
 
 // Progress is what the operator does next with a change in progress.
 type Progress struct {
+	// Silent are the nodes that did not report their steps by the deadline after T0: their
+	// agents converge them when they come back.
+	Silent  []string
 	Phase   v1alpha1.ChangePhase
 	Ready   int32
 	Applied int32
@@ -183,6 +186,7 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 		switch {
 		case len(waiting) > 0 && !d.Steps.IsZero() && now.After(d.Steps):
 			p.Failed += int32(len(waiting))
+			p.Silent = waiting
 			p.Phase, p.Message = v1alpha1.PhaseFailed, "no step report from "+strings.Join(append(waiting, failed...), ", ")+
 				" (the other nodes applied theirs at T0)"
 		case len(waiting) > 0:

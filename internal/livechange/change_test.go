@@ -112,7 +112,7 @@ func TestEvaluateDeadlines(t *testing.T) {
 		t.Fatalf("a silent node before T0 cancels the change: %+v", p)
 	}
 	p = Evaluate(v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": ready}, t0.Add(2*time.Minute), d)
-	if p.Phase != v1alpha1.PhaseFailed || !strings.Contains(p.Message, "no step report from b") || p.Applied != 1 {
+	if p.Phase != v1alpha1.PhaseFailed || !strings.Contains(p.Message, "no step report from b") || p.Applied != 1 || len(p.Silent) != 1 || p.Silent[0] != "b" {
 		t.Fatalf("a silent node after T0 fails the change without holding the others: %+v", p)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -104,6 +105,10 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	case st.Change != nil && st.Change.Phase.Active():
 		var err error
 		if requeue, err = r.advance(ctx, &cn); err != nil {
+			return ctrl.Result{}, err
+		}
+	case st.Change != nil && len(st.Change.Converging) > 0:
+		if err := r.converge(ctx, st.Change); err != nil {
 			return ctrl.Result{}, err
 		}
 	default:
@@ -249,7 +254,10 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 			ch.Message += fmt.Sprintf("; tried again at %s (attempt %d), or revert the edit", retry.Format("15:04:05"), ch.Attempt+1)
 		}
 		ch.Phase = v1alpha1.PhaseFailed
-		if err := r.finish(ctx, nodes.Items, byNode, ch.ID); err != nil {
+		// Silent nodes keep their plan (T0 in the past) and their cordon: when their agent comes
+		// back it runs the steps late, converging the node to the applied value.
+		ch.Converging = p.Silent
+		if err := r.finish(ctx, nodes.Items, byNode, ch.ID, p.Silent...); err != nil {
 			return 0, err
 		}
 	}
@@ -339,11 +347,11 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Cluste
 }
 
 // finish uncordons the nodes this change cordoned and removes the plans.
-func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState, id string) error {
+func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState, id string, keep ...string) error {
 	for i := range nodes {
 		n := &nodes[i]
 		nns := byNode[n.Name]
-		if nns == nil {
+		if nns == nil || slices.Contains(keep, n.Name) {
 			continue
 		}
 		if nns.Status.LiveChangeCordoned == id {
@@ -369,6 +377,37 @@ func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, 
 	return nil
 }
 
+// converge finishes the nodes that were silent past T0 once their agents
+// report the steps done: plan removed, node uncordoned.
+func (r *LiveChangeReconciler) converge(ctx context.Context, ch *v1alpha1.NetworkChange) error {
+	var still []string
+	for _, name := range ch.Converging {
+		var nns v1alpha1.NodeNetworkState
+		var node corev1.Node
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &nns); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // the node is gone
+			}
+			return err
+		}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &node); err != nil {
+			return err
+		}
+		rep := nns.Status.LiveChange
+		if rep == nil || rep.ID != ch.ID || !rep.Done || rep.Failed {
+			still = append(still, name)
+			continue
+		}
+		if err := r.finish(ctx, []corev1.Node{node}, map[string]*v1alpha1.NodeNetworkState{name: &nns}, ch.ID); err != nil {
+			return err
+		}
+		ch.Failed--
+		ch.Message += fmt.Sprintf("; node %s came back and converged to %d", name, ch.To)
+	}
+	ch.Converging = still
+	return nil
+}
+
 // setConditions keeps the four conditions present and current.
 func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.ClusterNetwork) {
 	gen := cn.Generation
@@ -382,7 +421,7 @@ func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.ClusterNetwork) {
 		set(CondProgressing, metav1.ConditionTrue, "Change"+string(ch.Phase), msg)
 		set(CondUpgradeable, metav1.ConditionFalse, "ChangeInProgress", msg)
 		set(CondDegraded, metav1.ConditionFalse, "AsExpected", "")
-	case ch != nil && ch.Phase == v1alpha1.PhaseFailed && (ch.T0 != nil || r.stillWanted(cn)):
+	case ch != nil && ch.Phase == v1alpha1.PhaseFailed && ((ch.T0 != nil && ch.Failed > 0) || (ch.T0 == nil && r.stillWanted(cn))):
 		set(CondProgressing, metav1.ConditionFalse, "ChangeFailed", ch.Message)
 		set(CondDegraded, metav1.ConditionTrue, "ChangeFailed", fmt.Sprintf("%s from %d to %d failed: %s", ch.ID, ch.From, ch.To, ch.Message))
 		set(CondUpgradeable, metav1.ConditionTrue, "AsExpected", "")

@@ -417,3 +417,54 @@ func udpPacketsTo(t *testing.T, netns string, port int, d time.Duration) int {
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// TestSilentNodeConverges: node-2's agent stops answering after its
+// preconditions passed. The other nodes apply the change at T0 and are not
+// held back; past the answer timeout the change ends Failed, Degraded names
+// node-2, applied is the new value and node-2 stays cordoned. When its agent
+// comes back it runs its steps late, converging the node, and is uncordoned.
+func TestSilentNodeConverges(t *testing.T) {
+	up(t, "e2esi", "--nodes", "3", "--pods-per-node", "1")
+	s, _ := lab.LoadState("e2esi")
+	c := labClient(t, "e2esi")
+	var agentPid int
+	for _, p := range s.Processes {
+		if p.Role == "agent:node-2" {
+			agentPid = p.Pid
+		}
+	}
+	edit(t, c, `{"spec":{"mtu":1350}}`)
+	var cn v1alpha1.ClusterNetwork
+	waitFor(t, "T0 to be set", func() bool {
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
+	})
+	if err := syscall.Kill(agentPid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(agentPid, syscall.SIGCONT)
+	end := waitChange(t, c)
+	deg := meta.FindStatusCondition(end.Status.Conditions, "Degraded")
+	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" || !strings.Contains(deg.Message, "node-2") ||
+		end.Status.Applied.MTU != 1350 || len(end.Status.Change.Converging) != 1 {
+		t.Fatalf("change %+v, Degraded %+v, applied %+v", end.Status.Change, deg, end.Status.Applied)
+	}
+	mtus := podMTUs(t, s)
+	if mtus[1350] != 2 || mtus[1450] != 1 {
+		t.Fatalf("pod MTUs while node-2 is silent: %v, want the two other nodes at 1350", mtus)
+	}
+	if !labNodes(t, c)["node-2"] || labNodes(t, c)["node-1"] {
+		t.Fatalf("cordons while node-2 is silent: %v, want node-2 only", labNodes(t, c))
+	}
+	_ = syscall.Kill(agentPid, syscall.SIGCONT)
+	waitFor(t, "node-2 to converge", func() bool {
+		var cur v1alpha1.ClusterNetwork
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cur) == nil && len(cur.Status.Change.Converging) == 0 &&
+			meta.IsStatusConditionFalse(cur.Status.Conditions, "Degraded")
+	})
+	if got := podMTUs(t, s); got[1350] != 3 {
+		t.Fatalf("pod MTUs after node-2 came back: %v", got)
+	}
+	if labNodes(t, c)["node-2"] {
+		t.Fatal("node-2 still cordoned after converging")
+	}
+}
