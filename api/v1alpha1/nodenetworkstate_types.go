@@ -230,6 +230,10 @@ type LiveChangeReport struct {
 	// Failed is true when a step failed.
 	// +optional
 	Failed bool `json:"failed,omitempty"`
+	// Restore is the node-restore action's outcome after a failed step: "Done" once the node was
+	// restored and checked to carry the new value, or "Failed: reason".
+	// +optional
+	Restore string `json:"restore,omitempty"`
 }
 
 // NodeNetworkStateStatus is what happened on the node. The drain fields are the

@@ -13,6 +13,8 @@ import (
 func agentCmd(g *globals) *cobra.Command {
 	var node, health, netns, ovsdb, underlay, timeURL string
 	var maxSkew, clockOffset time.Duration
+	var restoreCommand string
+	var failOnce []string
 	var hold time.Duration
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -25,12 +27,20 @@ func agentCmd(g *globals) *cobra.Command {
 			if hold < 0 {
 				return errors.New("--reconfigure-hold: must be 0 or more")
 			}
+			var steps []v1alpha1.StepAction
+			for _, s := range failOnce {
+				steps = append(steps, v1alpha1.StepAction(s))
+			}
 			cfg, err := g.restConfig()
 			if err != nil {
 				return err
 			}
+			var restore agent.Restorer
+			if restoreCommand != "" {
+				restore = agent.CommandRestorer(restoreCommand)
+			}
 			mgr, err := agent.NewManager(cfg, agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
-				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, ClockOffset: clockOffset,
+				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, ClockOffset: clockOffset, FailStepOnce: steps, Restore: restore,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}})
 			if err != nil {
 				return err
@@ -47,6 +57,8 @@ func agentCmd(g *globals) *cobra.Command {
 	f.StringVar(&timeURL, "operator-time-url", "", "the operator's /time endpoint; before a live change the agent checks its clock against it")
 	f.DurationVar(&maxSkew, "max-clock-skew", 50*time.Millisecond, "how far this node's clock may be from the operator's for a live change")
 	f.DurationVar(&clockOffset, "clock-offset", 0, "shift this agent's clock (for tests of the clock check only)")
+	f.StringVar(&restoreCommand, "restore-command", "", "node-restore action after a failed live-change step, run with sh -c (e.g. \"systemctl reboot\"); default: re-apply every step")
+	f.StringSliceVar(&failOnce, "fail-step-once", nil, "make the first run of these live-change steps fail (tests of the restore action only)")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
 	return cmd
 }

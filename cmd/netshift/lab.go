@@ -29,7 +29,7 @@ func labCmd(g *globals) *cobra.Command {
 func labUpCmd(name *string) *cobra.Command {
 	var o lab.Options
 	var tunnel string
-	var labels []string
+	var labels, agentArgs []string
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Build a lab and start its API server, operator and agents",
@@ -56,6 +56,16 @@ func labUpCmd(name *string) *cobra.Command {
 				}
 				o.NodeLabels[node][k] = v
 			}
+			for _, a := range agentArgs {
+				node, arg, ok := strings.Cut(a, ":")
+				if !ok || node == "" || !strings.HasPrefix(arg, "--") {
+					return fmt.Errorf("--agent-arg: %q is not NODE:--FLAG[=VALUE]", a)
+				}
+				if o.AgentArgs == nil {
+					o.AgentArgs = map[string][]string{}
+				}
+				o.AgentArgs[node] = append(o.AgentArgs[node], arg)
+			}
 			bin, err := os.Executable()
 			if err != nil {
 				return err
@@ -73,6 +83,7 @@ func labUpCmd(name *string) *cobra.Command {
 	f.IntVar(&o.UnderlayMTU, "underlay-mtu", 1500, "underlay MTU (1280..9000)")
 	f.IntVar(&o.MTU, "mtu", 0, "pod MTU (default: underlay MTU minus the tunnel overhead, 50 for VXLAN, 58 for Geneve)")
 	f.StringArrayVar(&labels, "node-label", nil, "a label for a node, NODE:KEY=VALUE (repeatable)")
+	f.StringArrayVar(&agentArgs, "agent-arg", nil, "an extra flag for a node's agent, NODE:--FLAG=VALUE (repeatable; e.g. node-2:--clock-offset=200ms)")
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ type Agent struct {
 	MaxClockSkew    time.Duration
 	// now is the agent's clock (time.Now, shifted by Options.ClockOffset in tests).
 	now func() time.Time
+	// Restore is the node-restore action (see Options).
+	Restore  Restorer
+	failOnce map[v1alpha1.StepAction]bool
 	// Work maps an operation kind to what the agent does for it.
 	Work map[v1alpha1.OperationKind]Work
 }
@@ -86,6 +90,29 @@ type Options struct {
 	MaxClockSkew time.Duration
 	// ClockOffset shifts the agent's clock, for tests of the clock check.
 	ClockOffset time.Duration
+	// Restore is the node-restore action run after a failed step of a live change; nil re-applies
+	// every step of the plan.
+	Restore Restorer
+	// FailStepOnce makes the first run of these steps fail, for tests of the restore action.
+	FailStepOnce []v1alpha1.StepAction
+}
+
+// Restorer restores a node whose live-change step failed; the agent waits for
+// it, then checks the node carries the new value.
+type Restorer func(ctx context.Context, node string, plan *v1alpha1.LiveChangePlan) error
+
+// CommandRestorer runs a command as the restore action (for instance a
+// reboot), with the change in its environment.
+func CommandRestorer(command string) Restorer {
+	return func(ctx context.Context, node string, plan *v1alpha1.LiveChangePlan) error {
+		cmd := exec.CommandContext(ctx, "sh", "-c", command)
+		cmd.Env = append(os.Environ(), "NETSHIFT_NODE="+node, "NETSHIFT_CHANGE_ID="+plan.ID,
+			"NETSHIFT_CHANGE_KIND="+string(plan.Kind), fmt.Sprintf("NETSHIFT_CHANGE_TO=%d", plan.To))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("restore command %q: %w: %s", command, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
 }
 
 // checkNode verifies the agent can reach its node: the namespace exists and
@@ -139,7 +166,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB,
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
-		now: func() time.Time { return time.Now().Add(o.ClockOffset) }}
+		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Restore: o.Restore, failOnce: map[v1alpha1.StepAction]bool{}}
+	for _, s := range o.FailStepOnce {
+		a.failOnce[s] = true
+	}
 	if a.MaxClockSkew == 0 {
 		a.MaxClockSkew = 50 * time.Millisecond
 	}

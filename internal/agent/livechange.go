@@ -58,7 +58,6 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 			logger.Info("plan withdrawn before its step; stopping", "step", step.Action)
 			return ctrl.Result{}, nil
 		}
-		*nns = fresh
 		began := a.now()
 		err := a.runStep(ctx, plan, step)
 		res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),
@@ -78,11 +77,74 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 			return ctrl.Result{}, err
 		}
 	}
+	if nns.Status.LiveChange.Failed && nns.Status.LiveChange.Restore == "" {
+		// A step failed: restore the node with the pluggable action, wait for it, check it.
+		outcome := "Done"
+		if err := a.restore(ctx, plan); err != nil {
+			outcome = "Failed: " + err.Error()
+		} else if err := a.check(ctx, plan); err != nil {
+			outcome = "Failed: restored, but the check failed: " + err.Error()
+		}
+		logger.Info("node restored after a failed step", "outcome", outcome)
+		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.LiveChange.Restore, s.LiveChange.Done = outcome, true
+		})
+	}
 	return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Done = true })
+}
+
+// restore runs the node-restore action: the configured command (a reboot in
+// a real cluster, which brings the node up from its desired configuration), or
+// by default re-applying every step of the plan at once.
+func (a *Agent) restore(ctx context.Context, plan *v1alpha1.LiveChangePlan) error {
+	if a.Restore != nil {
+		return a.Restore(ctx, a.Node, plan)
+	}
+	for _, step := range plan.Steps {
+		if err := a.runStep(ctx, plan, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check reads back what the plan set: every interface's MTU, or the tunnels' port.
+func (a *Agent) check(ctx context.Context, plan *v1alpha1.LiveChangePlan) error {
+	for _, step := range plan.Steps {
+		switch step.Action {
+		case v1alpha1.StepPodMTU, v1alpha1.StepHostVethMTU:
+			for _, i := range step.Interfaces {
+				ns := i.Netns
+				if ns == "" {
+					ns = a.NodeNetns
+				}
+				if mtu, err := underlayMTU(ns, i.Name); err != nil {
+					return err
+				} else if mtu != int(step.Value) {
+					return fmt.Errorf("%s in %s has MTU %d, want %d", i.Name, ns, mtu, step.Value)
+				}
+			}
+		case v1alpha1.StepTunnelPort:
+			tunnels, err := a.ovsdb().Tunnels(ctx)
+			if err != nil {
+				return err
+			}
+			for _, t := range tunnels {
+				if t.Type == string(plan.Encapsulation) && t.DstPort != int(step.Value) {
+					return fmt.Errorf("tunnel %s has port %d, want %d", t.Name, t.DstPort, step.Value)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // runStep carries out one step. Every step is idempotent.
 func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) error {
+	if a.failOnce[step.Action] {
+		delete(a.failOnce, step.Action)
+		return fmt.Errorf("node %s: %s failed on purpose (--fail-step-once, a test)", a.Node, step.Action)
+	}
 	switch step.Action {
 	case v1alpha1.StepPodMTU, v1alpha1.StepHostVethMTU:
 		var errs []string

@@ -173,8 +173,9 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 		}
 		// The agent runs in the root namespace and reaches its node as a host-network
 		// DaemonSet pod would: through the node's namespace and its OVSDB socket.
-		if err := start("agent:"+n.Name, kc, "agent", "--node", n.Name, "--node-netns", n.Netns, "--ovsdb", s.OVSDB(n.Name),
-			"--underlay-interface", "eth0", "--operator-time-url", "http://"+timeAddr+"/time"); err != nil {
+		args := append([]string{"agent", "--node", n.Name, "--node-netns", n.Netns, "--ovsdb", s.OVSDB(n.Name),
+			"--underlay-interface", "eth0", "--operator-time-url", "http://" + timeAddr + "/time"}, s.Options.AgentArgs[n.Name]...)
+		if err := start("agent:"+n.Name, kc, args...); err != nil {
 			return kids, err
 		}
 	}

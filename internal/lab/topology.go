@@ -40,7 +40,9 @@ type Options struct {
 	// MTU is the pod MTU; 0 means the underlay MTU minus the tunnel overhead.
 	MTU int
 	// NodeLabels are extra labels per node name.
-	NodeLabels map[string]map[string]string
+	NodeLabels map[string]map[string]string `json:"nodeLabels,omitempty"`
+	// AgentArgs are extra arguments for a node's agent (tests: --clock-offset, --fail-step-once).
+	AgentArgs map[string][]string `json:"agentArgs,omitempty"`
 }
 
 var labName = regexp.MustCompile(`^[a-z][a-z0-9]{0,7}$`)

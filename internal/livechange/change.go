@@ -139,7 +139,7 @@ type Deadlines struct {
 // the agent has not answered yet).
 func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChangeReport, now time.Time, d Deadlines) Progress {
 	p := Progress{Phase: phase}
-	var problems, failed, waiting []string
+	var problems, failed, waiting, restored []string
 	nodes := make([]string, 0, len(reports))
 	for n := range reports {
 		nodes = append(nodes, n)
@@ -152,10 +152,15 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 			waiting = append(waiting, n)
 		case len(r.Problems) > 0:
 			problems = append(problems, fmt.Sprintf("node %s: %s", n, strings.Join(r.Problems, "; ")))
+		case r.Done && r.Failed && r.Restore == "Done":
+			// A step failed, but the node-restore action restored it and the check passed.
+			p.Ready++
+			p.Applied++
+			restored = append(restored, n)
 		case r.Done && r.Failed:
 			p.Ready++
 			p.Failed++
-			failed = append(failed, fmt.Sprintf("node %s: %s", n, firstError(r)))
+			failed = append(failed, fmt.Sprintf("node %s: %s (restore: %s)", n, firstError(r), orNone(r.Restore)))
 		case r.Done:
 			p.Ready++
 			p.Applied++
@@ -193,11 +198,20 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 			p.Message = "applying; waiting for " + strings.Join(waiting, ", ")
 		case len(failed) > 0:
 			p.Phase, p.Message = v1alpha1.PhaseFailed, "steps failed: "+strings.Join(failed, "; ")
+		case len(restored) > 0:
+			p.Phase, p.Message = v1alpha1.PhaseSucceeded, "every node carries the new value; restored after a failed step: "+strings.Join(restored, ", ")
 		default:
 			p.Phase, p.Message = v1alpha1.PhaseSucceeded, "every node applied every step"
 		}
 	}
 	return p
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func firstError(r *v1alpha1.LiveChangeReport) string {

@@ -75,6 +75,10 @@ func TestEvaluate(t *testing.T) {
 	done := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true}
 	bad := &v1alpha1.LiveChangeReport{ID: "c", Problems: []string{"port 4790 in use by pid 77 (nc)"}}
 	broken := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Steps: []v1alpha1.StepResult{{Action: v1alpha1.StepPodMTU, Error: "no such device"}}}
+	restored := broken.DeepCopy()
+	restored.Restore = "Done"
+	unrestored := broken.DeepCopy()
+	unrestored.Restore = "Failed: still 1450"
 	cases := []struct {
 		name    string
 		phase   v1alpha1.ChangePhase
@@ -87,7 +91,9 @@ func TestEvaluate(t *testing.T) {
 		{"one problem stops it", v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": bad}, v1alpha1.PhaseFailed, "node b: port 4790 in use"},
 		{"applying", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": ready}, v1alpha1.PhaseScheduled, "waiting for b"},
 		{"all applied", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": done}, v1alpha1.PhaseSucceeded, ""},
-		{"a step failed", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": broken}, v1alpha1.PhaseFailed, "node b: PodMTU: no such device"},
+		{"a step failed", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": broken}, v1alpha1.PhaseFailed, "node b: PodMTU: no such device (restore: none)"},
+		{"a failed step restored", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": restored}, v1alpha1.PhaseSucceeded, "restored after a failed step: b"},
+		{"restore failed", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": unrestored}, v1alpha1.PhaseFailed, "restore: Failed: still 1450"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -468,3 +468,36 @@ func TestSilentNodeConverges(t *testing.T) {
 		t.Fatal("node-2 still cordoned after converging")
 	}
 }
+
+// TestFailedStepRestored: node-2's host-veth step fails (injected); its agent
+// runs the node-restore action (in the lab: re-applying the plan), waits for
+// it, checks the node carries the new MTU, and the change succeeds with the
+// node named as restored and nothing left cordoned.
+func TestFailedStepRestored(t *testing.T) {
+	up(t, "e2efs", "--nodes", "2", "--pods-per-node", "1", "--agent-arg", "node-2:--fail-step-once=HostVethMTU")
+	s, _ := lab.LoadState("e2efs")
+	c := labClient(t, "e2efs")
+	edit(t, c, `{"spec":{"mtu":1400}}`)
+	end := waitChange(t, c)
+	if end.Status.Change.Phase != v1alpha1.PhaseSucceeded || !strings.Contains(end.Status.Change.Message, "restored after a failed step: node-2") {
+		t.Fatalf("change %+v", end.Status.Change)
+	}
+	var nns v1alpha1.NodeNetworkState
+	_ = c.Get(context.Background(), client.ObjectKey{Name: "node-2"}, &nns)
+	if r := nns.Status.LiveChange; r == nil || !r.Failed || r.Restore != "Done" {
+		t.Fatalf("node-2 report %+v", r)
+	}
+	if got := podMTUs(t, s); got[1400] != 2 {
+		t.Fatalf("pod MTUs %v", got)
+	}
+	h, _ := netdev.Open(s.Topology.Nodes[1].Netns)
+	defer h.Close()
+	if m, _ := h.MTU("vp1"); m != 1400 {
+		t.Fatalf("node-2 host veth MTU %d after the restore, want 1400", m)
+	}
+	for n, cordoned := range labNodes(t, c) {
+		if cordoned {
+			t.Errorf("node %s left cordoned", n)
+		}
+	}
+}
