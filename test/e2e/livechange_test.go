@@ -92,6 +92,7 @@ func podMTUs(t *testing.T, s *lab.State) map[int]int {
 // encapsulation in use changes; after each, every long-lived connection is
 // alive and nothing failed.
 func TestLiveChanges(t *testing.T) {
+	newPort := map[string]int{"vxlanPort": 4790, "genevePort": 6082}
 	for _, mode := range []struct {
 		name, args, portField string
 		mtu                   int
@@ -119,8 +120,10 @@ func TestLiveChanges(t *testing.T) {
 				{"MTU -100", fmt.Sprintf(`{"spec":{"mtu":%d}}`, mode.mtu-100)},
 				{"MTU +100", fmt.Sprintf(`{"spec":{"mtu":%d}}`, mode.mtu)},
 			}
-			if mode.portField != "" {
-				changes = append(changes, struct{ what, patch string }{mode.portField, fmt.Sprintf(`{"spec":{%q:%d}}`, mode.portField, 4790)})
+			// Both ports, in this order: the one of the encapsulation in use changes on every node,
+			// the other is recorded with no node step.
+			for _, f := range []string{"vxlanPort", "genevePort"} {
+				changes = append(changes, struct{ what, patch string }{f, fmt.Sprintf(`{"spec":{%q:%d}}`, f, newPort[f])})
 			}
 			for _, ch := range changes {
 				var cn *v1alpha1.ClusterNetwork
@@ -145,13 +148,13 @@ func TestLiveChanges(t *testing.T) {
 			if mode.name == "ovn" {
 				// On the wire: the tunnel traffic uses the new port, and nothing the old one.
 				mustNetshift(t, "lab", "probe", "start", "--name", name)
-				newPort := udpPacketsTo(t, s.Topology.UnderlayNetns, 4790, time.Second)
-				oldPort := udpPacketsTo(t, s.Topology.UnderlayNetns, 6081, time.Second)
+				onNew := udpPacketsTo(t, s.Topology.UnderlayNetns, 6082, time.Second)
+				onOld := udpPacketsTo(t, s.Topology.UnderlayNetns, 6081, time.Second)
 				_, _ = netshift(t, "lab", "probe", "stop", "--name", name)
-				if newPort == 0 || oldPort != 0 {
-					t.Errorf("underlay packets to UDP 4790: %d, to 6081: %d; want traffic on the new port only", newPort, oldPort)
+				if onNew == 0 || onOld != 0 {
+					t.Errorf("underlay packets to UDP 6082: %d, to 6081: %d; want traffic on the new port only", onNew, onOld)
 				}
-				t.Logf("underlay, 1 s each: %d Geneve packets to 4790, %d to 6081", newPort, oldPort)
+				t.Logf("underlay, 1 s each: %d Geneve packets to 6082, %d to 6081", onNew, onOld)
 			}
 			if mode.portField != "" {
 				for _, n := range s.Topology.Nodes {
@@ -160,9 +163,9 @@ func TestLiveChanges(t *testing.T) {
 						t.Fatal(err)
 					}
 					for _, tun := range tunnels {
-						if tun.DstPort != 4790 || tun.OFPort != ofports[n.Name+"/"+tun.Name] {
-							t.Errorf("node %s %s: dst_port %d ofport %d, want 4790 and the ofport it had (%d): changed in place",
-								n.Name, tun.Name, tun.DstPort, tun.OFPort, ofports[n.Name+"/"+tun.Name])
+						if want := newPort[mode.portField]; tun.DstPort != want || tun.OFPort != ofports[n.Name+"/"+tun.Name] {
+							t.Errorf("node %s %s: dst_port %d ofport %d, want %d and the ofport it had (%d): changed in place",
+								n.Name, tun.Name, tun.DstPort, tun.OFPort, want, ofports[n.Name+"/"+tun.Name])
 						}
 					}
 				}
