@@ -115,7 +115,7 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 	}
 	mtu, under := int32(s.Options.MTU), int32(s.Options.UnderlayMTU)
 	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterNetworkName},
-		Spec: v1alpha1.ClusterNetworkSpec{MTU: &mtu, Encapsulation: v1alpha1.Encapsulation(s.Options.Tunnel),
+		Spec: v1alpha1.ClusterNetworkSpec{MTU: &mtu, Encapsulation: s.Options.Tunnel,
 			Underlay: v1alpha1.UnderlaySettings{MTU: under}}}
 	if err := c.Create(ctx, cn); err != nil {
 		return fmt.Errorf("ClusterNetwork: %w", err)

@@ -11,23 +11,18 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+
+	"netshift.io/netshift/api/v1alpha1"
 )
 
-// Tunnel is the encapsulation between nodes.
-type Tunnel string
+// Tunnel is the encapsulation between nodes: the API's, so the lab and the
+// live change agree on names and overheads.
+type Tunnel = v1alpha1.Encapsulation
 
 const (
-	VXLAN  Tunnel = "vxlan"
-	Geneve Tunnel = "geneve"
+	VXLAN  = v1alpha1.EncapVXLAN
+	Geneve = v1alpha1.EncapGeneve
 )
-
-// Overhead is the bytes the encapsulation adds on the underlay.
-func (t Tunnel) Overhead() int {
-	if t == Geneve {
-		return 58
-	}
-	return 50
-}
 
 // Options describe a lab.
 type Options struct {
@@ -68,7 +63,7 @@ func (o *Options) Defaults() {
 		o.UnderlayMTU = 1500
 	}
 	if o.MTU == 0 {
-		o.MTU = o.UnderlayMTU - o.Tunnel.Overhead()
+		o.MTU = o.UnderlayMTU - int(o.Tunnel.Overhead())
 	}
 }
 
@@ -87,9 +82,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--tunnel: OVN mode uses geneve, not %s", o.Tunnel)
 	case o.UnderlayMTU < 1280 || o.UnderlayMTU > 9000:
 		return fmt.Errorf("--underlay-mtu: %d is outside 1280..9000", o.UnderlayMTU)
-	case o.MTU < 576 || o.MTU > o.UnderlayMTU-o.Tunnel.Overhead():
+	case o.MTU < 576 || o.MTU > o.UnderlayMTU-int(o.Tunnel.Overhead()):
 		return fmt.Errorf("--mtu: %d is outside 576..%d (the underlay MTU %d minus the %s overhead of %d)",
-			o.MTU, o.UnderlayMTU-o.Tunnel.Overhead(), o.UnderlayMTU, o.Tunnel, o.Tunnel.Overhead())
+			o.MTU, o.UnderlayMTU-int(o.Tunnel.Overhead()), o.UnderlayMTU, o.Tunnel, o.Tunnel.Overhead())
 	}
 	return nil
 }
