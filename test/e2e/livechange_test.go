@@ -237,12 +237,7 @@ func TestAbortBeforeT0(t *testing.T) {
 	up(t, "e2eab", "--nodes", "2", "--pods-per-node", "1")
 	s, _ := lab.LoadState("e2eab")
 	c := labClient(t, "e2eab")
-	var agentPid int
-	for _, p := range s.Processes {
-		if p.Role == "agent:node-2" {
-			agentPid = p.Pid
-		}
-	}
+	agentPid := livePid(t, s.Options.Name, "agent:node-2")
 	if err := syscall.Kill(agentPid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -331,15 +326,7 @@ func TestRestartsDuringAChange(t *testing.T) {
 	up(t, "e2ers")
 	s, _ := lab.LoadState("e2ers")
 	c := labClient(t, "e2ers")
-	pid := func(role string) int {
-		st, _ := lab.LoadState("e2ers")
-		for _, p := range st.Processes {
-			if p.Role == role && p.Alive() {
-				return p.Pid
-			}
-		}
-		return 0
-	}
+	pid := func(role string) int { return livePid(t, "e2ers", role) }
 	oldOperator, oldAgent := pid("operator"), pid("agent:node-2")
 	r := underProbe(t, "e2ers", func() {
 		edit(t, c, `{"spec":{"mtu":1350}}`)
@@ -430,12 +417,7 @@ func TestSilentNodeConverges(t *testing.T) {
 	up(t, "e2esi", "--nodes", "3", "--pods-per-node", "1")
 	s, _ := lab.LoadState("e2esi")
 	c := labClient(t, "e2esi")
-	var agentPid int
-	for _, p := range s.Processes {
-		if p.Role == "agent:node-2" {
-			agentPid = p.Pid
-		}
-	}
+	agentPid := livePid(t, s.Options.Name, "agent:node-2")
 	edit(t, c, `{"spec":{"mtu":1350}}`)
 	var cn v1alpha1.ClusterNetwork
 	waitFor(t, "T0 to be set", func() bool {
@@ -503,4 +485,19 @@ func TestFailedStepRestored(t *testing.T) {
 			t.Errorf("node %s left cordoned", n)
 		}
 	}
+}
+
+// livePid is the pid of the lab's live process in that role (0 if none).
+func livePid(t *testing.T, name, role string) int {
+	t.Helper()
+	st, err := lab.LoadState(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Processes {
+		if p.Role == role && p.Alive() {
+			return p.Pid
+		}
+	}
+	return 0
 }
