@@ -118,7 +118,7 @@ func (a *Agent) check(ctx context.Context, plan *v1alpha1.LiveChangePlan) error 
 				if ns == "" {
 					ns = a.NodeNetns
 				}
-				if mtu, err := underlayMTU(ns, i.Name); err != nil {
+				if mtu, err := linkMTU(ns, i.Name); err != nil {
 					return err
 				} else if mtu != int(step.Value) {
 					return fmt.Errorf("%s in %s has MTU %d, want %d", i.Name, ns, mtu, step.Value)
@@ -198,7 +198,7 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 	case v1alpha1.ChangeMTU:
 		need := int(plan.To) + int(plan.Encapsulation.Overhead())
 		if a.UnderlayInterface != "" {
-			if mtu, err := underlayMTU(a.NodeNetns, a.UnderlayInterface); err != nil {
+			if mtu, err := linkMTU(a.NodeNetns, a.UnderlayInterface); err != nil {
 				r.Problems = append(r.Problems, "underlay: "+err.Error())
 			} else if mtu < need {
 				r.Problems = append(r.Problems, fmt.Sprintf("MTU %d does not fit the underlay: %s has MTU %d, and %d + %d bytes of %s overhead = %d",
@@ -216,7 +216,8 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 	return r
 }
 
-func underlayMTU(netns, link string) (int, error) {
+// linkMTU reads a link's MTU in a network namespace ("": this process's own).
+func linkMTU(netns, link string) (int, error) {
 	h, err := netdev.Open(netns)
 	if err != nil {
 		return 0, err

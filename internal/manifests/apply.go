@@ -10,10 +10,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -46,45 +44,6 @@ func ReadFS(fsys fs.FS) ([]*unstructured.Unstructured, error) {
 		return nil
 	})
 	return objs, err
-}
-
-// Read parses every YAML document of the files, or of the *.yaml files of the
-// directories (kustomization.yaml excepted), in name order.
-func Read(paths ...string) ([]*unstructured.Unstructured, error) {
-	var files []string
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !fi.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		matches, err := filepath.Glob(filepath.Join(p, "*.yaml"))
-		if err != nil {
-			return nil, err
-		}
-		sort.Strings(matches)
-		for _, m := range matches {
-			if filepath.Base(m) != "kustomization.yaml" {
-				files = append(files, m)
-			}
-		}
-	}
-	var objs []*unstructured.Unstructured
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		more, err := Decode(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		objs = append(objs, more...)
-	}
-	return objs, nil
 }
 
 // Decode parses the YAML documents of data; a List is flattened to its items.
