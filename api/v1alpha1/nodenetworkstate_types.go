@@ -87,7 +87,7 @@ type NodeOperation struct {
 
 // StepAction is what one step of a live change does on a node.
 //
-// +kubebuilder:validation:Enum=PodMTU;HostVethMTU;NodePortMTU;TunnelPort
+// +kubebuilder:validation:Enum=PodMTU;HostVethMTU;NodePortMTU;TunnelPort;NetworkConfig
 type StepAction string
 
 const (
@@ -99,6 +99,9 @@ const (
 	StepNodePortMTU StepAction = "NodePortMTU"
 	// StepTunnelPort changes the destination port of every tunnel port in one OVSDB transaction.
 	StepTunnelPort StepAction = "TunnelPort"
+	// StepNetworkConfig writes the node's network configuration, which new pods are set up
+	// from, with the values in force after the change (the plan's network). It runs last.
+	StepNetworkConfig StepAction = "NetworkConfig"
 )
 
 // Interface names a network interface in a network namespace.
@@ -125,6 +128,16 @@ type ScheduledStep struct {
 	Interfaces []Interface `json:"interfaces,omitempty"`
 }
 
+// NodeNetworkConfig is what a node's new pods are set up with.
+type NodeNetworkConfig struct {
+	// MTU is the pod MTU.
+	MTU int32 `json:"mtu"`
+	// Encapsulation is the tunnel protocol between nodes.
+	Encapsulation Encapsulation `json:"encapsulation"`
+	// TunnelPort is the UDP destination port of the tunnels (of the encapsulation in use).
+	TunnelPort int32 `json:"tunnelPort"`
+}
+
 // LiveChangePlan is the node's part of a live change.
 type LiveChangePlan struct {
 	// ID is the change's ID (ClusterNetwork status.change.id).
@@ -141,6 +154,10 @@ type LiveChangePlan struct {
 	// Encapsulation is the cluster's tunnel protocol.
 	// +optional
 	Encapsulation Encapsulation `json:"encapsulation,omitempty"`
+	// Network is the cluster network once this change is applied: what the NetworkConfig step
+	// writes into the node's network configuration for new pods.
+	// +optional
+	Network *NodeNetworkConfig `json:"network,omitempty"`
 	// T0 is set once every node passed its preconditions: the agent runs its steps from then.
 	// Before T0 is set, the agent only checks its preconditions.
 	// +optional
@@ -230,8 +247,9 @@ type LiveChangeReport struct {
 	// Failed is true when a step failed.
 	// +optional
 	Failed bool `json:"failed,omitempty"`
-	// Restore is the node-restore action's outcome after a failed step: "Done" once the node was
-	// restored and checked to carry the new value, or "Failed: reason".
+	// Restore is the node-restore action's progress after a failed step: "Running on boot ID"
+	// while it runs (a reboot changes the boot ID: the agent that comes back only checks), "Done"
+	// once the node was restored and checked to carry the new value, or "Failed: reason".
 	// +optional
 	Restore string `json:"restore,omitempty"`
 }

@@ -13,7 +13,7 @@ import (
 func agentCmd(g *globals) *cobra.Command {
 	var node, health, netns, ovsdb, underlay, timeURL string
 	var maxSkew, clockOffset time.Duration
-	var restoreCommand string
+	var restoreCommand, networkConfig, bootIDFile string
 	var failOnce []string
 	var hold time.Duration
 	cmd := &cobra.Command{
@@ -41,6 +41,7 @@ func agentCmd(g *globals) *cobra.Command {
 			}
 			mgr, err := agent.NewManager(cfg, agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
 				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, ClockOffset: clockOffset, FailStepOnce: steps, Restore: restore,
+				NetworkConfig: networkConfig, BootIDFile: bootIDFile,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}})
 			if err != nil {
 				return err
@@ -57,7 +58,10 @@ func agentCmd(g *globals) *cobra.Command {
 	f.StringVar(&timeURL, "operator-time-url", "", "the operator's /time endpoint; before a live change the agent checks its clock against it")
 	f.DurationVar(&maxSkew, "max-clock-skew", 50*time.Millisecond, "how far this node's clock may be from the operator's for a live change")
 	f.DurationVar(&clockOffset, "clock-offset", 0, "shift this agent's clock (for tests of the clock check only)")
-	f.StringVar(&restoreCommand, "restore-command", "", "node-restore action after a failed live-change step, run with sh -c (e.g. \"systemctl reboot\"); default: re-apply every step")
+	f.StringVar(&restoreCommand, "restore-command", "", "node-restore action after a failed live-change step, run with sh -c; in a cluster, a reboot "+
+		"(\"nsenter -t 1 -m -- systemctl reboot\" with hostPID), after which the agent checks the node; default: re-apply every step")
+	f.StringVar(&networkConfig, "network-config", "", "the node's network configuration file, which new pods are set up from; a live change rewrites it as its last step (empty: none)")
+	f.StringVar(&bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id", "where the node's boot ID is read: a restore that rebooted the node is told apart from an agent restart by it")
 	f.StringSliceVar(&failOnce, "fail-step-once", nil, "make the first run of these live-change steps fail (tests of the restore action only)")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
 	return cmd

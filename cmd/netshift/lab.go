@@ -22,7 +22,7 @@ func labCmd(g *globals) *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVar(&name, "name", "lab", "lab name (1 to 8 lowercase letters or digits); labs with different names run side by side")
 	cmd.AddCommand(labUpCmd(&name), labDownCmd(&name), labStatusCmd(&name), labKubeconfigCmd(&name), labExecCmd(&name),
-		labServeCmd(&name), labProbeCmd(&name))
+		labServeCmd(&name), labProbeCmd(&name), labRebuildNodeCmd(&name))
 	return cmd
 }
 
@@ -168,6 +168,25 @@ func labExecCmd(name *string) *cobra.Command {
 		},
 	}
 	return cmd
+}
+
+func labRebuildNodeCmd(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rebuild-node NODE",
+		Short: "Rebuild a lab node's network from its network configuration, as a reboot would (the lab agents' node-restore action)",
+		Long: `Rebuild a lab node's network from its network configuration file (nodes/NODE/network.json in the
+lab's directory): every pod's eth0 and host veth MTU, the node's internal port and, in plain mode,
+the tunnel ports. The node gets a new boot ID and its agent is ended and started again, as after a
+reboot. The lab's agents run this after a failed live-change step.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := lab.LoadState(*name)
+			if err != nil {
+				return err
+			}
+			return s.RebuildNode(cmd.Context(), args[0])
+		},
+	}
 }
 
 func labServeCmd(name *string) *cobra.Command {

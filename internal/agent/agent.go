@@ -45,8 +45,12 @@ type Agent struct {
 	// now is the agent's clock (time.Now, shifted by Options.ClockOffset in tests).
 	now func() time.Time
 	// Restore is the node-restore action (see Options).
-	Restore  Restorer
-	failOnce map[v1alpha1.StepAction]bool
+	Restore Restorer
+	// NetworkConfig and BootIDFile locate the node's files (see Options).
+	NetworkConfig, BootIDFile string
+	failOnce                  map[v1alpha1.StepAction]bool
+	// rechecked are the changes whose failed restore this process has checked again.
+	rechecked map[string]bool
 	// Work maps an operation kind to what the agent does for it.
 	Work map[v1alpha1.OperationKind]Work
 }
@@ -95,6 +99,12 @@ type Options struct {
 	Restore Restorer
 	// FailStepOnce makes the first run of these steps fail, for tests of the restore action.
 	FailStepOnce []v1alpha1.StepAction
+	// NetworkConfig is the node's network configuration file, which new pods are set up from; a
+	// live change rewrites it as its last step. Empty: nothing on the node reads one.
+	NetworkConfig string
+	// BootIDFile holds the node's boot ID (default /proc/sys/kernel/random/boot_id): a restore
+	// that reboots the node is told apart from an agent restart by it.
+	BootIDFile string
 }
 
 // Restorer restores a node whose live-change step failed; the agent waits for
@@ -113,6 +123,23 @@ func CommandRestorer(command string) Restorer {
 		}
 		return nil
 	}
+}
+
+// bootID reads the node's boot ID.
+func (a *Agent) bootID() (string, error) {
+	path := a.BootIDFile
+	if path == "" {
+		path = "/proc/sys/kernel/random/boot_id"
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the boot ID: %w", err)
+	}
+	id := strings.TrimSpace(string(data))
+	if id == "" {
+		return "", fmt.Errorf("read the boot ID: %s is empty", path)
+	}
+	return id, nil
 }
 
 // checkNode verifies the agent can reach its node: the namespace exists and
@@ -166,7 +193,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB,
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
-		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Restore: o.Restore, failOnce: map[v1alpha1.StepAction]bool{}}
+		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Restore: o.Restore, failOnce: map[v1alpha1.StepAction]bool{}, rechecked: map[string]bool{},
+		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile}
 	for _, s := range o.FailStepOnce {
 		a.failOnce[s] = true
 	}

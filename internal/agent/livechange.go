@@ -15,6 +15,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/nodeconfig"
 	"netshift.io/netshift/internal/ovs"
 )
 
@@ -29,6 +30,17 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 		r := a.preconditions(ctx, plan)
 		logger.Info("preconditions checked", "ready", r.Ready, "problems", r.Problems, "warnings", r.Warnings)
 		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange = &r })
+	}
+	if rep.Done && rep.Failed && strings.HasPrefix(rep.Restore, "Failed") && !a.rechecked[plan.ID] {
+		// The restore failed before this agent started; someone may have fixed the node since (the
+		// runbook's "fix it, restart the agent"): check it once more.
+		a.rechecked[plan.ID] = true
+		if err := a.check(ctx, plan); err != nil {
+			logger.Info("the node still does not carry the change", "problem", err.Error())
+			return ctrl.Result{}, nil
+		}
+		logger.Info("the node carries the change now; restored")
+		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Restore = "Done" })
 	}
 	if plan.T0 == nil || rep.Done || !rep.Ready {
 		return ctrl.Result{}, nil
@@ -77,20 +89,53 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 			return ctrl.Result{}, err
 		}
 	}
-	if nns.Status.LiveChange.Failed && nns.Status.LiveChange.Restore == "" {
-		// A step failed: restore the node with the pluggable action, wait for it, check it.
-		outcome := "Done"
-		if err := a.restore(ctx, plan); err != nil {
-			outcome = "Failed: " + err.Error()
-		} else if err := a.check(ctx, plan); err != nil {
-			outcome = "Failed: restored, but the check failed: " + err.Error()
-		}
-		logger.Info("node restored after a failed step", "outcome", outcome)
-		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
-			s.LiveChange.Restore, s.LiveChange.Done = outcome, true
-		})
+	if rep := nns.Status.LiveChange; rep.Failed && !rep.Done {
+		return ctrl.Result{}, a.restoreAndCheck(ctx, nns, plan)
 	}
 	return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Done = true })
+}
+
+// restoreAndCheck restores a node whose step failed with the pluggable
+// action, waits for it, and checks the node carries the new values. It
+// records "Running on boot ID" first: a restore that reboots the node ends
+// this process, and the agent that comes back on a new boot only checks,
+// where one that died on the same boot runs the action again.
+func (a *Agent) restoreAndCheck(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan) error {
+	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
+	boot, err := a.bootID()
+	if err != nil {
+		return fmt.Errorf("node %s: restore after a failed step: %w", a.Node, err)
+	}
+	running := "Running on boot " + boot
+	outcome := ""
+	switch prev := nns.Status.LiveChange.Restore; {
+	case strings.HasPrefix(prev, "Running on boot ") && prev != running:
+		logger.Info("the node restarted during its restore; checking it", "before", prev)
+	default:
+		if prev != running {
+			if err := a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Restore = running }); err != nil {
+				return err
+			}
+		}
+		if err := a.restore(ctx, plan); err != nil {
+			if ctx.Err() != nil {
+				// This process is ending (the action rebooted the node, or the agent is
+				// stopping): the agent that comes next finishes the restore.
+				return ctx.Err()
+			}
+			outcome = "Failed: " + err.Error()
+		}
+	}
+	if outcome == "" {
+		outcome = "Done"
+		if err := a.check(ctx, plan); err != nil {
+			outcome = "Failed: restored, but the check failed: " + err.Error()
+		}
+	}
+	logger.Info("node restored after a failed step", "outcome", outcome)
+	return a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+		s.LiveChange.Restore, s.LiveChange.Done = outcome, true
+	})
 }
 
 // restore runs the node-restore action: the configured command (a reboot in
@@ -123,6 +168,17 @@ func (a *Agent) check(ctx context.Context, plan *v1alpha1.LiveChangePlan) error 
 				} else if mtu != int(step.Value) {
 					return fmt.Errorf("%s in %s has MTU %d, want %d", i.Name, ns, mtu, step.Value)
 				}
+			}
+		case v1alpha1.StepNetworkConfig:
+			if a.NetworkConfig == "" || plan.Network == nil {
+				continue
+			}
+			f, err := nodeconfig.Read(a.NetworkConfig)
+			if err != nil {
+				return err
+			}
+			if f.NodeNetworkConfig != *plan.Network {
+				return fmt.Errorf("%s holds %+v, want %+v", a.NetworkConfig, f.NodeNetworkConfig, *plan.Network)
 			}
 		case v1alpha1.StepTunnelPort:
 			tunnels, err := a.ovsdb().Tunnels(ctx)
@@ -170,6 +226,18 @@ func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step
 	case v1alpha1.StepTunnelPort:
 		_, err := a.ovsdb().SetTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
 		return err
+	case v1alpha1.StepNetworkConfig:
+		if plan.Network == nil {
+			return fmt.Errorf("node %s: the plan of %s carries no network to write", a.Node, plan.ID)
+		}
+		if a.NetworkConfig == "" {
+			// Nothing on this node reads one (no --network-config): the step has nothing to do.
+			return nil
+		}
+		if err := nodeconfig.Write(a.NetworkConfig, nodeconfig.File{NodeNetworkConfig: *plan.Network, Change: plan.ID}); err != nil {
+			return fmt.Errorf("node %s: %w", a.Node, err)
+		}
+		return nil
 	}
 	return fmt.Errorf("unknown step %q", step.Action)
 }

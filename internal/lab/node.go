@@ -74,6 +74,9 @@ func (s *State) buildNode(ctx context.Context, sh *shell, n NodeSpec) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	if err := s.writeNodeFiles(n.Name); err != nil {
+		return err
+	}
 	if err := s.addNetns(ctx, sh, n.Netns); err != nil {
 		return err
 	}

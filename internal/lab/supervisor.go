@@ -161,7 +161,7 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 	opArgs := []string{"operator", "--leader-elect", "--metrics-bind-address", "127.0.0.1:0",
 		"--health-probe-bind-address", "127.0.0.1:0", "--change-retry", "5s", "--answer-timeout", "10s", "--time-bind-address", timeAddr}
 	if s.Options.OVN {
-		opArgs = append(opArgs, "--ovn-sb", s.SBDB())
+		opArgs = append(opArgs, "--ovn-sb", s.SBDB(), "--southbound-resync", "3s")
 	}
 	if err := start("operator", kc, opArgs...); err != nil {
 		return kids, err
@@ -174,7 +174,9 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 		// The agent runs in the root namespace and reaches its node as a host-network
 		// DaemonSet pod would: through the node's namespace and its OVSDB socket.
 		args := append([]string{"agent", "--node", n.Name, "--node-netns", n.Netns, "--ovsdb", s.OVSDB(n.Name),
-			"--underlay-interface", "eth0", "--operator-time-url", "http://" + timeAddr + "/time"}, s.Options.AgentArgs[n.Name]...)
+			"--underlay-interface", "eth0", "--operator-time-url", "http://" + timeAddr + "/time",
+			"--network-config", s.NetworkConfigPath(n.Name), "--boot-id-file", s.BootIDPath(n.Name),
+			"--restore-command", fmt.Sprintf("%q lab --name %q rebuild-node %q", binary, s.Options.Name, n.Name)}, s.Options.AgentArgs[n.Name]...)
 		if err := start("agent:"+n.Name, kc, args...); err != nil {
 			return kids, err
 		}

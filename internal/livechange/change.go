@@ -88,41 +88,62 @@ type NodeTargets struct {
 // Schedule is a node's steps for a change, at fixed offsets from T0 spaced
 // by spacing. Lowering the MTU shrinks what pods send first, then the path
 // (host veths, then node ports); raising it widens the path first and the
-// pods last, so no packet is ever larger than the narrowest hop.
+// pods last, so no packet is ever larger than the narrowest hop. The last
+// step writes the node's network configuration, so the pods created after the
+// change (the nodes are cordoned until then) get the new values. A change
+// without node steps (an OVN tunnel port, set in the southbound database)
+// has that step only.
 func Schedule(c Change, t NodeTargets, spacing time.Duration) []v1alpha1.ScheduledStep {
-	if !c.NodeSteps {
-		return nil
-	}
-	if c.Kind != v1alpha1.ChangeMTU {
-		return []v1alpha1.ScheduledStep{{Action: v1alpha1.StepTunnelPort, OffsetMs: 0, Value: c.To}}
-	}
-	order := []struct {
-		action v1alpha1.StepAction
-		ifs    []v1alpha1.Interface
-	}{{v1alpha1.StepPodMTU, t.PodInterfaces}, {v1alpha1.StepHostVethMTU, t.HostVeths}, {v1alpha1.StepNodePortMTU, t.NodePorts}}
-	if c.To > c.From {
-		order[0], order[2] = order[2], order[0]
-	}
 	var steps []v1alpha1.ScheduledStep
-	for i, o := range order {
-		if len(o.ifs) == 0 {
-			continue
+	at := func(i int) int32 { return int32(time.Duration(i) * spacing / time.Millisecond) }
+	// The configuration step's offset is fixed too: one spacing after the last slot.
+	configAt := 0
+	switch {
+	case !c.NodeSteps:
+	case c.Kind != v1alpha1.ChangeMTU:
+		steps = append(steps, v1alpha1.ScheduledStep{Action: v1alpha1.StepTunnelPort, OffsetMs: 0, Value: c.To})
+		configAt = 1
+	default:
+		configAt = 3
+		order := []struct {
+			action v1alpha1.StepAction
+			ifs    []v1alpha1.Interface
+		}{{v1alpha1.StepPodMTU, t.PodInterfaces}, {v1alpha1.StepHostVethMTU, t.HostVeths}, {v1alpha1.StepNodePortMTU, t.NodePorts}}
+		if c.To > c.From {
+			order[0], order[2] = order[2], order[0]
 		}
-		steps = append(steps, v1alpha1.ScheduledStep{Action: o.action, OffsetMs: int32(time.Duration(i) * spacing / time.Millisecond), Value: c.To, Interfaces: o.ifs})
+		for i, o := range order {
+			if len(o.ifs) == 0 {
+				continue
+			}
+			steps = append(steps, v1alpha1.ScheduledStep{Action: o.action, OffsetMs: at(i), Value: c.To, Interfaces: o.ifs})
+		}
 	}
-	return steps
+	return append(steps, v1alpha1.ScheduledStep{Action: v1alpha1.StepNetworkConfig, OffsetMs: at(configAt), Value: c.To})
+}
+
+// NodeConfig is the configuration a node's new pods get once applied is in force.
+func NodeConfig(applied v1alpha1.AppliedNetwork, encap v1alpha1.Encapsulation) v1alpha1.NodeNetworkConfig {
+	port := applied.VXLANPort
+	if encap == v1alpha1.EncapGeneve {
+		port = applied.GenevePort
+	}
+	return v1alpha1.NodeNetworkConfig{MTU: applied.MTU, Encapsulation: encap, TunnelPort: port}
 }
 
 // Progress is what the operator does next with a change in progress.
 type Progress struct {
 	// Silent are the nodes that did not report their steps by the deadline after T0: their
 	// agents converge them when they come back.
-	Silent  []string
-	Phase   v1alpha1.ChangePhase
-	Ready   int32
-	Applied int32
-	Failed  int32
-	Message string
+	Silent []string
+	// Unrestored are the nodes whose step failed and whose restore did not bring them to the new
+	// value: they stay cordoned until their agent's check passes (after a fix by hand).
+	Unrestored []string
+	Phase      v1alpha1.ChangePhase
+	Ready      int32
+	Applied    int32
+	Failed     int32
+	Message    string
 }
 
 // Deadlines bound how long a change waits for silent agents.
@@ -139,7 +160,7 @@ type Deadlines struct {
 // the agent has not answered yet).
 func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChangeReport, now time.Time, d Deadlines) Progress {
 	p := Progress{Phase: phase}
-	var problems, failed, waiting, restored []string
+	var problems, failed, waiting, restored, unrestored []string
 	nodes := make([]string, 0, len(reports))
 	for n := range reports {
 		nodes = append(nodes, n)
@@ -161,6 +182,7 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 			p.Ready++
 			p.Failed++
 			failed = append(failed, fmt.Sprintf("node %s: %s (restore: %s)", n, firstError(r), orNone(r.Restore)))
+			unrestored = append(unrestored, n)
 		case r.Done:
 			p.Ready++
 			p.Applied++
@@ -191,12 +213,13 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 		switch {
 		case len(waiting) > 0 && !d.Steps.IsZero() && now.After(d.Steps):
 			p.Failed += int32(len(waiting))
-			p.Silent = waiting
+			p.Silent, p.Unrestored = waiting, unrestored
 			p.Phase, p.Message = v1alpha1.PhaseFailed, "no step report from "+strings.Join(append(waiting, failed...), ", ")+
 				" (the other nodes applied theirs at T0)"
 		case len(waiting) > 0:
 			p.Message = "applying; waiting for " + strings.Join(waiting, ", ")
 		case len(failed) > 0:
+			p.Unrestored = unrestored
 			p.Phase, p.Message = v1alpha1.PhaseFailed, "steps failed: "+strings.Join(failed, "; ")
 		case len(restored) > 0:
 			p.Phase, p.Message = v1alpha1.PhaseSucceeded, "every node carries the new value; restored after a failed step: "+strings.Join(restored, ", ")

@@ -47,26 +47,37 @@ func actions(steps []v1alpha1.ScheduledStep) []string {
 
 func TestScheduleOrder(t *testing.T) {
 	down := Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, NodeSteps: true}, targets(), 100*time.Millisecond)
-	if got := actions(down); !reflect.DeepEqual(got, []string{"PodMTU", "HostVethMTU", "NodePortMTU"}) {
+	if got := actions(down); !reflect.DeepEqual(got, []string{"PodMTU", "HostVethMTU", "NodePortMTU", "NetworkConfig"}) {
 		t.Fatalf("decrease order = %v: pods first, the path after", got)
 	}
-	if down[0].OffsetMs != 0 || down[1].OffsetMs != 100 || down[2].OffsetMs != 200 || down[2].Value != 1350 {
+	if down[0].OffsetMs != 0 || down[1].OffsetMs != 100 || down[2].OffsetMs != 200 || down[2].Value != 1350 || down[3].OffsetMs != 300 {
 		t.Fatalf("offsets = %+v", down)
 	}
 	up := Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1350, To: 1450, NodeSteps: true}, targets(), 100*time.Millisecond)
-	if got := actions(up); !reflect.DeepEqual(got, []string{"NodePortMTU", "HostVethMTU", "PodMTU"}) {
+	if got := actions(up); !reflect.DeepEqual(got, []string{"NodePortMTU", "HostVethMTU", "PodMTU", "NetworkConfig"}) {
 		t.Fatalf("increase order = %v: the path first, pods last", got)
 	}
 	port := Schedule(Change{Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790, NodeSteps: true}, targets(), time.Second)
-	if len(port) != 1 || port[0].Action != v1alpha1.StepTunnelPort || port[0].Value != 4790 {
+	if got := actions(port); !reflect.DeepEqual(got, []string{"TunnelPort", "NetworkConfig"}) || port[0].Value != 4790 || port[1].OffsetMs != 1000 {
 		t.Fatalf("port schedule = %+v", port)
 	}
-	if Schedule(Change{Kind: v1alpha1.ChangeGenevePort, NodeSteps: false}, targets(), time.Second) != nil {
-		t.Fatal("a recorded-only change has no steps")
+	southbound := Schedule(Change{Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, NodeSteps: false}, targets(), time.Second)
+	if got := actions(southbound); !reflect.DeepEqual(got, []string{"NetworkConfig"}) || southbound[0].OffsetMs != 0 || southbound[0].Value != 6082 {
+		t.Fatalf("a change without node steps only writes the configuration: %+v", southbound)
 	}
 	noPods := Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1400, NodeSteps: true}, NodeTargets{NodePorts: targets().NodePorts}, 100*time.Millisecond)
-	if len(noPods) != 1 || noPods[0].OffsetMs != 200 {
+	if got := actions(noPods); !reflect.DeepEqual(got, []string{"NodePortMTU", "NetworkConfig"}) || noPods[0].OffsetMs != 200 || noPods[1].OffsetMs != 300 {
 		t.Fatalf("a node without pods keeps the fixed offsets: %+v", noPods)
+	}
+}
+
+func TestNodeConfig(t *testing.T) {
+	applied := v1alpha1.AppliedNetwork{MTU: 1400, VXLANPort: 4790, GenevePort: 6082}
+	if got := NodeConfig(applied, v1alpha1.EncapVXLAN); got != (v1alpha1.NodeNetworkConfig{MTU: 1400, Encapsulation: "vxlan", TunnelPort: 4790}) {
+		t.Fatalf("vxlan: %+v", got)
+	}
+	if got := NodeConfig(applied, v1alpha1.EncapGeneve); got.TunnelPort != 6082 {
+		t.Fatalf("geneve: %+v", got)
 	}
 }
 
@@ -100,6 +111,9 @@ func TestEvaluate(t *testing.T) {
 			p := Evaluate(c.phase, c.reports, time.Time{}, Deadlines{})
 			if p.Phase != c.want || !strings.Contains(p.Message, c.msg) {
 				t.Fatalf("Evaluate = %+v, want phase %s and a message with %q", p, c.want, c.msg)
+			}
+			if wantStuck := c.reports["b"] == broken || c.reports["b"] == unrestored; wantStuck != reflect.DeepEqual(p.Unrestored, []string{"b"}) {
+				t.Fatalf("Unrestored = %v: a node whose failed step was not restored stays out", p.Unrestored)
 			}
 		})
 	}

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -70,6 +69,8 @@ type LiveChangeReconciler struct {
 	// AnswerTimeout is how long the change waits for an agent's preconditions (from the start)
 	// and for its step report (from T0).
 	AnswerTimeout time.Duration
+	// SouthboundResync is how often the Encap records' port is checked with no change in progress.
+	SouthboundResync time.Duration
 }
 
 var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.ClusterNetworkName}}
@@ -144,6 +145,9 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			}
 		}
 	}
+	if st.Change == nil || !st.Change.Phase.Active() {
+		requeue = r.keepSouthbound(ctx, &cn, requeue)
+	}
 	r.setConditions(&cn)
 	if !equalStatus(before.Status, cn.Status) {
 		if err := r.Client.Status().Patch(ctx, &cn, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -216,7 +220,7 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 		if wait := ch.T0.Sub(now); wait > 0 {
 			return wait, nil
 		}
-		if err := setEncapPort(ctx, r.OVNSouthbound, ch.To); err != nil {
+		if err := setEncapPort(ctx, r.OVNSouthbound, ch.To, nil); err != nil {
 			ch.Southbound = "Failed: " + err.Error()
 		} else {
 			ch.Southbound = "Done"
@@ -255,9 +259,10 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 		}
 		ch.Phase = v1alpha1.PhaseFailed
 		// Silent nodes keep their plan (T0 in the past) and their cordon: when their agent comes
-		// back it runs the steps late, converging the node to the applied value.
-		ch.Converging = p.Silent
-		if err := r.finish(ctx, nodes.Items, byNode, ch.ID, p.Silent...); err != nil {
+		// back it runs the steps late, converging the node to the applied value. So do the nodes
+		// whose restore failed, until their agent's check passes.
+		ch.Converging = append(append([]string(nil), p.Silent...), p.Unrestored...)
+		if err := r.finish(ctx, nodes.Items, byNode, ch.ID, ch.Converging...); err != nil {
 			return 0, err
 		}
 	}
@@ -334,10 +339,12 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Cluste
 		c.NodeSteps = false
 		ch.Southbound = "Pending"
 	}
+	network := livechange.NodeConfig(c.Apply(*cn.Status.Applied), livechange.FromSpec(cn.Spec).Encapsulation)
 	for _, n := range nodes {
 		nns := byNode[n.Name]
 		plan := nns.Spec.LiveChange.DeepCopy()
 		plan.T0 = &t0
+		plan.Network = &network
 		plan.Steps = livechange.Schedule(c, *targets[n.Name], r.Spacing)
 		if err := r.setPlan(ctx, nns, plan); err != nil {
 			return err
@@ -394,7 +401,7 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, ch *v1alpha1.Networ
 			return err
 		}
 		rep := nns.Status.LiveChange
-		if rep == nil || rep.ID != ch.ID || !rep.Done || rep.Failed {
+		if rep == nil || rep.ID != ch.ID || !rep.Done || (rep.Failed && rep.Restore != "Done") {
 			still = append(still, name)
 			continue
 		}
@@ -402,10 +409,32 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, ch *v1alpha1.Networ
 			return err
 		}
 		ch.Failed--
-		ch.Message += fmt.Sprintf("; node %s came back and converged to %d", name, ch.To)
+		how := "came back and converged"
+		if rep.Failed {
+			how = "was restored (a step had failed) and converged"
+		}
+		ch.Message += fmt.Sprintf("; node %s %s to %d", name, how, ch.To)
 	}
 	ch.Converging = still
 	return nil
+}
+
+// keepSouthbound, in OVN mode with Geneve, puts the applied port back on the
+// Encap records that lost it, and comes back to check every southboundResync.
+func (r *LiveChangeReconciler) keepSouthbound(ctx context.Context, cn *v1alpha1.ClusterNetwork, requeue time.Duration) time.Duration {
+	if r.OVNSouthbound == "" || livechange.FromSpec(cn.Spec).Encapsulation != v1alpha1.EncapGeneve || cn.Status.Applied == nil {
+		return requeue
+	}
+	port := cn.Status.Applied.GenevePort
+	if fixed, err := keepEncapPort(ctx, r.OVNSouthbound, port); err != nil {
+		log.FromContext(ctx).Error(err, "check the southbound Encap records' port", "port", port)
+	} else if fixed > 0 {
+		log.FromContext(ctx).Info("southbound Encap records had lost the applied Geneve port; set it again", "records", fixed, "port", port)
+	}
+	if requeue == 0 || requeue > r.SouthboundResync {
+		return r.SouthboundResync
+	}
+	return requeue
 }
 
 // setConditions keeps the four conditions present and current.
@@ -447,26 +476,4 @@ func (r *LiveChangeReconciler) stillWanted(cn *v1alpha1.ClusterNetwork) bool {
 
 func equalStatus(a, b v1alpha1.ClusterNetworkStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
-}
-
-// setEncapPort changes options:dst_port of every Geneve Encap record in the
-// OVN southbound database, in one transaction.
-func setEncapPort(ctx context.Context, sb string, port int32) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "ovn-sbctl", "--db="+sb, "--timeout=10", "--bare", "--columns=_uuid", "find", "encap", "type=geneve").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("list Encap records in %s: %w: %s", sb, err, strings.TrimSpace(string(out)))
-	}
-	var args []string
-	for _, uuid := range strings.Fields(string(out)) {
-		args = append(args, "--", "set", "encap", uuid, fmt.Sprintf("options:dst_port=%d", port))
-	}
-	if len(args) == 0 {
-		return fmt.Errorf("no Geneve Encap record in %s", sb)
-	}
-	if out, err := exec.CommandContext(ctx, "ovn-sbctl", append([]string{"--db=" + sb, "--timeout=10"}, args[1:]...)...).CombinedOutput(); err != nil {
-		return fmt.Errorf("set Encap dst_port %d in %s: %w: %s", port, sb, err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }

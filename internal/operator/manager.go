@@ -61,6 +61,9 @@ type Options struct {
 	// AnswerTimeout is how long a live change waits for a silent agent, before T0 (then it is
 	// cancelled, nothing touched) and after it (then it fails naming the node).
 	AnswerTimeout time.Duration
+	// SouthboundResync is how often, with OVN and Geneve and no change in progress, the Encap
+	// records are checked to carry the applied port (default 30 s).
+	SouthboundResync time.Duration
 	// ChangeRetry is how long after failed preconditions a live change is tried again.
 	ChangeRetry time.Duration
 	// Registry receives the operator's metrics; nil means controller-runtime's, served on MetricsAddr.
@@ -119,6 +122,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		lc.RetryAfter = 15 * time.Second
 	}
 	lc.AnswerTimeout = o.AnswerTimeout
+	lc.SouthboundResync = o.SouthboundResync
+	if lc.SouthboundResync == 0 {
+		lc.SouthboundResync = 30 * time.Second
+	}
 	if lc.AnswerTimeout == 0 {
 		lc.AnswerTimeout = 30 * time.Second
 	}

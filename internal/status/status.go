@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -150,7 +151,7 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 
 // liveChangeProgress summarizes a node's part in the live change.
 func liveChangeProgress(nns *v1alpha1.NodeNetworkState, ch *Change) string {
-	if ch == nil || !ch.Phase.Active() {
+	if ch == nil || (!ch.Phase.Active() && !slices.Contains(ch.Converging, nns.Name)) {
 		return ""
 	}
 	rep := nns.Status.LiveChange
@@ -160,8 +161,12 @@ func liveChangeProgress(nns *v1alpha1.NodeNetworkState, ch *Change) string {
 	switch {
 	case len(rep.Problems) > 0:
 		return "BLOCKED: " + strings.Join(rep.Problems, "; ")
+	case rep.Failed && rep.Restore == "Done":
+		return "restored after a failed step"
 	case rep.Done && rep.Failed:
-		return "FAILED"
+		return "FAILED, restore: " + orDash(rep.Restore)
+	case rep.Failed:
+		return "a step FAILED; restore: " + orDash(rep.Restore)
 	case rep.Done:
 		return "done"
 	}
@@ -169,7 +174,7 @@ func liveChangeProgress(nns *v1alpha1.NodeNetworkState, ch *Change) string {
 	if plan := nns.Spec.LiveChange; plan != nil {
 		steps = len(plan.Steps)
 	}
-	if ch.Phase == v1alpha1.PhaseScheduled {
+	if plan := nns.Spec.LiveChange; plan != nil && plan.T0 != nil {
 		return fmt.Sprintf("%d/%d steps", len(rep.Steps), steps)
 	}
 	return "ready"

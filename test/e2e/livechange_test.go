@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,7 +20,9 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/lab/probe"
+	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/nodeconfig"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/ovs"
 )
@@ -141,6 +145,13 @@ func TestLiveChanges(t *testing.T) {
 				if !meta.IsStatusConditionFalse(cn.Status.Conditions, "Progressing") || !meta.IsStatusConditionFalse(cn.Status.Conditions, "Degraded") {
 					t.Errorf("%s: conditions %+v", ch.what, cn.Status.Conditions)
 				}
+				// Phase 3: the configuration new pods are set up from carries the applied values.
+				want := livechange.NodeConfig(*cn.Status.Applied, cn.Spec.Encapsulation)
+				for _, n := range s.Topology.Nodes {
+					if f, err := nodeconfig.Read(s.NetworkConfigPath(n.Name)); err != nil || f.NodeNetworkConfig != want {
+						t.Errorf("%s: node %s network configuration %+v, %v; want %+v", ch.what, n.Name, f, err, want)
+					}
+				}
 			}
 			if got := podMTUs(t, s); got[mode.mtu] != len(s.Topology.Pods) {
 				t.Errorf("pod MTUs after down and up: %v, want all %d", got, mode.mtu)
@@ -155,6 +166,13 @@ func TestLiveChanges(t *testing.T) {
 					t.Errorf("underlay packets to UDP 6082: %d, to 6081: %d; want traffic on the new port only", onNew, onOld)
 				}
 				t.Logf("underlay, 1 s each: %d Geneve packets to 6082, %d to 6081", onNew, onOld)
+				// A chassis that registers again comes without the port: the operator puts it back.
+				sb := []string{"--db=" + s.SBDB()}
+				uuid := strings.Fields(ovnSbctl(t, append(sb, "--bare", "--columns=_uuid", "find", "encap", "type=geneve")...))[0]
+				ovnSbctl(t, append(sb, "remove", "encap", uuid, "options", "dst_port")...)
+				waitFor(t, "the operator to set the Geneve port on the Encap record again", func() bool {
+					return strings.TrimSpace(ovnSbctl(t, append(sb, "get", "encap", uuid, "options:dst_port")...)) == `"6082"`
+				})
 			}
 			if mode.portField != "" {
 				for _, n := range s.Topology.Nodes {
@@ -172,6 +190,15 @@ func TestLiveChanges(t *testing.T) {
 			}
 		})
 	}
+}
+
+func ovnSbctl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("ovn-sbctl", args...).Output()
+	if err != nil && !strings.Contains(strings.Join(args, " "), "options:dst_port") {
+		t.Fatalf("ovn-sbctl %v: %v", args, err)
+	}
+	return string(out)
 }
 
 // TestPortHeldOnOneNode: the new port is taken by another process on one
@@ -372,6 +399,48 @@ func TestRestartsDuringAChange(t *testing.T) {
 	t.Logf("longest gap %.1f ms with both restarts; node-2 steps %+v", maxGap(r), nns.Status.LiveChange.Steps)
 }
 
+// TestRestartsBeforeT0: the operator is killed while the preconditions are
+// being checked, and node-3's agent is killed before it answered (it was
+// stopped before the edit). Both come back; the change resumes from the API
+// server, node-3 answers, T0 is set once, and the change succeeds with every
+// pod on the new MTU.
+func TestRestartsBeforeT0(t *testing.T) {
+	up(t, "e2erb", "--pods-per-node", "1")
+	s, _ := lab.LoadState("e2erb")
+	c := labClient(t, "e2erb")
+	operatorPid, agentPid := livePid(t, "e2erb", "operator"), livePid(t, "e2erb", "agent:node-3")
+	if err := syscall.Kill(agentPid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	edit(t, c, `{"spec":{"mtu":1400}}`)
+	var cn v1alpha1.ClusterNetwork
+	waitFor(t, "the preconditions phase", func() bool {
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil &&
+			cn.Status.Change.Phase == v1alpha1.PhasePreconditions
+	})
+	id := cn.Status.Change.ID
+	for _, pid := range []int{operatorPid, agentPid} {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := waitChange(t, c)
+	if end.Status.Change.ID != id || end.Status.Change.Phase != v1alpha1.PhaseSucceeded || end.Status.Applied.MTU != 1400 {
+		t.Fatalf("after the restarts: %+v, applied %+v (want change %s to succeed)", end.Status.Change, end.Status.Applied, id)
+	}
+	if p := livePid(t, "e2erb", "operator"); p == 0 || p == operatorPid {
+		t.Errorf("operator not restarted (pid %d)", p)
+	}
+	if got := podMTUs(t, s); got[1400] != len(s.Topology.Pods) {
+		t.Errorf("pod MTUs: %v, want all 1400", got)
+	}
+	for n, cordoned := range labNodes(t, c) {
+		if cordoned {
+			t.Errorf("node %s left cordoned", n)
+		}
+	}
+}
+
 // udpPacketsTo counts, for d, the IPv4 UDP packets to port seen on any
 // interface of the namespace (the lab's underlay): the wire check that a
 // tunnel port change really moved the traffic.
@@ -454,14 +523,18 @@ func TestSilentNodeConverges(t *testing.T) {
 	}
 }
 
-// TestFailedStepRestored: node-2's host-veth step fails (injected); its agent
-// runs the node-restore action (in the lab: re-applying the plan), waits for
-// it, checks the node carries the new MTU, and the change succeeds with the
-// node named as restored and nothing left cordoned.
+// TestFailedStepRestored: node-2's host-veth step fails (injected). Its agent
+// still writes the new network configuration, then runs the lab's
+// node-restore action, its reboot: the node's network is rebuilt from that
+// configuration, the node gets a new boot ID and the agent is ended. The agent
+// that comes back sees the new boot, only checks the node, and reports it
+// restored; the change succeeds naming it, and nothing is left cordoned.
 func TestFailedStepRestored(t *testing.T) {
 	up(t, "e2efs", "--nodes", "2", "--pods-per-node", "1", "--agent-arg", "node-2:--fail-step-once=HostVethMTU")
 	s, _ := lab.LoadState("e2efs")
 	c := labClient(t, "e2efs")
+	agentBefore := livePid(t, "e2efs", "agent:node-2")
+	bootBefore, _ := os.ReadFile(s.BootIDPath("node-2"))
 	edit(t, c, `{"spec":{"mtu":1400}}`)
 	end := waitChange(t, c)
 	if end.Status.Change.Phase != v1alpha1.PhaseSucceeded || !strings.Contains(end.Status.Change.Message, "restored after a failed step: node-2") {
@@ -472,6 +545,15 @@ func TestFailedStepRestored(t *testing.T) {
 	if r := nns.Status.LiveChange; r == nil || !r.Failed || r.Restore != "Done" {
 		t.Fatalf("node-2 report %+v", r)
 	}
+	if bootAfter, _ := os.ReadFile(s.BootIDPath("node-2")); string(bootAfter) == string(bootBefore) {
+		t.Errorf("node-2 boot ID unchanged (%s): the restore did not rebuild the node", bootAfter)
+	}
+	if p := livePid(t, "e2efs", "agent:node-2"); p == 0 || p == agentBefore {
+		t.Errorf("node-2 agent pid %d (before %d): the restore did not restart it", p, agentBefore)
+	}
+	if log, _ := os.ReadFile(s.Path("agent-node-2.log")); !strings.Contains(string(log), "the node restarted during its restore; checking it") {
+		t.Errorf("node-2's agent did not come back to a new boot and check the node; its log:\n%s", log)
+	}
 	if got := podMTUs(t, s); got[1400] != 2 {
 		t.Fatalf("pod MTUs %v", got)
 	}
@@ -480,10 +562,45 @@ func TestFailedStepRestored(t *testing.T) {
 	if m, _ := h.MTU("vp1"); m != 1400 {
 		t.Fatalf("node-2 host veth MTU %d after the restore, want 1400", m)
 	}
+	if f, err := nodeconfig.Read(s.NetworkConfigPath("node-2")); err != nil || f.MTU != 1400 {
+		t.Fatalf("node-2 network configuration %+v, %v", f, err)
+	}
 	for n, cordoned := range labNodes(t, c) {
 		if cordoned {
 			t.Errorf("node %s left cordoned", n)
 		}
+	}
+}
+
+// TestFailedRestoreFixedByHand: node-2's step fails and its restore action
+// fails too. The change ends Failed, Degraded names node-2, which stays
+// cordoned (the other node is uncordoned). The runbook's fix: rebuild the node
+// by hand (here `netshift lab rebuild-node`, which also restarts its agent);
+// the agent that comes back checks the node, reports it restored, and the
+// operator uncordons it and clears Degraded.
+func TestFailedRestoreFixedByHand(t *testing.T) {
+	up(t, "e2efr", "--nodes", "2", "--pods-per-node", "1",
+		"--agent-arg", "node-2:--fail-step-once=HostVethMTU", "--agent-arg", "node-2:--restore-command=false")
+	c := labClient(t, "e2efr")
+	edit(t, c, `{"spec":{"mtu":1400}}`)
+	end := waitChange(t, c)
+	deg := meta.FindStatusCondition(end.Status.Conditions, "Degraded")
+	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" ||
+		!strings.Contains(deg.Message, `node node-2: HostVethMTU`) || !strings.Contains(deg.Message, `restore: Failed: restore command "false"`) {
+		t.Fatalf("change %+v, Degraded %+v", end.Status.Change, deg)
+	}
+	if cordons := labNodes(t, c); !cordons["node-2"] || cordons["node-1"] {
+		t.Fatalf("cordons %v: want node-2 only, until it is fixed", cordons)
+	}
+	mustNetshift(t, "lab", "--name", "e2efr", "rebuild-node", "node-2")
+	waitFor(t, "node-2 to be checked, restored and uncordoned", func() bool {
+		var cn v1alpha1.ClusterNetwork
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && len(cn.Status.Change.Converging) == 0 &&
+			meta.IsStatusConditionFalse(cn.Status.Conditions, "Degraded") && !labNodes(t, c)["node-2"]
+	})
+	var nns v1alpha1.NodeNetworkState
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "node-2"}, &nns); err != nil || nns.Status.LiveChange.Restore != "Done" || nns.Spec.LiveChange != nil {
+		t.Fatalf("node-2 after the fix: plan %+v, report %+v, %v", nns.Spec.LiveChange, nns.Status.LiveChange, err)
 	}
 }
 

@@ -1,0 +1,74 @@
+// Package nodeconfig reads and writes a node's network configuration: the
+// file new pods on the node are set up from (their MTU, and the tunnel
+// encapsulation and port). A live change rewrites it as its last step, so the
+// pods created once the node is uncordoned get the new values.
+package nodeconfig
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"netshift.io/netshift/api/v1alpha1"
+)
+
+// File is the file's content.
+type File struct {
+	v1alpha1.NodeNetworkConfig
+	// Change is the live change that wrote the file ("" when the installer did).
+	Change string `json:"change,omitempty"`
+}
+
+// Write replaces the file at path whole: readers see the old content or the
+// new, never a mix, even if the node loses power halfway.
+func Write(path string, f File) error {
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("network configuration %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("network configuration %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // gone after the rename; removes it after a failure
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("network configuration %s: write: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("network configuration %s: sync: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("network configuration %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("network configuration %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("network configuration %s: %w", path, err)
+	}
+	return nil
+}
+
+// Read reads the file at path.
+func Read(path string) (File, error) {
+	var f File
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return f, fmt.Errorf("network configuration: %w", err)
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return f, fmt.Errorf("network configuration %s: %w", path, err)
+	}
+	if f.MTU < 576 || f.TunnelPort < 1 || f.TunnelPort > 65535 || (f.Encapsulation != v1alpha1.EncapVXLAN && f.Encapsulation != v1alpha1.EncapGeneve) {
+		return f, fmt.Errorf("network configuration %s: mtu %d (want 576 or more), tunnelPort %d (want 1..65535), encapsulation %q (want vxlan or geneve)",
+			path, f.MTU, f.TunnelPort, f.Encapsulation)
+	}
+	return f, nil
+}
