@@ -393,7 +393,7 @@ func TestRestartsDuringAChange(t *testing.T) {
 			t.Errorf("node-2 step %s reported twice or failed: %+v", st.Action, nns.Status.LiveChange.Steps)
 		}
 	}
-	if len(seen) != 3 || !nns.Status.LiveChange.Done {
+	if len(seen) != 4 || !nns.Status.LiveChange.Done { // pods, host veths, node port, configuration
 		t.Errorf("node-2 report: %+v", nns.Status.LiveChange)
 	}
 	t.Logf("longest gap %.1f ms with both restarts; node-2 steps %+v", maxGap(r), nns.Status.LiveChange.Steps)
