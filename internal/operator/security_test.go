@@ -104,9 +104,10 @@ func TestLeastPrivilege(t *testing.T) {
 		{"watch", "netshift.io", "clusternetworks", "", ""}, {"patch", "netshift.io", "clusternetworks", "status", ""},
 		{"patch", "netshift.io", "nodenetworkstates", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", operator.Namespace},
+		{"patch", "", "pods", "", "any"}, {"watch", "", "namespaces", "", ""}, // port pools: the ownership record
 	}
 	operatorMustNot := []access{
-		{"delete", "", "pods", "", "any"}, {"get", "", "secrets", "", "any"}, {"delete", "", "nodes", "", ""},
+		{"delete", "", "pods", "", "any"}, {"get", "", "secrets", "", "any"}, {"update", "", "pods", "", "any"}, {"patch", "", "namespaces", "", ""}, {"delete", "", "nodes", "", ""},
 		{"update", "netshift.io", "nodepools", "", ""}, {"update", "netshift.io", "clusternetworks", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system"}, {"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", ""},
 		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "clusternetworks", "", ""},
