@@ -11,6 +11,7 @@ import (
 
 func operatorCmd(g *globals) *cobra.Command {
 	o := operator.DefaultOptions()
+	var pools portPoolFlags
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the operator: the drain controller and every netshift controller (leader-elected)",
@@ -21,6 +22,13 @@ func operatorCmd(g *globals) *cobra.Command {
 			}
 			if o.AdmissionSettle < 0 || o.AdmissionSettle > time.Minute {
 				return fmt.Errorf("--admission-settle: %s is outside 0s..1m", o.AdmissionSettle)
+			}
+			if pools.enabled {
+				pp, err := pools.options()
+				if err != nil {
+					return err
+				}
+				o.PortPools = &pp
 			}
 			cfg, err := g.restConfig()
 			if err != nil {
@@ -48,5 +56,6 @@ func operatorCmd(g *globals) *cobra.Command {
 	f.DurationVar(&o.ChangeRetry, "change-retry", 15*time.Second, "how long after failed preconditions a live change is tried again")
 	f.DurationVar(&o.AdmissionSettle, "admission-settle", o.AdmissionSettle,
 		"how long a pool waits after its latest drain request before granting slots, so a change's requests are granted in name order")
+	pools.register(f)
 	return cmd
 }

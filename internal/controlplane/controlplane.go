@@ -21,7 +21,8 @@ import (
 
 	"netshift.io/netshift/config"
 	"netshift.io/netshift/internal/manifests"
-	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/prereq"
+	"netshift.io/netshift/internal/scheme"
 )
 
 // ControlPlane is a running API server with netshift installed.
@@ -34,9 +35,7 @@ type ControlPlane struct {
 }
 
 // MissingError says that the API server binaries are not there.
-type MissingError struct{ Reason string }
-
-func (m *MissingError) Error() string { return m.Reason }
+type MissingError = prereq.Missing
 
 // RepoRoot finds the netshift checkout above the working directory.
 func RepoRoot() (string, error) {
@@ -93,7 +92,7 @@ func Start() (*ControlPlane, error) {
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
 	cp := &ControlPlane{Env: te, Admin: cfg, AssetsDir: assets}
-	if cp.Client, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err == nil {
+	if cp.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err = manifests.Apply(ctx, cp.Client, objs)
 		cancel()

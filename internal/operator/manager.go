@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,24 +16,15 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/rollout"
+	"netshift.io/netshift/internal/scheme"
 )
 
 // Namespace is where netshift's own workloads, leases and config live.
 const Namespace = "netshift-system"
 
 // Scheme knows the Kubernetes built-in types and netshift's.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
+func Scheme() *runtime.Scheme { return scheme.New() }
 
 // Options configure the operator process.
 type Options struct {
@@ -58,6 +48,9 @@ type Options struct {
 	TimeBound chan<- string
 	// OVNSouthbound is the OVN southbound database (OVN clusters), for Geneve port changes.
 	OVNSouthbound string
+	// PortPools, when set, runs the Neutron port pools: the pool manager, its API and the pod
+	// controller (leader only).
+	PortPools *PortPoolOptions
 	// AnswerTimeout is how long a live change waits for a silent agent, before T0 (then it is
 	// cancelled, nothing touched) and after it (then it fails naming the node).
 	AnswerTimeout time.Duration
@@ -145,6 +138,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	if err := dr.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up drain controller: %w", err)
+	}
+	if o.PortPools != nil {
+		if err := setupPortPools(ctx, mgr, *o.PortPools); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }

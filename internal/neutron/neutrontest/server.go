@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"netshift.io/netshift/internal/controlplane"
+	"netshift.io/netshift/internal/prereq"
 )
 
 // Server is a running neutron-server.
@@ -66,11 +66,11 @@ vni_ranges = 1:1000
 
 // Start runs a neutron-server with its state in dir (created), on a free
 // port, and waits until it answers. A missing neutron-server is a
-// *controlplane.MissingError (tests skip, or fail under CI).
+// *prereq.Missing (tests skip, or fail under CI).
 func Start(ctx context.Context, dir string) (*Server, error) {
 	bin, err := exec.LookPath("neutron-server")
 	if err != nil {
-		return nil, &controlplane.MissingError{Reason: "neutron-server is not installed (apt-get install --no-install-recommends neutron-server; hack/setup.sh does it)"}
+		return nil, &prereq.Missing{Reason: "neutron-server is not installed (apt-get install --no-install-recommends neutron-server; hack/setup.sh does it)"}
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -42,7 +42,7 @@ type PodController struct {
 	Client   client.Client
 	Manager  *Manager
 	Defaults Defaults
-	Recorder record.EventRecorder
+	Recorder events.EventRecorder
 	// RetryAfter is how soon a pod that found its pool empty asks again (default 200 ms).
 	RetryAfter time.Duration
 }
@@ -82,7 +82,7 @@ func (r *PodController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
 	case err != nil:
 		if r.Recorder != nil {
-			r.Recorder.Eventf(&pod, corev1.EventTypeWarning, "PortNotAssigned", "%v", err)
+			r.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, "PortNotAssigned", "AssignPort", "%v", err)
 		}
 		return ctrl.Result{}, err
 	}
@@ -119,7 +119,7 @@ func (r *PodController) keyFor(ctx context.Context, pod *corev1.Pod) (portpool.K
 	key, err := portpool.NewKey(project, network, host, trunk, groups)
 	if err != nil {
 		if r.Recorder != nil {
-			r.Recorder.Eventf(pod, corev1.EventTypeWarning, "NoPortPool", "namespace %s: %v (set the %s and %s annotations, or the operator's defaults)",
+			r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, "NoPortPool", "AssignPort", "namespace %s: %v (set the %s and %s annotations, or the operator's defaults)",
 				pod.Namespace, err, ProjectAnnotation, NetworkAnnotation)
 		}
 		return portpool.Key{}, false, nil
