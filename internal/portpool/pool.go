@@ -108,13 +108,6 @@ func (p *Pool) Remove(ids ...string) {
 	p.Ready, p.Recycling = drop(p.Ready), drop(p.Recycling)
 }
 
-// TakeRecycling removes and returns every port waiting for the recycler.
-func (p *Pool) TakeRecycling() []Port {
-	r := p.Recycling
-	p.Recycling = nil
-	return r
-}
-
 // Refill is how many ports to create now for a pool with these counts: a
 // batch when its ready ports (with those being created) fall below the
 // minimum, or when a request found it empty; never past the maximum.

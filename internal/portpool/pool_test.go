@@ -41,8 +41,9 @@ func TestTakeHandsOutTheNewest(t *testing.T) {
 	if _, ok := p.Release("old"); ok {
 		t.Fatal("released twice")
 	}
-	if r := p.TakeRecycling(); len(r) != 1 || len(p.Recycling) != 0 {
-		t.Fatalf("TakeRecycling = %v", r)
+	p.Remove("old")
+	if len(p.Recycling) != 0 || len(p.Ready) != 1 {
+		t.Fatalf("Remove left %+v", p.Counts())
 	}
 }
 
@@ -144,7 +145,8 @@ func TestPoolNeverOverTheMaximum(t *testing.T) {
 					}
 				}
 			case 4:
-				for _, port := range p.TakeRecycling() {
+				for _, port := range append([]Port(nil), p.Recycling...) {
+					p.Remove(port.ID)
 					if KeepRecycled(p.Counts(), s) {
 						p.Return(now, port)
 					} else {

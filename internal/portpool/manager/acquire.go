@@ -202,36 +202,36 @@ func resetOf(k portpool.Key) portpool.Bookkeeping {
 }
 
 // recycle resets the released ports (synchronous mode) and returns them to
-// their pools, or deletes them where a pool is at its maximum.
+// their pools, or deletes them where a pool is at its maximum. A port stays
+// in its pool's recycling set until then, so it is always accounted for.
 func (m *Manager) recycle(ctx context.Context) {
 	m.mu.Lock()
 	todo := map[portpool.Key][]portpool.Port{}
 	for k, p := range m.pools {
-		if r := p.TakeRecycling(); len(r) > 0 {
-			todo[k] = r
+		if len(p.Recycling) > 0 {
+			todo[k] = append([]portpool.Port(nil), p.Recycling...)
 		}
 	}
 	m.mu.Unlock()
 	for k, ports := range todo {
 		var drop []string
 		for _, port := range ports {
-			if err := m.sendBookkeeping(ctx, port.ID, resetOf(k)); err != nil {
-				if neutron.NotFound(err) {
-					continue // gone from Neutron: nothing to recycle
-				}
+			err := m.sendBookkeeping(ctx, port.ID, resetOf(k))
+			if err != nil && !neutron.NotFound(err) {
 				m.opts.Log.Error(err, "reset a released port; retrying next period", "port", port.ID)
-				m.mu.Lock()
-				m.pool(k).Recycling = append(m.pool(k).Recycling, port)
-				m.mu.Unlock()
 				continue
 			}
 			m.mu.Lock()
 			p := m.pool(k)
-			if portpool.KeepRecycled(p.Counts(), m.opts.Settings) {
+			p.Remove(port.ID)
+			switch {
+			case err != nil: // gone from Neutron: nothing to recycle
+			case portpool.KeepRecycled(p.Counts(), m.opts.Settings):
 				p.Return(m.opts.Now(), port)
 				m.metrics.recycled.Inc()
-			} else {
+			default:
 				drop = append(drop, port.ID)
+				m.deleting[port.ID] = k
 			}
 			m.mu.Unlock()
 		}

@@ -95,6 +95,7 @@ func (m *Manager) Free(ctx context.Context, key *portpool.Key) (int, error) {
 		}
 		for _, port := range append(append([]portpool.Port{}, p.Ready...), p.Recycling...) {
 			todo[k] = append(todo[k], port.ID)
+			m.deleting[port.ID] = k // accounted for until Neutron confirms
 		}
 		p.Ready, p.Recycling = nil, nil
 	}

@@ -419,6 +419,9 @@ func (m *Manager) expire(ctx context.Context) {
 	for k, p := range m.pools {
 		if ids := portpool.Expire(p.Ready, m.opts.Settings, now); len(ids) > 0 {
 			p.Remove(ids...)
+			for _, id := range ids {
+				m.deleting[id] = k // accounted for until Neutron confirms
+			}
 			todo[k] = ids
 			m.metrics.expired.Add(float64(len(ids)))
 		}
