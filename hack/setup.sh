@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine (as root) for netshift: the Debian packages
-# it needs (Open vSwitch and OVN for the lab), Go's modules, and the real
+# it needs (Open vSwitch and OVN for the lab, neutron-server for the port pools), Go's modules, and the real
 # kube-apiserver, etcd and kubectl built from the Go module proxy (cached;
 # about 10 minutes the first time).
 # Prints the assets directory last, for KUBEBUILDER_ASSETS.
@@ -8,8 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The lab's Open vSwitch and OVN (userspace datapath, daemons started by the
-# lab itself inside its namespaces), and the tools it drives them with.
-packages=(git iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db)
+# lab itself inside its namespaces), the tools it drives them with, and the
+# real neutron-server the port pool tests run (no Keystone, SQLite; started by
+# the tests themselves, never as a service).
+packages=(git iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db neutron-server)
 need_apt=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
@@ -19,7 +21,7 @@ if ((${#need_apt[@]})); then
     echo "setup: missing Debian packages ${need_apt[*]}; run as root to install them" >&2
     exit 1
   fi
-  echo "setup: installing ${need_apt[*]} (about 30 s)" >&2
+  echo "setup: installing ${need_apt[*]} (about 2 minutes with neutron-server)" >&2
   # Keep the packages' own services from starting: the lab runs its own daemons.
   own_policy=
   if [[ ! -e /usr/sbin/policy-rc.d ]]; then

@@ -366,19 +366,33 @@ func (m *Manager) deletePorts(ctx context.Context, key portpool.Key, ids []strin
 			m.opts.Log.Error(err, "take ports off their trunk", "pool", key.String())
 		}
 	}
-	for _, id := range ids {
-		err := m.neutron.DeletePort(ctx, id)
-		m.mu.Lock()
-		m.ledger.Drop(id)
-		if err != nil {
-			m.deleting[id] = key
-			m.opts.Log.Error(err, "delete port; will retry", "port", id)
-		} else {
-			delete(m.deleting, id)
-			m.metrics.deleted.Inc()
-		}
-		m.mu.Unlock()
+	// Neutron has no bulk delete: the deletes go in parallel, as many at once as creates may.
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for w := 0; w < min(m.opts.Settings.MaxConcurrentCreates, len(ids)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range work {
+				err := m.neutron.DeletePort(ctx, id)
+				m.mu.Lock()
+				m.ledger.Drop(id)
+				if err != nil {
+					m.deleting[id] = key
+					m.opts.Log.Error(err, "delete port; will retry", "port", id)
+				} else {
+					delete(m.deleting, id)
+					m.metrics.deleted.Inc()
+				}
+				m.mu.Unlock()
+			}
+		}()
 	}
+	for _, id := range ids {
+		work <- id
+	}
+	close(work)
+	wg.Wait()
 }
 
 func (m *Manager) trunkID(ctx context.Context, parent string) (string, error) {

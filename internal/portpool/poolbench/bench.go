@@ -12,6 +12,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,7 +78,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	stamp := time.Now().Format("150405")
 	project := "bench-" + stamp
-	net, err := nc.CreateNetwork(ctx, project, "bench", "10.200.0.0/16")
+	net, err := nc.CreateNetwork(ctx, project, "bench", "10.200.0.0/20")
 	if err != nil {
 		return r, err
 	}
@@ -95,13 +96,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	b := &bench{ctx: ctx, kube: cp.Client, nc: nc, key: key, ns: ns, cluster: "bench-" + stamp}
 
-	for _, mode := range []struct {
+	for i, mode := range []struct {
 		name     string
 		deferred bool
 		out      *Latency
 	}{{"warm pool, deferred bookkeeping", true, &r.PooledDeferred}, {"warm pool, synchronous bookkeeping", false, &r.PooledSync}} {
 		say("%s: %d pods", mode.name, o.Pods)
-		lat, err := b.pooled(mode.deferred, o.Pods)
+		lat, err := b.pooled(mode.deferred, o.Pods, i == 0, i == 1)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", mode.name, err)
 		}
@@ -141,8 +142,10 @@ func (b *bench) remove(p *corev1.Pod) error {
 	return client.IgnoreNotFound(b.kube.Delete(b.ctx, p, client.GracePeriodSeconds(0)))
 }
 
-// startManager runs a manager until the returned stop, which frees its ports.
-func (b *bench) startManager(s portpool.Settings, deferred bool, id string) (*manager.Manager, func(), error) {
+// startManager runs a manager until the returned stop, which frees its
+// ports when free is true (otherwise the next manager of the same id
+// recovers them: the two pooled modes share one populated pool).
+func (b *bench) startManager(s portpool.Settings, deferred bool, id string) (*manager.Manager, func(free bool), error) {
 	m, err := manager.New(b.nc, b.kube, manager.Options{Settings: s, ClusterID: b.cluster + "-" + id, Deferred: deferred})
 	if err != nil {
 		return nil, nil, err
@@ -153,27 +156,31 @@ func (b *bench) startManager(s portpool.Settings, deferred bool, id string) (*ma
 	for !m.Ready() {
 		time.Sleep(10 * time.Millisecond)
 	}
-	return m, func() {
-		_, _ = m.Free(b.ctx, nil)
+	return m, func(free bool) {
+		if free {
+			_, _ = m.Free(b.ctx, nil)
+		}
 		cancel()
 		<-done
 	}, nil
 }
 
-// pooled times n acquisitions from a pool populated with n ports beforehand.
-func (b *bench) pooled(deferred bool, n int) (Latency, error) {
-	s := portpool.Settings{MinReady: 0, Batch: 50, RecyclePeriod: time.Second, MaxConcurrentCreates: 4}
-	id := "sync"
-	if deferred {
-		id = "deferred"
-	}
-	m, stop, err := b.startManager(s, deferred, id)
+// pooled times n acquisitions from a warm pool of n ports: the first mode
+// populates it, the last frees it.
+func (b *bench) pooled(deferred bool, n int, first, last bool) (Latency, error) {
+	s := portpool.Settings{MinReady: 0, Batch: 50, RecyclePeriod: 50 * time.Millisecond, MaxConcurrentCreates: 4}
+	m, stop, err := b.startManager(s, deferred, "pooled")
 	if err != nil {
 		return Latency{}, err
 	}
-	defer stop()
-	if _, err := m.Populate(b.ctx, b.key, n); err != nil {
-		return Latency{}, err
+	defer func() { stop(last) }()
+	if first {
+		if _, err := m.Populate(b.ctx, b.key, n); err != nil {
+			return Latency{}, err
+		}
+	}
+	for m.List().Pools == nil || m.List().Pools[0].Ready < n {
+		time.Sleep(20 * time.Millisecond) // recovered ports still being reset
 	}
 	var times []time.Duration
 	var pods []*corev1.Pod
@@ -195,6 +202,9 @@ func (b *bench) pooled(deferred bool, n int) (Latency, error) {
 		}
 		m.Release(manager.OwnerOf(p))
 	}
+	for st := m.List(); st.Pending > 0 || st.Pools[0].Recycling > 0; st = m.List() {
+		time.Sleep(20 * time.Millisecond) // every port back, reset, before the next mode recovers them
+	}
 	return summarize(times), nil
 }
 
@@ -204,9 +214,17 @@ func (b *bench) unpooled(n int) (Latency, error) {
 	var times []time.Duration
 	var ids []string
 	defer func() {
-		for _, id := range ids {
-			_ = b.nc.DeletePort(b.ctx, id)
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(ids); i += 4 {
+					_ = b.nc.DeletePort(b.ctx, ids[i])
+				}
+			}()
 		}
+		wg.Wait()
 	}()
 	for i := 0; i < n; i++ {
 		p, err := b.pod()
@@ -261,7 +279,7 @@ func (b *bench) churn(n int, r *Report) error {
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer stop(true)
 	if _, err := m.Populate(b.ctx, b.key, alive+s.MinReady); err != nil {
 		return err
 	}
