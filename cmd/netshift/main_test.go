@@ -90,6 +90,15 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"agent"}, "--node: required"},
 		{[]string{"reconfigure"}, "either --nodes or --all"},
 		{[]string{"demo", "--hold", "2h"}, "--hold: 2h0m0s is outside 0s..1m"},
+		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--pool-batch", "0"}, "--pool-batch: 0 is out of range 1..500"},
+		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--pool-min-ready", "9", "--pool-max-size", "3"},
+			"--pool-max-size: 3 is below --pool-min-ready (9)"},
+		{[]string{"operator", "--port-pools"}, "give --neutron-url (no auth) or --os-clouds-file and --os-cloud"},
+		{[]string{"portpool", "show", "p/n/worker-1/sg"}, `third part "worker-1": want host=NODE or trunk=PORT`},
+		{[]string{"portpool", "populate", "p/n/host=w/sg", "0"}, `COUNT: "0" is not a number in 1..10000`},
+		{[]string{"portpool", "list", "--server", "/nonexistent/portpool.sock"}, "is the operator running with port pools"},
+		{[]string{"portpool", "bench"}, "--neutron-url: required"},
+		{[]string{"portpool", "bench", "--neutron-url", "http://127.0.0.1:1", "--pods", "5"}, "--pods: 5 is out of range 10..100000"},
 	} {
 		out, err := run(t, c.args...)
 		if err == nil || !strings.Contains(out, c.want) {

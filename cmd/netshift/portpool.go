@@ -62,7 +62,8 @@ func (p *portPoolFlags) options() (operator.PortPoolOptions, error) {
 		msg := err.Error()
 		for field, flag := range settingFlags {
 			msg = strings.ReplaceAll(msg, field+":", flag+":")
-			msg = strings.ReplaceAll(msg, "("+field+")", "(--"+strings.TrimPrefix(flag, "--")+")")
+			msg = strings.ReplaceAll(msg, " "+field+" (", " "+flag+" (")
+			msg = strings.ReplaceAll(msg, "least "+field, "least "+flag)
 		}
 		return operator.PortPoolOptions{}, errors.New(msg)
 	}

@@ -61,9 +61,10 @@ type Report struct {
 // network, security group and ports in Neutron.
 func Run(ctx context.Context, o Options) (Report, error) {
 	r := Report{Pods: o.Pods}
+	began := time.Now()
 	say := func(format string, args ...any) {
 		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, format+"\n", args...)
+			fmt.Fprintf(o.Progress, "%6.1fs  "+format+"\n", append([]any{time.Since(began).Seconds()}, args...)...)
 		}
 	}
 	say("starting a real API server (envtest)")

@@ -10,7 +10,7 @@ import (
 	"netshift.io/netshift/internal/testenv"
 )
 
-// BenchmarkPortPools is `netshift portpool bench --pods 200 -o json` against a
+// BenchmarkPortPools is `netshift portpool bench --pods 100 -o json` against a
 // real neutron-server started here and a real API server: the figures of the
 // port pool acceptance, side by side in one run.
 func BenchmarkPortPools(b *testing.B) {
@@ -21,7 +21,7 @@ func BenchmarkPortPools(b *testing.B) {
 	testenv.Require(b, err)
 	defer srv.Stop()
 	for i := 0; i < b.N; i++ {
-		r, err := Run(context.Background(), Options{NeutronURL: srv.URL, Pods: 200, Progress: os.Stderr})
+		r, err := Run(context.Background(), Options{NeutronURL: srv.URL, Pods: 100, Progress: os.Stderr})
 		testenv.Require(b, err)
 		WriteText(os.Stdout, r)
 		out, _ := json.Marshal(r)
