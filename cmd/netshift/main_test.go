@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	appsv1 "k8s.io/api/apps/v1"
 	"net"
 	"net/http"
 	"os"
@@ -250,5 +251,17 @@ func TestManifestsApplyCleanly(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("kubectl output lacks %s:\n%s", want, out)
 		}
+	}
+	// The port pool overlay: the same objects, the operator with the pools and its credentials.
+	out, err = exec.Command(kubectl, "--kubeconfig", env.Kubeconfig, "apply", "--server-side", "--force-conflicts", "-k", "../../config/portpools").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply -k config/portpools: %v\n%s", err, out)
+	}
+	var d appsv1.Deployment
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: "netshift-system", Name: "netshift-operator"}, &d); err != nil {
+		t.Fatal(err)
+	}
+	if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--port-pools --os-clouds-file=/etc/openstack/clouds.yaml") {
+		t.Errorf("operator args with config/portpools: %s", args)
 	}
 }
