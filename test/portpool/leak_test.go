@@ -92,7 +92,8 @@ func (o *operatorProcess) kill() {
 // middle of bulk creates, acquisitions and recycles: all three run all the
 // time). No port is ever held by two live pods; at the end every netshift port
 // in Neutron is in a pool or owned by a live pod, and their number is within
-// the pool's maximum.
+// the pool's maximum. At least one kill lands while a bulk create is in
+// flight and one while released ports wait for the recycler.
 func TestNoLeakWithKills(t *testing.T) {
 	testenv.Require(t, envMissing)
 	testenv.Require(t, neutronMissing)
@@ -136,6 +137,8 @@ func TestNoLeakWithKills(t *testing.T) {
 		}
 	}()
 
+	c := manager.NewClient(api)
+	killedMidCreate, killedMidRecycle := false, false
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	nextKill := time.Now().Add(time.Duration(500+rng.Intn(2500)) * time.Millisecond)
 	var live []*corev1.Pod
@@ -165,7 +168,20 @@ func TestNoLeakWithKills(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("300 pods did not get through in 8 minutes (%d created, %d alive, %d kills)", created, len(live), kills)
 		}
-		if time.Now().After(nextKill) {
+		// Besides the random kills, one lands while a bulk create is in flight and one while
+		// released ports wait to be recycled, as soon as the API shows either.
+		var midCreate, midRecycle bool
+		if !killedMidCreate || !killedMidRecycle {
+			if st, err := c.List(ctx); err == nil {
+				for _, p := range st.Pools {
+					midCreate = midCreate || (p.Creating > 0 && !killedMidCreate)
+					midRecycle = midRecycle || (p.Recycling > 0 && !killedMidRecycle)
+				}
+			}
+		}
+		if time.Now().After(nextKill) || midCreate || midRecycle {
+			killedMidCreate = killedMidCreate || midCreate
+			killedMidRecycle = killedMidRecycle || midRecycle
 			op.kill()
 			kills++
 			time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
@@ -205,7 +221,9 @@ func TestNoLeakWithKills(t *testing.T) {
 	// One last restart: recovery must account for everything, whatever the last kill interrupted.
 	op.kill()
 	op.start()
-	c := manager.NewClient(api)
+	if !killedMidCreate || !killedMidRecycle {
+		t.Errorf("no kill while a bulk create was in flight (%v) or while ports waited to be recycled (%v)", killedMidCreate, killedMidRecycle)
+	}
 	var st manager.Status
 	settled := func() bool {
 		var err error
