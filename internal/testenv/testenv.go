@@ -7,6 +7,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"netshift.io/netshift/internal/controlplane"
+	"netshift.io/netshift/internal/neutron/neutrontest"
 )
 
 // Env is the control plane the tests of a package share.
@@ -85,4 +87,28 @@ func RequireRoot(t testing.TB) {
 	if os.Geteuid() != 0 {
 		Require(t, &Missing{Reason: "needs root (network namespaces)"})
 	}
+}
+
+// Neutron is a real neutron-server the tests of a package share.
+type Neutron = neutrontest.Server
+
+// RunWithNeutron is Run with a real neutron-server started first into *n
+// (left nil, with the reason in *nMissing, when it is not installed).
+func RunWithNeutron(m *testing.M, env **Env, missing *error, n **Neutron, nMissing *error) int {
+	dir, err := os.MkdirTemp("", "netshift-neutron-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	*n, *nMissing = neutrontest.Start(context.Background(), dir)
+	if *nMissing != nil {
+		var ms *Missing
+		if !errors.As(*nMissing, &ms) {
+			fmt.Fprintln(os.Stderr, "testenv:", *nMissing)
+			return 1
+		}
+	}
+	defer (*n).Stop()
+	return Run(m, env, missing)
 }

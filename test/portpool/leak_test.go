@@ -4,7 +4,6 @@
 package portpool_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand"
 	"net/url"
@@ -21,7 +20,6 @@ import (
 
 	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/neutron"
-	"netshift.io/netshift/internal/neutron/neutrontest"
 	"netshift.io/netshift/internal/portpool/manager"
 	"netshift.io/netshift/internal/testenv"
 )
@@ -29,7 +27,7 @@ import (
 var (
 	env            *testenv.Env
 	envMissing     error
-	neutronServer  *neutrontest.Server
+	neutronServer  *testenv.Neutron
 	neutronMissing error
 	binary         string
 )
@@ -51,9 +49,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "build netshift: %v\n%s", err, out)
 			return 1
 		}
-		neutronServer, neutronMissing = neutrontest.Start(context.Background(), filepath.Join(dir, "neutron"))
-		defer neutronServer.Stop()
-		return testenv.Run(m, &env, &envMissing)
+		return testenv.RunWithNeutron(m, &env, &envMissing, &neutronServer, &neutronMissing)
 	}())
 }
 

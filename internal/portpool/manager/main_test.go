@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/neutron"
-	"netshift.io/netshift/internal/neutron/neutrontest"
 	"netshift.io/netshift/internal/portpool"
 	"netshift.io/netshift/internal/testenv"
 )
@@ -25,21 +24,12 @@ import (
 var (
 	env            *testenv.Env
 	envMissing     error
-	neutronServer  *neutrontest.Server
+	neutronServer  *testenv.Neutron
 	neutronMissing error
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "netshift-neutron-")
-		if err != nil {
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		neutronServer, neutronMissing = neutrontest.Start(context.Background(), dir)
-		defer neutronServer.Stop()
-		return testenv.Run(m, &env, &envMissing)
-	}())
+	os.Exit(testenv.RunWithNeutron(m, &env, &envMissing, &neutronServer, &neutronMissing))
 }
 
 var seq atomic.Int64
