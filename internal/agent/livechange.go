@@ -322,6 +322,10 @@ func udpPortUser(netns string, port int) (string, error) {
 	return found, err
 }
 
+// clockRetryFor is how long an unreachable time endpoint is tried again: more
+// than a leader election's lease (15 s) plus an operator's start.
+const clockRetryFor = 25 * time.Second
+
 // checkClock measures the node clock's offset from the operator's: T0 is one
 // instant on every node only if their clocks agree within MaxClockSkew.
 func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport) {
@@ -332,7 +336,17 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport) {
 		r.Warnings = append(r.Warnings, "clock not checked against the operator's (no --operator-time-url)")
 		return
 	}
+	// The endpoint is the leader's: right after an operator restart it is down until the new
+	// leader is elected (a lease term), so an unreachable endpoint is tried again before it
+	// counts as a problem.
 	samples, err := measureClock(ctx, a.OperatorTimeURL, 5, a.now)
+	for deadline := time.Now().Add(clockRetryFor); err != nil && time.Now().Before(deadline) && ctx.Err() == nil; {
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+		samples, err = measureClock(ctx, a.OperatorTimeURL, 5, a.now)
+	}
 	if err != nil {
 		r.Problems = append(r.Problems, "cannot check the clock: "+err.Error())
 		return

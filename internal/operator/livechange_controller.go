@@ -71,6 +71,8 @@ type LiveChangeReconciler struct {
 	AnswerTimeout time.Duration
 	// SouthboundResync is how often the Encap records' port is checked with no change in progress.
 	SouthboundResync time.Duration
+	// listening is when this reconciler first ran (as the leader).
+	listening time.Time
 }
 
 var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.ClusterNetworkName}}
@@ -89,6 +91,9 @@ func (r *LiveChangeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if req.Name != v1alpha1.ClusterNetworkName {
 		return ctrl.Result{}, nil
+	}
+	if r.listening.IsZero() {
+		r.listening = r.Now()
 	}
 	var cn v1alpha1.ClusterNetwork
 	if err := r.APIReader.Get(ctx, req.NamespacedName, &cn); err != nil {
@@ -209,12 +214,20 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 		ch.Message = "abort refused: T0 has passed (or is too close); edit the value back to change it again"
 	}
 	now := r.Now()
+	// An agent is judged silent only over time this operator was there to hear it: after a
+	// restart (and a leader election) the answer timeout counts from this process's start.
+	since := func(t time.Time) time.Time {
+		if t.Before(r.listening) {
+			return r.listening
+		}
+		return t
+	}
 	var d livechange.Deadlines
 	if ch.StartedAt != nil {
-		d.Preconditions = ch.StartedAt.Add(r.AnswerTimeout)
+		d.Preconditions = since(ch.StartedAt.Time).Add(r.AnswerTimeout)
 	}
 	if ch.T0 != nil {
-		d.Steps = ch.T0.Add(r.AnswerTimeout)
+		d.Steps = since(ch.T0.Time).Add(r.AnswerTimeout)
 	}
 	if ch.Phase == v1alpha1.PhaseScheduled && ch.Southbound == "Pending" {
 		if wait := ch.T0.Sub(now); wait > 0 {

@@ -238,7 +238,7 @@ func (m *Manager) Populate(ctx context.Context, key portpool.Key, n int) (int, e
 	if !m.Ready() {
 		return 0, fmt.Errorf("populate %s: %w (recovering)", key, ErrNotReady)
 	}
-	made := 0
+	made, failures := 0, 0
 	for made < n {
 		m.mu.Lock()
 		p := m.pool(key)
@@ -257,7 +257,15 @@ func (m *Manager) Populate(ctx context.Context, key portpool.Key, n int) (int, e
 		<-m.creates
 		made += got
 		if err != nil {
-			return made, fmt.Errorf("populate %s: %w", key, err)
+			if !neutron.Retryable(err) || failures >= 4 {
+				return made, fmt.Errorf("populate %s: %w", key, err)
+			}
+			select { // over quota, a 5xx, a timeout: back off and try the batch again
+			case <-time.After(m.pause(failures)):
+			case <-ctx.Done():
+				return made, ctx.Err()
+			}
+			failures++
 		}
 	}
 	return made, nil
