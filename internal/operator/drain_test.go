@@ -100,11 +100,13 @@ func TestControllerFollowsPlanWaves(t *testing.T) {
 	cl.startOperation("op-all", "a", "b", "c", "d", "e")
 	var got [][]string
 	seen := 0
-	for range want {
+	for i := range want {
 		var wave []string
 		cl.eventually(30*time.Second, "the next wave to be granted and drained", func() bool {
+			// Agents under load may ask a little apart: a node whose request came after the
+			// settle window joins its wave a pass later, so the wave is whole at its planned size.
 			adm := sw.admissions()
-			if len(adm) == seen {
+			if len(adm)-seen < len(want[i]) {
 				return false
 			}
 			wave = slices.Clone(adm[seen:])
