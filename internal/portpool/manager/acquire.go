@@ -183,7 +183,7 @@ func (m *Manager) Release(owner string) (string, bool) {
 		}
 		m.metrics.released.Inc()
 		if m.opts.Deferred {
-			p.Recycling = p.Recycling[:len(p.Recycling)-1]
+			p.Remove(id) // no Neutron reset to wait for: the reset goes to the ledger
 			if portpool.KeepRecycled(p.Counts(), m.opts.Settings) {
 				m.ledger.Set(id, resetOf(p.Key), m.opts.Now().Add(m.opts.Settings.RecyclePeriod))
 				p.Return(m.opts.Now(), port)

@@ -307,7 +307,7 @@ func (c *Client) List(ctx context.Context) (Status, error) {
 // Show shows one pool.
 func (c *Client) Show(ctx context.Context, key string) (PoolDetail, error) {
 	var d PoolDetail
-	return d, c.do(ctx, http.MethodGet, "/v1/pools/show?key="+urlQueryEscape(key), nil, &d)
+	return d, c.do(ctx, http.MethodGet, "/v1/pools/show?key="+url.QueryEscape(key), nil, &d)
 }
 
 // Populate creates count ports in a pool.
@@ -323,5 +323,3 @@ func (c *Client) Free(ctx context.Context, key string) (int, error) {
 	err := c.do(ctx, http.MethodPost, "/v1/free", FreeRequest{Key: key}, &r)
 	return r.Ports, err
 }
-
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }

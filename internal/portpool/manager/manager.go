@@ -243,8 +243,8 @@ func (m *Manager) Populate(ctx context.Context, key portpool.Key, n int) (int, e
 		m.mu.Lock()
 		p := m.pool(key)
 		batch := min(m.opts.Settings.Batch, n-made)
-		if max := m.opts.Settings.MaxSize; max > 0 {
-			batch = min(batch, max-p.Counts().Total())
+		if limit := m.opts.Settings.MaxSize; limit > 0 {
+			batch = min(batch, limit-p.Counts().Total())
 		}
 		if batch <= 0 {
 			m.mu.Unlock()

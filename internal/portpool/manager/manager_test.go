@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"errors"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -76,15 +75,13 @@ func TestReleaseRecyclesThePort(t *testing.T) {
 		t.Fatalf("recycled port %+v: want it reset", port)
 	}
 	// Fill the pool to its maximum with two pods, then release one while a third port exists.
-	b := f.acquire(m, f.pod("b"))
-	c := f.acquire(m, f.pod("c"))
+	f.acquire(m, f.pod("b"))
+	f.acquire(m, f.pod("c"))
 	if d, _ := m.Show(f.key); d.Ready+d.InUse+d.Recycling+d.Creating > 2 {
 		t.Fatalf("pool over its maximum of 2: %+v", d.PoolStatus)
 	}
 	m.Release(f.ns + "/b")
 	f.eventually("b's port back", func() bool { d, _ := m.Show(f.key); return d.Ready == 1 })
-	_ = c
-	_ = b
 	f.noLeak(m)
 }
 
@@ -278,5 +275,4 @@ func TestPodController(t *testing.T) {
 	if _, ok, _ := AssignmentOf(&cur); ok {
 		t.Fatal("a pod of a namespace not opted in got a port")
 	}
-	_ = url.Values{}
 }

@@ -96,10 +96,14 @@ func (m *Manager) recover(ctx context.Context) error {
 		}
 	}
 	m.mu.Unlock()
+	keyOf := make(map[string]portpool.Key, len(found))
+	for _, f := range found {
+		keyOf[f.ID] = f.Key
+	}
 	byKey := map[portpool.Key][]string{}
 	for id, why := range r.Delete {
 		m.opts.Log.Info("deleting an orphaned port", "port", id, "reason", why)
-		byKey[keyOf(found, id)] = append(byKey[keyOf(found, id)], id)
+		byKey[keyOf[id]] = append(byKey[keyOf[id]], id)
 	}
 	for k, ids := range byKey {
 		sort.Strings(ids)
@@ -114,13 +118,4 @@ func (m *Manager) recover(ctx context.Context) error {
 	m.opts.Log.Info("port pools recovered", "ports", len(ports), "inUse", inUse, "orphansDeleted", len(r.Delete), "pools", len(m.pools))
 	m.poke()
 	return nil
-}
-
-func keyOf(found []portpool.Found, id string) portpool.Key {
-	for _, f := range found {
-		if f.ID == id {
-			return f.Key
-		}
-	}
-	return portpool.Key{}
 }

@@ -339,7 +339,7 @@ func (b *bench) churn(n int, r *Report) error {
 	return nil
 }
 
-func isNotReady(err error) bool { return err != nil && errorsIs(err, manager.ErrNotReady) }
+func isNotReady(err error) bool { return errors.Is(err, manager.ErrNotReady) }
 
 func summarize(times []time.Duration) Latency {
 	if len(times) == 0 {
@@ -371,5 +371,3 @@ func WriteText(w io.Writer, r Report) {
 		fmt.Fprintf(w, "  %-20s %d\n", k, r.NeutronCallsByKind[k])
 	}
 }
-
-var errorsIs = errors.Is
