@@ -69,18 +69,7 @@ func (d DB) Tunnels(ctx context.Context) ([]Tunnel, error) {
 		}
 		t := Tunnel{Name: name, Type: typ}
 		_ = json.Unmarshal(row[2], &t.OFPort)
-		// options is ["map", [["key","value"], ...]]
-		var opts []json.RawMessage
-		if json.Unmarshal(row[3], &opts) == nil && len(opts) == 2 {
-			var pairs [][2]string
-			if json.Unmarshal(opts[1], &pairs) == nil {
-				for _, p := range pairs {
-					if p[0] == "dst_port" {
-						t.DstPort, _ = strconv.Atoi(p[1])
-					}
-				}
-			}
-		}
+		t.DstPort, _ = strconv.Atoi(externalIDs(row[3])["dst_port"]) // options is an OVSDB map too
 		tunnels = append(tunnels, t)
 	}
 	sort.Slice(tunnels, func(i, j int) bool { return tunnels[i].Name < tunnels[j].Name })

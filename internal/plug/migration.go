@@ -1,0 +1,64 @@
+package plug
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// Binding is one pod using a port: during a live migration the source and
+// the target pod use the same port on two nodes.
+type Binding struct {
+	Pod     string // namespace/name
+	Node    string
+	Created time.Time
+}
+
+// ChassisOptions are the logical switch port options netshift owns.
+const (
+	OptionRequestedChassis   = "requested-chassis"
+	OptionActivationStrategy = "activation-strategy"
+)
+
+// LogicalPortOptions computes what a logical switch port's options should
+// become given the pods that use it: one node means requested-chassis is that
+// node; two or more (a migration) means "source,target" in the order the pods
+// were created, with activation-strategy=rarp so the target blocks the port
+// until the resumed VM announces itself and both chassis never fight over it.
+// It returns the options to set and those to remove; both empty when current
+// already matches, or when no pod uses the port (then netshift leaves it be).
+func LogicalPortOptions(current map[string]string, bindings []Binding) (set map[string]string, remove []string) {
+	var nodes []string
+	sorted := append([]Binding(nil), bindings...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if !sorted[i].Created.Equal(sorted[j].Created) {
+			return sorted[i].Created.Before(sorted[j].Created)
+		}
+		return sorted[i].Pod < sorted[j].Pod
+	})
+	seen := map[string]bool{}
+	for _, b := range sorted {
+		if b.Node != "" && !seen[b.Node] {
+			seen[b.Node] = true
+			nodes = append(nodes, b.Node)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	set = map[string]string{}
+	if want := strings.Join(nodes, ","); current[OptionRequestedChassis] != want {
+		set[OptionRequestedChassis] = want
+	}
+	if len(nodes) > 1 {
+		if current[OptionActivationStrategy] != "rarp" {
+			set[OptionActivationStrategy] = "rarp"
+		}
+	} else if _, ok := current[OptionActivationStrategy]; ok {
+		remove = append(remove, OptionActivationStrategy)
+	}
+	if len(set) == 0 {
+		set = nil
+	}
+	return set, remove
+}

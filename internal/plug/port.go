@@ -1,0 +1,112 @@
+package plug
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+)
+
+// Mode is how ports are plugged on a node.
+type Mode string
+
+const (
+	// PerPort puts each port on its own bridge pbr-<id>, joined to the
+	// integration bridge by the patch pair pbp-<id> / ipb-<id>.
+	PerPort Mode = "per-port"
+	// Direct puts the tap straight on the integration bridge (the classic way).
+	Direct Mode = "direct"
+)
+
+// ParseMode reads a mode setting; field names where it came from.
+func ParseMode(field, s string) (Mode, error) {
+	switch Mode(s) {
+	case PerPort, Direct:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("%s: %q is not a plug mode (allowed: %s, %s)", field, s, PerPort, Direct)
+}
+
+// Port is one port to plug: a logical (OVN) or Neutron port used by a VM or a
+// pod through a tap device.
+type Port struct {
+	// ID is the port's ID: the OVN logical switch port name or Neutron port
+	// UUID, written as external_ids:iface-id.
+	ID string `json:"id"`
+	// MAC is the VM's or pod's MAC address on the port (attached-mac).
+	MAC string `json:"mac"`
+	// VMUUID is the VM's or pod's ID (vm-uuid); the pod's UID when empty.
+	VMUUID string `json:"vmUUID,omitempty"`
+	// Tap is the device the VM or pod appears as on the node; "tap" and the
+	// first 11 characters of the ID when empty (as Nova names them).
+	Tap string `json:"tap,omitempty"`
+	// Isolate keeps the port cut off inside its port bridge (VLAN 4095 on
+	// pbp-<id>) until the agent sees it bound and activates it.
+	Isolate bool `json:"isolate,omitempty"`
+}
+
+var (
+	portID    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	ifaceName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
+)
+
+// DefaultTap is the tap name of a port that names none.
+func DefaultTap(id string) string { return "tap" + shortID(id, 11) }
+
+// WithDefaults fills the tap name and VM ID.
+func (p Port) WithDefaults(vmUUID string) Port {
+	if p.Tap == "" {
+		p.Tap = DefaultTap(p.ID)
+	}
+	if p.VMUUID == "" {
+		p.VMUUID = vmUUID
+	}
+	return p
+}
+
+// Validate names the field and what it allows.
+func (p Port) Validate() error {
+	if !portID.MatchString(p.ID) {
+		return fmt.Errorf("port id: %q must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", p.ID)
+	}
+	if hw, err := net.ParseMAC(p.MAC); err != nil || len(hw) != 6 {
+		return fmt.Errorf("port %s: mac: %q is not an Ethernet MAC address (aa:bb:cc:dd:ee:ff)", p.ID, p.MAC)
+	}
+	if p.Tap != "" && !ifaceName.MatchString(p.Tap) {
+		return fmt.Errorf("port %s: tap: %q must be 1 to 15 letters, digits, '-', '_' or '.' (a Linux interface name)", p.ID, p.Tap)
+	}
+	if strings.ContainsAny(p.VMUUID, "\"\\ \t\n") {
+		return fmt.Errorf("port %s: vmUUID: %q must not contain quotes, backslashes or spaces", p.ID, p.VMUUID)
+	}
+	return nil
+}
+
+// Names are the OVS names of a port in per-port mode.
+type Names struct {
+	// Bridge is the port's own bridge, pbr-<11 characters of the ID>: a
+	// bridge is also an interface, so at most 15 bytes.
+	Bridge string
+	// BridgePatch is the patch port on the port's bridge, pbp-<id>.
+	BridgePatch string
+	// IntegrationPatch is the patch port on the integration bridge, ipb-<id>:
+	// the port the network controller binds by iface-id.
+	IntegrationPatch string
+}
+
+// NamesFor derives a port's per-port names from its ID alone, so that a
+// restarted agent finds what an earlier one created. Patch ports are not
+// kernel devices and keep the whole ID; the bridge name is shortened, so two
+// IDs can share one, which Admit refuses.
+func NamesFor(id string) Names {
+	return Names{Bridge: "pbr-" + shortID(id, 11), BridgePatch: "pbp-" + id, IntegrationPatch: "ipb-" + id}
+}
+
+// shortID is the first n characters of the ID without dashes, which UUIDs
+// spend four of their first 15 characters on.
+func shortID(id string, n int) string {
+	s := strings.ReplaceAll(id, "-", "")
+	if len(s) > n {
+		s = s[:n]
+	}
+	return s
+}
