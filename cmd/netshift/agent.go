@@ -8,6 +8,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
+	"netshift.io/netshift/internal/plug"
 )
 
 func agentCmd(g *globals) *cobra.Command {
@@ -16,6 +17,8 @@ func agentCmd(g *globals) *cobra.Command {
 	var restoreCommand, networkConfig, bootIDFile string
 	var failOnce []string
 	var hold time.Duration
+	var plugPorts bool
+	var plugMode, integration string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent for one node (one per node, host network)",
@@ -35,6 +38,10 @@ func agentCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			mode, err := plug.ParseMode("--plug-mode", plugMode)
+			if err != nil {
+				return err
+			}
 			var restore agent.Restorer
 			if restoreCommand != "" {
 				restore = agent.CommandRestorer(restoreCommand)
@@ -42,6 +49,7 @@ func agentCmd(g *globals) *cobra.Command {
 			mgr, err := agent.NewManager(cfg, agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
 				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, ClockOffset: clockOffset, FailStepOnce: steps, Restore: restore,
 				NetworkConfig: networkConfig, BootIDFile: bootIDFile,
+				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}})
 			if err != nil {
 				return err
@@ -63,6 +71,9 @@ func agentCmd(g *globals) *cobra.Command {
 	f.StringVar(&networkConfig, "network-config", "", "the node's network configuration file, which new pods are set up from; a live change rewrites it as its last step (empty: none)")
 	f.StringVar(&bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id", "where the node's boot ID is read: a restore that rebooted the node is told apart from an agent restart by it")
 	f.StringSliceVar(&failOnce, "fail-step-once", nil, "make the first run of these live-change steps fail (tests of the restore action only)")
+	f.BoolVar(&plugPorts, "plug-ports", true, "plug the ports of this node's pods that carry netshift.io/port-spec or netshift.io/port (needs --ovsdb)")
+	f.StringVar(&plugMode, "plug-mode", string(plug.PerPort), "how ports are plugged unless the Node's netshift.io/plug-mode annotation says otherwise: per-port or direct")
+	f.StringVar(&integration, "integration-bridge", "br-int", "the integration bridge the network controller programs")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
 	return cmd
 }

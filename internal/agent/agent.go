@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +27,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/plug"
 )
 
 // Work does an operation's work on the node. It must be idempotent: a
@@ -105,6 +107,13 @@ type Options struct {
 	// BootIDFile holds the node's boot ID (default /proc/sys/kernel/random/boot_id): a restore
 	// that reboots the node is told apart from an agent restart by it.
 	BootIDFile string
+	// PlugPorts plugs the ports of the pods on this node (needs OVSDB): see package plug.
+	PlugPorts bool
+	// PlugMode is the node's plug mode unless its Node annotation netshift.io/plug-mode says
+	// otherwise (default per-port).
+	PlugMode plug.Mode
+	// IntegrationBridge is the bridge the network controller programs (default br-int).
+	IntegrationBridge string
 }
 
 // Restorer restores a node whose live-change step failed; the agent waits for
@@ -178,6 +187,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&v1alpha1.NodeNetworkState{}: {Field: fields.OneTermEqualSelector("metadata.name", node)},
+			&corev1.Pod{}:                {Field: fields.OneTermEqualSelector("spec.nodeName", node)},
+			&corev1.Node{}:               {Field: fields.OneTermEqualSelector("metadata.name", node)},
 		}},
 	})
 	if err != nil {
@@ -203,6 +214,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(&v1alpha1.NodeNetworkState{}).Complete(a); err != nil {
 		return nil, fmt.Errorf("node %s: set up agent: %w", node, err)
+	}
+	if o.PlugPorts {
+		if err := addPortPlugger(mgr, o); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }

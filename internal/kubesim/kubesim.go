@@ -70,7 +70,14 @@ func (s *Sim) round(ctx context.Context, ns string) {
 		case p.Spec.NodeName != "" && p.Status.Phase != corev1.PodRunning:
 			now := metav1.Now()
 			p.Status.Phase = corev1.PodRunning
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+			// Others' conditions (netshift's network-ready) stay, as the kubelet keeps them.
+			conds := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+			for _, c := range p.Status.Conditions {
+				if c.Type != corev1.PodReady {
+					conds = append(conds, c)
+				}
+			}
+			p.Status.Conditions = conds
 			p.Status.ContainerStatuses = nil
 			for _, c := range p.Spec.Containers {
 				p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{

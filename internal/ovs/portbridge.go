@@ -214,3 +214,12 @@ func externalIDs(raw json.RawMessage) map[string]string {
 	}
 	return m
 }
+
+// OpenvSwitchExternalID reads one of the switch's own external_ids ("" when unset).
+func (d DB) OpenvSwitchExternalID(ctx context.Context, key string) (string, error) {
+	out, err := d.vsctl(ctx, "--if-exists", "get", "open_vswitch", ".", "external_ids:"+key)
+	if err != nil {
+		return "", err
+	}
+	return strings.Trim(strings.TrimSpace(out), `"`), nil
+}

@@ -139,3 +139,21 @@ func TestLogicalPortOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestPortOf(t *testing.T) {
+	p, ok, err := PortOf(map[string]string{PoolAnnotation: `{"id":"` + uuid1 + `","mac":"0a:58:c6:12:fa:0a","pool":"x"}`}, "uid-1")
+	if err != nil || !ok || p.Tap != DefaultTap(uuid1) || p.VMUUID != "uid-1" || p.MAC != "0a:58:c6:12:fa:0a" {
+		t.Errorf("from the pool's annotation: %+v %v %v", p, ok, err)
+	}
+	p, ok, err = PortOf(map[string]string{PoolAnnotation: `{"id":"other"}`,
+		PortSpecAnnotation: `{"id":"` + uuid1 + `","mac":"0a:58:c6:12:fa:0b","tap":"vmtap0","vmUUID":"vm-7","isolate":true}`}, "uid-1")
+	if err != nil || !ok || p.Tap != "vmtap0" || p.VMUUID != "vm-7" || !p.Isolate || p.ID != uuid1 {
+		t.Errorf("the spec goes first: %+v %v %v", p, ok, err)
+	}
+	if _, ok, err := PortOf(map[string]string{}, "u"); ok || err != nil {
+		t.Errorf("no annotation: %v %v", ok, err)
+	}
+	if _, ok, err := PortOf(map[string]string{PortSpecAnnotation: `{"id":"x","mac":"nope"}`}, "u"); !ok || err == nil || !strings.Contains(err.Error(), "mac:") {
+		t.Errorf("a bad spec names the field: %v", err)
+	}
+}

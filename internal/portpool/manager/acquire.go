@@ -13,13 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/neutron"
+	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/portpool"
 )
 
 // PortAnnotation on a pod records the port it owns (an Assignment in JSON).
 // It is written before the port is handed out: it is the ownership record a
 // restarted manager recovers from.
-const PortAnnotation = "netshift.io/port"
+const PortAnnotation = plug.PoolAnnotation
 
 // Assignment is a pod's port.
 type Assignment struct {

@@ -1,0 +1,320 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/plug"
+)
+
+// portPlugger plugs the ports of the pods (and VMs) on its node: the agent's
+// half of per-port plugging. It reads the pod and the switch, asks package
+// plug what may be done, does it in the node's OVSDB and reports the pod's
+// network-ready condition.
+type portPlugger struct {
+	client      client.Client
+	node        string
+	db          ovs.DB
+	integration string
+	defaultMode plug.Mode
+	// ovn: readiness is ovn-controller's ovn-installed=true, not just an ofport.
+	ovn bool
+
+	mu sync.Mutex
+	// plugged are the ports this process has plugged (or repaired) once,
+	// with when: readiness is then polled without plugging again.
+	plugged map[string]time.Time
+	// datapath is the integration bridge's datapath type, read once.
+	datapath string
+}
+
+// Reasons of the network-ready condition.
+const (
+	reasonReady            = "PortReady"
+	reasonWaitingForDevice = "WaitingForDevice"
+	reasonBinding          = "WaitingForBinding"
+	reasonRefused          = "PlugRefused"
+	reasonInvalid          = "InvalidPort"
+)
+
+func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	owner := req.String()
+	logger := log.FromContext(ctx).WithValues("node", pp.node, "pod", owner)
+	plugged, err := pp.db.Plugged(ctx)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
+	}
+	var mine []plug.Plugged
+	for _, pl := range plugged {
+		if pl.Owner == owner {
+			mine = append(mine, pl)
+		}
+	}
+	var pod corev1.Pod
+	err = pp.client.Get(ctx, req.NamespacedName, &pod)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	gone := apierrors.IsNotFound(err) || pod.DeletionTimestamp != nil || pod.Spec.NodeName != pp.node ||
+		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	var port plug.Port
+	has := false
+	if !gone {
+		port, has, err = plug.PortOf(pod.Annotations, string(pod.UID))
+		if err != nil {
+			return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonInvalid, err.Error())
+		}
+	}
+	// Unplug what the pod no longer wants: all of it when it is gone or has no
+	// port, an older port when its port changed.
+	for _, pl := range mine {
+		if !gone && has && pl.PortID == port.ID {
+			continue
+		}
+		logger.Info("unplugging", "port", pl.PortID, "mode", pl.Mode)
+		if err := pp.db.Unplug(ctx, pl, pp.integration); err != nil {
+			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
+		}
+		pp.forget(pl.PortID)
+		plugged = without(plugged, pl.PortID)
+	}
+	if gone || !has {
+		return ctrl.Result{}, nil
+	}
+
+	mode, err := pp.mode(ctx)
+	if err != nil {
+		return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonRefused, err.Error())
+	}
+	adm, err := plug.Admit(mode, plugged, port, owner)
+	if err != nil {
+		logger.Info("plug refused", "port", port.ID, "reason", err.Error())
+		// The conflict may clear (the other ports go, the node's mode is set back).
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonRefused,
+			fmt.Sprintf("node %s: %v", pp.node, err))
+	}
+	since, done := pp.pluggedAt(port.ID)
+	if !done {
+		dp, err := pp.datapathType(ctx)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := pp.db.Plug(ctx, mode, port, owner, adm.Isolate, pp.integration, dp); err != nil {
+			return ctrl.Result{}, fmt.Errorf("node %s: %w", pp.node, err)
+		}
+		logger.Info("plugged", "port", port.ID, "mode", mode, "tap", port.Tap, "isolated", adm.Isolate)
+		since = pp.remember(port.ID)
+	}
+
+	ready, reason, msg, err := pp.readiness(ctx, mode, port)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
+	}
+	if !ready {
+		// Poll fast at first: a migration waits on this before it resumes the VM.
+		wait := 20 * time.Millisecond
+		if time.Since(since) > 10*time.Second {
+			wait = time.Second
+		}
+		return ctrl.Result{RequeueAfter: wait}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reason, msg)
+	}
+	if (adm.Existing != nil && adm.Existing.Isolated) || adm.Isolate {
+		if err := pp.db.Activate(ctx, port.ID); err != nil {
+			return ctrl.Result{}, fmt.Errorf("node %s: %w", pp.node, err)
+		}
+		logger.Info("activated", "port", port.ID)
+	}
+	return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionTrue, reasonReady, msg)
+}
+
+// readiness says whether the port's integration side is bound with its flows
+// in place: in per-port mode that is the patch port, ready before the tap exists.
+func (pp *portPlugger) readiness(ctx context.Context, mode plug.Mode, p plug.Port) (bool, string, string, error) {
+	side := p.Tap
+	if mode == plug.PerPort {
+		side = plug.NamesFor(p.ID).IntegrationPatch
+	}
+	ifaces, err := pp.db.Interfaces(ctx, side)
+	if err != nil {
+		return false, "", "", err
+	}
+	i := ifaces[side]
+	where := fmt.Sprintf("port %s on node %s (%s, %s)", p.ID, pp.node, mode, side)
+	switch {
+	case i.OFPort <= 0 && mode == plug.Direct:
+		return false, reasonWaitingForDevice, where + ": the tap does not exist yet", nil
+	case i.OFPort <= 0:
+		return false, reasonBinding, where + ": not attached yet", nil
+	case pp.ovn && !i.OVNInstalled:
+		return false, reasonBinding, where + ": waiting for ovn-controller to install the port's flows", nil
+	}
+	return true, reasonReady, where + ": bound, flows installed", nil
+}
+
+// mode is the node's plug mode: its annotation, else the agent's default.
+func (pp *portPlugger) mode(ctx context.Context) (plug.Mode, error) {
+	var node corev1.Node
+	if err := pp.client.Get(ctx, types.NamespacedName{Name: pp.node}, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return pp.defaultMode, nil
+		}
+		return "", err
+	}
+	if v, ok := node.Annotations[plug.ModeAnnotation]; ok {
+		return plug.ParseMode("node "+pp.node+" annotation "+plug.ModeAnnotation, v)
+	}
+	return pp.defaultMode, nil
+}
+
+func (pp *portPlugger) datapathType(ctx context.Context) (string, error) {
+	pp.mu.Lock()
+	dp := pp.datapath
+	pp.mu.Unlock()
+	if dp != "" {
+		return dp, nil
+	}
+	dp, err := pp.db.DatapathType(ctx, pp.integration)
+	if err != nil {
+		return "", fmt.Errorf("node %s: integration bridge %s: %w", pp.node, pp.integration, err)
+	}
+	pp.mu.Lock()
+	pp.datapath = dp
+	pp.mu.Unlock()
+	return dp, nil
+}
+
+func (pp *portPlugger) pluggedAt(id string) (time.Time, bool) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	t, ok := pp.plugged[id]
+	return t, ok
+}
+
+func (pp *portPlugger) remember(id string) time.Time {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	now := time.Now()
+	pp.plugged[id] = now
+	return now
+}
+
+func (pp *portPlugger) forget(id string) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	delete(pp.plugged, id)
+}
+
+func without(plugged []plug.Plugged, id string) []plug.Plugged {
+	var out []plug.Plugged
+	for _, pl := range plugged {
+		if pl.PortID != id {
+			out = append(out, pl)
+		}
+	}
+	return out
+}
+
+// setCondition writes the pod's network-ready condition when it changed, as
+// a strategic merge patch of that one condition: the kubelet's stay.
+func (pp *portPlugger) setCondition(ctx context.Context, pod *corev1.Pod, status corev1.ConditionStatus, reason, msg string) error {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == plug.ReadyCondition && c.Status == status && c.Reason == reason && c.Message == msg {
+			return nil
+		}
+	}
+	cond := corev1.PodCondition{Type: plug.ReadyCondition, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == plug.ReadyCondition && c.Status == status {
+			cond.LastTransitionTime = c.LastTransitionTime
+		}
+	}
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	if err != nil {
+		return err
+	}
+	if err := pp.client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("node %s: pod %s/%s: condition %s: %w", pp.node, pod.Namespace, pod.Name, plug.ReadyCondition, err)
+	}
+	return nil
+}
+
+// cleanup unplugs, once the cache has synced after a start, what was left
+// plugged for pods that are gone: deletions this agent missed while it was down.
+func (pp *portPlugger) cleanup(ctx context.Context) error {
+	plugged, err := pp.db.Plugged(ctx)
+	if err != nil {
+		return fmt.Errorf("node %s: cleanup: %w", pp.node, err)
+	}
+	wanted := map[string]string{}
+	var errs []error
+	for _, pl := range plugged {
+		ns, name, _ := strings.Cut(pl.Owner, "/")
+		var pod corev1.Pod
+		err := pp.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &pod)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err == nil && pod.DeletionTimestamp == nil && pod.Spec.NodeName == pp.node {
+			if p, ok, perr := plug.PortOf(pod.Annotations, string(pod.UID)); ok && perr == nil {
+				wanted[pl.Owner] = p.ID
+			}
+		}
+	}
+	for _, pl := range plug.Stale(plugged, wanted) {
+		log.FromContext(ctx).Info("unplugging a stale port", "node", pp.node, "port", pl.PortID, "owner", pl.Owner, "mode", pl.Mode)
+		if err := pp.db.Unplug(ctx, pl, pp.integration); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// addPortPlugger adds the port plugging controller to an agent's manager.
+func addPortPlugger(mgr ctrl.Manager, o Options) error {
+	if o.OVSDB == "" {
+		return fmt.Errorf("node %s: plugging ports needs the node's OVSDB (--ovsdb)", o.Node)
+	}
+	pp := &portPlugger{client: mgr.GetClient(), node: o.Node, db: ovs.DB{Socket: o.OVSDB}, integration: o.IntegrationBridge,
+		defaultMode: o.PlugMode, plugged: map[string]time.Time{}}
+	if pp.integration == "" {
+		pp.integration = "br-int"
+	}
+	if pp.defaultMode == "" {
+		pp.defaultMode = plug.PerPort
+	}
+	remote, err := pp.db.OpenvSwitchExternalID(context.Background(), "ovn-remote")
+	if err != nil {
+		return fmt.Errorf("node %s: %w", o.Node, err)
+	}
+	pp.ovn = remote != ""
+	if err := ctrl.NewControllerManagedBy(mgr).Named("ports").For(&corev1.Pod{}).Complete(pp); err != nil {
+		return fmt.Errorf("node %s: set up port plugging: %w", o.Node, err)
+	}
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
+		if err := pp.cleanup(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "cleaning up stale ports", "node", o.Node)
+		}
+		return nil
+	}))
+}

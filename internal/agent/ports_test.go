@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/internal/ovs/ovstest"
+	"netshift.io/netshift/internal/plug"
+	"netshift.io/netshift/internal/testenv"
+)
+
+var (
+	env        *testenv.Env
+	envMissing error
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, &envMissing)) }
+
+// startAgent runs the node's agent, as its own ServiceAccount, until stop is called.
+func startAgent(t *testing.T, node, ovsdb string) (stop func()) {
+	t.Helper()
+	mgr, err := NewManager(env.AgentConfig(node), Options{Node: node, HealthAddr: "0", ManyInProcess: true, OVSDB: ovsdb, PlugPorts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	}
+}
+
+func vmPod(name, node, spec string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "vms", Annotations: map[string]string{plug.PortSpecAnnotation: spec}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "vm", Image: "vm"}}}}
+}
+
+// waitCondition waits until the pod's network-ready condition has the reason.
+func waitCondition(t *testing.T, c client.Client, name, reason string) corev1.PodCondition {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	var last corev1.PodCondition
+	for time.Now().Before(deadline) {
+		var pod corev1.Pod
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "vms", Name: name}, &pod); err == nil {
+			for _, cond := range pod.Status.Conditions {
+				if cond.Type == plug.ReadyCondition {
+					last = cond
+					if cond.Reason == reason {
+						return cond
+					}
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("pod %s: condition %s never had reason %s; last %+v", name, plug.ReadyCondition, reason, last)
+	return last
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestAgentPlugsPodPorts(t *testing.T) {
+	testenv.Require(t, envMissing)
+	sw := ovstest.Start(t)
+	ctx := context.Background()
+	c := env.Client
+	node := "plug-1"
+	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vms"}}); err != nil {
+		t.Fatal(err)
+	}
+	stop := startAgent(t, node, sw.DB.Socket)
+	defer func() { stop() }()
+
+	// Per-port (the default): ready before the tap exists, isolation lifted once bound.
+	idA, idB := "7c1d0e2f-1111-4000-8000-00000000000a", "7c1d0e2f-2222-4000-8000-00000000000b"
+	a := vmPod("vm-a", node, fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0a","isolate":true}`, idA))
+	if err := c.Create(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	cond := waitCondition(t, c, "vm-a", reasonReady)
+	if cond.Status != corev1.ConditionTrue || !strings.Contains(cond.Message, "ipb-"+idA) {
+		t.Errorf("vm-a condition %+v", cond)
+	}
+	n := plug.NamesFor(idA)
+	if got := strings.Trim(sw.Vsctl("get", "interface", n.IntegrationPatch, "external_ids:vm-uuid"), `"`); got != string(a.UID) {
+		t.Errorf("vm-uuid %q, want the pod's UID %s", got, a.UID)
+	}
+	if got := sw.Vsctl("get", "interface", plug.DefaultTap(idA), "ofport"); got != "-1" && got != "[]" {
+		t.Errorf("the tap is attached (%s) though its device was never created", got)
+	}
+	waitFor(t, "the activation of vm-a's port", func() bool { return sw.Vsctl("get", "port", n.BridgePatch, "tag") == "[]" })
+
+	// The node switched to direct while vm-a is plugged per-port: vm-b is refused.
+	var nd corev1.Node
+	if err := c.Get(ctx, types.NamespacedName{Name: node}, &nd); err != nil {
+		t.Fatal(err)
+	}
+	nd.Annotations = map[string]string{plug.ModeAnnotation: "direct"}
+	if err := c.Update(ctx, &nd); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the agent's cache sees the annotation
+	if err := c.Create(ctx, vmPod("vm-b", node, fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0b","tap":"tapvmb"}`, idB))); err != nil {
+		t.Fatal(err)
+	}
+	cond = waitCondition(t, c, "vm-b", reasonRefused)
+	if cond.Status != corev1.ConditionFalse || !strings.Contains(cond.Message, idA) || !strings.Contains(cond.Message, "direct") {
+		t.Errorf("vm-b refusal %+v does not say why", cond)
+	}
+	if strings.Contains(sw.Vsctl("show"), "tapvmb") {
+		t.Errorf("a refused plug changed the switch")
+	}
+
+	// vm-a goes: everything of its port goes; vm-b is then plugged directly and
+	// waits for its tap.
+	if err := c.Delete(ctx, a, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "vm-a's bridge to go", func() bool { return !strings.Contains(sw.Vsctl("list-br"), n.Bridge) })
+	if strings.Contains(sw.Vsctl("show"), idA) {
+		t.Errorf("something of vm-a's port is left:\n%s", sw.Vsctl("show"))
+	}
+	waitCondition(t, c, "vm-b", reasonWaitingForDevice)
+	sw.Run("ip", "-n", sw.Netns, "link", "add", "tapvmb", "type", "veth", "peer", "name", "vmb-eth0")
+	sw.Run("ip", "-n", sw.Netns, "link", "set", "tapvmb", "up")
+	cond = waitCondition(t, c, "vm-b", reasonReady)
+	if cond.Status != corev1.ConditionTrue {
+		t.Errorf("vm-b %+v", cond)
+	}
+	if got := sw.Vsctl("port-to-br", "tapvmb"); got != "br-int" {
+		t.Errorf("direct: tap on %s", got)
+	}
+
+	// vm-b is deleted while the agent is down: the next agent cleans it up.
+	stop()
+	if err := c.Delete(ctx, vmPod("vm-b", node, ""), client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	stop = startAgent(t, node, sw.DB.Socket)
+	waitFor(t, "the stale direct port to go", func() bool { return !strings.Contains(sw.Vsctl("list-ports", "br-int"), "tapvmb") })
+}
