@@ -52,6 +52,7 @@ func operatorCmd(g *globals) *cobra.Command {
 	f.DurationVar(&o.StepSpacing, "step-spacing", o.StepSpacing, "time between a node's steps in a live change")
 	f.DurationVar(&o.AnswerTimeout, "answer-timeout", 30*time.Second, "how long a live change waits for a silent agent: before T0 it is cancelled with nothing touched, after T0 it fails naming the node")
 	f.DurationVar(&o.SouthboundResync, "southbound-resync", 30*time.Second, "with --ovn-sb and Geneve: how often the Encap records are checked to carry the applied port (a chassis that registers again comes without it)")
+	f.StringVar(&o.OVNNorthbound, "ovn-nb", "", "OVN northbound database: the logical switch ports of plugged pods get requested-chassis (source and target while a VM migrates, with activation-strategy=rarp)")
 	f.StringVar(&o.OVNSouthbound, "ovn-sb", "", "OVN southbound database (e.g. unix:/run/ovn/ovnsb_db.sock): a Geneve port change goes into its Encap records at T0")
 	f.DurationVar(&o.ChangeRetry, "change-retry", 15*time.Second, "how long after failed preconditions a live change is tried again")
 	f.DurationVar(&o.AdmissionSettle, "admission-settle", o.AdmissionSettle,

@@ -161,7 +161,7 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 	opArgs := []string{"operator", "--leader-elect", "--metrics-bind-address", "127.0.0.1:0",
 		"--health-probe-bind-address", "127.0.0.1:0", "--change-retry", "5s", "--answer-timeout", "10s", "--time-bind-address", timeAddr}
 	if s.Options.OVN {
-		opArgs = append(opArgs, "--ovn-sb", s.SBDB(), "--southbound-resync", "3s")
+		opArgs = append(opArgs, "--ovn-sb", s.SBDB(), "--ovn-nb", s.NBDB(), "--southbound-resync", "3s")
 	}
 	if err := start("operator", kc, opArgs...); err != nil {
 		return kids, err

@@ -16,6 +16,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/rollout"
 	"netshift.io/netshift/internal/scheme"
 )
@@ -48,6 +49,9 @@ type Options struct {
 	TimeBound chan<- string
 	// OVNSouthbound is the OVN southbound database (OVN clusters), for Geneve port changes.
 	OVNSouthbound string
+	// OVNNorthbound is the OVN northbound database: with it, the logical switch ports of plugged
+	// pods are bound to their chassis, both source and target while a VM migrates.
+	OVNNorthbound string
 	// PortPools, when set, runs the Neutron port pools: the pool manager, its API and the pod
 	// controller (leader only).
 	PortPools *PortPoolOptions
@@ -138,6 +142,12 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	if err := dr.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up drain controller: %w", err)
+	}
+	if o.OVNNorthbound != "" {
+		pc := &PortChassisReconciler{Client: mgr.GetClient(), Northbound: ovs.Northbound{DB: o.OVNNorthbound}}
+		if err := pc.SetupWithManager(ctx, mgr); err != nil {
+			return nil, fmt.Errorf("set up port chassis controller: %w", err)
+		}
 	}
 	if o.PortPools != nil {
 		if err := setupPortPools(ctx, mgr, *o.PortPools); err != nil {

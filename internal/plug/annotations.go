@@ -16,6 +16,10 @@ const (
 	// ModeAnnotation on a Node sets its plug mode (per-port or direct),
 	// overriding the agent's --plug-mode.
 	ModeAnnotation = "netshift.io/plug-mode"
+	// MigrationTargetAnnotation marks a pod as the target of a VM's migration
+	// (its value names the source pod): while both exist, the port's source
+	// chassis stays its main one.
+	MigrationTargetAnnotation = "netshift.io/migration-target"
 	// ReadyCondition is the pod condition the agent sets once the pod's port
 	// is bound and its flows are in place: usable as a readiness gate, and
 	// what a migration waits for before it resumes the VM.

@@ -12,6 +12,10 @@ type Binding struct {
 	Pod     string // namespace/name
 	Node    string
 	Created time.Time
+	// Target marks the pod a migration moves the VM to (MigrationTargetAnnotation):
+	// creation times have one-second resolution, too coarse to order a quick
+	// migration back.
+	Target bool
 }
 
 // ChassisOptions are the logical switch port options netshift owns.
@@ -22,8 +26,8 @@ const (
 
 // LogicalPortOptions computes what a logical switch port's options should
 // become given the pods that use it: one node means requested-chassis is that
-// node; two or more (a migration) means "source,target" in the order the pods
-// were created, with activation-strategy=rarp so the target blocks the port
+// node; two or more (a migration) means "source,target": the source first, the
+// pod marked as a migration's target after it, else in the order the pods were created, with activation-strategy=rarp so the target blocks the port
 // until the resumed VM announces itself and both chassis never fight over it.
 // It returns the options to set and those to remove; both empty when current
 // already matches, or when no pod uses the port (then netshift leaves it be).
@@ -31,6 +35,9 @@ func LogicalPortOptions(current map[string]string, bindings []Binding) (set map[
 	var nodes []string
 	sorted := append([]Binding(nil), bindings...)
 	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Target != sorted[j].Target {
+			return !sorted[i].Target
+		}
 		if !sorted[i].Created.Equal(sorted[j].Created) {
 			return sorted[i].Created.Before(sorted[j].Created)
 		}

@@ -130,6 +130,9 @@ func TestLogicalPortOptions(t *testing.T) {
 		{name: "migration over: target alone, strategy removed",
 			current:  map[string]string{"requested-chassis": "node-1,node-2", "activation-strategy": "rarp", "other": "kept"},
 			bindings: []Binding{dst}, set: map[string]string{"requested-chassis": "node-2"}, remove: []string{"activation-strategy"}},
+		{name: "the marked target goes second even when created in the same second",
+			bindings: []Binding{{Pod: "vm/a", Node: "node-2", Created: t0, Target: true}, {Pod: "vm/z", Node: "node-1", Created: t0}},
+			set:      map[string]string{"requested-chassis": "node-1,node-2", "activation-strategy": "rarp"}},
 		{name: "unscheduled pod ignored", bindings: []Binding{src, {Pod: "vm/b", Created: t0}}, set: map[string]string{"requested-chassis": "node-1"}},
 	}
 	for _, c := range cases {

@@ -1,0 +1,104 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/plug"
+)
+
+// portIDIndex indexes pods by the ID of the port they are plugged with.
+const portIDIndex = "netshift.io/port-id"
+
+// PortChassisReconciler keeps each plugged port's OVN logical switch port
+// bound to the right chassis: while a VM migrates, its source and target pods
+// use the same port on two nodes, and requested-chassis names both (source
+// first) with activation-strategy=rarp, so neither chassis takes the port
+// from the other and the target lets traffic through only once the resumed VM
+// announces itself; afterwards the target alone. Requests are keyed by port
+// ID (the logical switch port's name), not by pod: a pod's deletion must move
+// the port it leaves behind.
+type PortChassisReconciler struct {
+	Client     client.Client
+	Northbound ports
+}
+
+// ports is the northbound side (ovs.Northbound), an interface for tests of
+// the controller's reading of pods.
+type ports interface {
+	PortOptions(ctx context.Context, port string) (map[string]string, bool, error)
+	SetPortOptions(ctx context.Context, port string, set map[string]string, remove []string) error
+}
+
+var _ ports = ovs.Northbound{}
+
+func portIDOf(pod *corev1.Pod) string {
+	p, ok, err := plug.PortOf(pod.Annotations, string(pod.UID))
+	if !ok || err != nil {
+		return ""
+	}
+	return p.ID
+}
+
+func (r *PortChassisReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, portIDIndex, func(o client.Object) []string {
+		if id := portIDOf(o.(*corev1.Pod)); id != "" {
+			return []string{id}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("port-chassis").
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			if id := portIDOf(o.(*corev1.Pod)); id != "" {
+				return []ctrl.Request{{NamespacedName: types.NamespacedName{Name: id}}}
+			}
+			return nil
+		})).Complete(r)
+}
+
+func (r *PortChassisReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	id := req.Name
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.MatchingFields{portIDIndex: id}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var bindings []plug.Binding
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		bindings = append(bindings, plug.Binding{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Created: p.CreationTimestamp.Time,
+			Target: p.Annotations[plug.MigrationTargetAnnotation] != ""})
+	}
+	current, exists, err := r.Northbound.PortOptions(ctx, id)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("port %s: %w", id, err)
+	}
+	if !exists {
+		if len(bindings) == 0 {
+			return ctrl.Result{}, nil
+		}
+		// The port's creator (Neutron, the lab) may not have written it yet.
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	set, remove := plug.LogicalPortOptions(current, bindings)
+	if len(set) == 0 && len(remove) == 0 {
+		return ctrl.Result{}, nil
+	}
+	log.FromContext(ctx).Info("binding a port to its chassis", "port", id, "set", set, "remove", remove, "pods", len(bindings))
+	if err := r.Northbound.SetPortOptions(ctx, id, set, remove); err != nil {
+		return ctrl.Result{}, fmt.Errorf("port %s: %w", id, err)
+	}
+	return ctrl.Result{}, nil
+}

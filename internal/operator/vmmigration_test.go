@@ -1,0 +1,82 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/ovs/ovstest"
+	"netshift.io/netshift/internal/plug"
+	"netshift.io/netshift/internal/testenv"
+)
+
+// A VM's migration as the operator sees it: a target pod with the same port
+// appears on another node, then the source pod goes. The real northbound
+// database's logical switch port follows.
+func TestPortChassisFollowsAMigration(t *testing.T) {
+	testenv.Require(t, envMissing)
+	nb := ovstest.StartNorthbound(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := env.Client
+	id := "5e6f7a8b-0000-4000-8000-0000000000c1"
+	nb.Nbctl("ls-add", "ls-vm", "--", "lsp-add", "ls-vm", id, "--", "lsp-set-options", id, "foo=bar")
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "migr-"}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0", TimeAddr: "0",
+		ManyInProcess: true, OVNNorthbound: nb.DB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = mgr.Start(ctx) }()
+
+	spec := fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0a"}`, id)
+	pod := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Annotations: map[string]string{plug.PortSpecAnnotation: spec}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "vm", Image: "vm"}}}}
+	}
+	expect := func(what string, want map[string]string) {
+		t.Helper()
+		var got map[string]string
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			opts, _, err := nb.PortOptions(ctx, id)
+			got = opts
+			if err != nil || len(opts) != len(want) {
+				return false, err
+			}
+			for k, v := range want {
+				if opts[k] != v {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: options %v, want %v (%v)", what, got, want, err)
+		}
+	}
+	src := pod("vm-1", "node-1")
+	if err := c.Create(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	expect("one pod", map[string]string{"foo": "bar", "requested-chassis": "node-1"})
+	target := pod("vm-1-target", "node-2")
+	target.Annotations[plug.MigrationTargetAnnotation] = "vm-1" // created in the same second: the mark orders them
+	if err := c.Create(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	expect("migrating", map[string]string{"foo": "bar", "requested-chassis": "node-1,node-2", "activation-strategy": "rarp"})
+	if err := c.Delete(ctx, src, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	expect("migrated", map[string]string{"foo": "bar", "requested-chassis": "node-2"})
+}

@@ -1,0 +1,71 @@
+package ovs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Northbound is an OVN northbound database, reached with ovn-nbctl.
+type Northbound struct {
+	DB string // unix:PATH or tcp:HOST:PORT
+}
+
+func (n Northbound) nbctl(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ovn-nbctl", append([]string{"--db=" + n.DB, "--timeout=10"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("OVN northbound %s: ovn-nbctl %s: %w: %s", n.DB, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// PortOptions reads a logical switch port's options; false when there is no such port.
+func (n Northbound) PortOptions(ctx context.Context, port string) (map[string]string, bool, error) {
+	out, err := n.nbctl(ctx, "--format=json", "--columns=options", "find", "logical_switch_port", "name="+port)
+	if err != nil {
+		return nil, false, err
+	}
+	tables, err := decodeTables(out)
+	if err != nil || len(tables) != 1 {
+		return nil, false, fmt.Errorf("OVN northbound %s: logical switch port %s: unexpected answer (%v)", n.DB, port, err)
+	}
+	if len(tables[0]) == 0 {
+		return nil, false, nil
+	}
+	return externalIDs(tables[0][0][0]), true, nil
+}
+
+// SetPortOptions sets and removes options of a logical switch port in one transaction.
+func (n Northbound) SetPortOptions(ctx context.Context, port string, set map[string]string, remove []string) error {
+	var args []string
+	if len(set) > 0 {
+		keys := make([]string, 0, len(set))
+		for k := range set {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		args = append(args, "set", "logical_switch_port", port)
+		for _, k := range keys {
+			args = append(args, fmt.Sprintf("options:%s=%q", k, set[k]))
+		}
+	}
+	for _, k := range remove {
+		if len(args) > 0 {
+			args = append(args, "--")
+		}
+		args = append(args, "remove", "logical_switch_port", port, "options", k)
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	_, err := n.nbctl(ctx, args...)
+	return err
+}
