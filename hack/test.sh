@@ -52,6 +52,7 @@ bench() {
   go test -run '^$' -bench 'SetMTU100Pods' -benchtime 20x -count 5 ./internal/netdev/ || return 1
   go test -run '^$' -bench 'LabUpDown' -benchtime 3x -timeout 10m ./test/e2e/ || return 1
   go test -run '^$' -bench 'LiveChangeGap' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
+  go test -run '^$' -bench 'VMMigration' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'PortPools' -benchtime 1x -timeout 25m -v ./internal/portpool/poolbench/
 }
 

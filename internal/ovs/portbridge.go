@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"netshift.io/netshift/internal/plug"
 )
@@ -222,4 +226,30 @@ func (d DB) OpenvSwitchExternalID(ctx context.Context, key string) (string, erro
 		return "", err
 	}
 	return strings.Trim(strings.TrimSpace(out), `"`), nil
+}
+
+// Announce sends the RARP of a resumed VM (plug.RARPFrame) into a per-port
+// bridge's patch port, so that it reaches the integration bridge as if the VM
+// had sent it: OVN's activation-strategy=rarp then unblocks the port on this
+// chassis. Only the port bridge's patch port receives it (no tap).
+func (d DB) Announce(ctx context.Context, portID string, mac net.HardwareAddr) error {
+	n := plug.NamesFor(portID)
+	ifaces, err := d.Interfaces(ctx, n.BridgePatch)
+	if err != nil {
+		return err
+	}
+	ofport := ifaces[n.BridgePatch].OFPort
+	if ofport <= 0 {
+		return fmt.Errorf("announce port %s: %s has no ofport", portID, n.BridgePatch)
+	}
+	// vswitchd's OpenFlow management socket lives beside its database socket.
+	mgmt := "unix:" + filepath.Join(filepath.Dir(strings.TrimPrefix(d.Socket, "unix:")), n.Bridge+".mgmt")
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ovs-ofctl", "packet-out", mgmt,
+		fmt.Sprintf("in_port=LOCAL,packet=%x,actions=output:%d", plug.RARPFrame(mac), ofport)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("announce port %s into %s: ovs-ofctl packet-out: %w: %s", portID, n.Bridge, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

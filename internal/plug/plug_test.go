@@ -1,7 +1,9 @@
 package plug
 
 import (
+	"encoding/hex"
 	"errors"
+	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -158,5 +160,17 @@ func TestPortOf(t *testing.T) {
 	}
 	if _, ok, err := PortOf(map[string]string{PortSpecAnnotation: `{"id":"x","mac":"nope"}`}, "u"); !ok || err == nil || !strings.Contains(err.Error(), "mac:") {
 		t.Errorf("a bad spec names the field: %v", err)
+	}
+}
+
+func TestRARPFrame(t *testing.T) {
+	mac, _ := net.ParseMAC("0a:58:c6:12:fa:0a")
+	f := RARPFrame(mac)
+	want := "ffffffffffff0a58c612fa0a8035" + "0001" + "0800" + "06" + "04" + "0003" + "0a58c612fa0a" + "00000000" + "0a58c612fa0a" + "00000000"
+	if got := hex.EncodeToString(f[:42]); got != want {
+		t.Errorf("frame %s\nwant  %s", got, want)
+	}
+	if len(f) != 60 {
+		t.Errorf("frame is %d bytes, want the Ethernet minimum of 60", len(f))
 	}
 }

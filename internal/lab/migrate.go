@@ -1,0 +1,551 @@
+package lab
+
+import (
+	"context"
+
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/plug"
+	"netshift.io/netshift/internal/scheme"
+)
+
+// MigrateOptions describe a run of `lab migrate`.
+type MigrateOptions struct {
+	// Count is the number of migrations each way (node-1 to node-2 and back) per plug mode.
+	Count int
+	// Pause is how long the VM is gone between its source tap going and its
+	// target tap appearing: the same in both modes.
+	Pause time.Duration
+	// Interval is the time between the VM's datagrams.
+	Interval time.Duration
+	// Progress receives a line per migration.
+	Progress io.Writer
+}
+
+// Validate names the flag and the allowed range.
+func (o MigrateOptions) Validate() error {
+	switch {
+	case o.Count < 1 || o.Count > 100:
+		return fmt.Errorf("--count: %d is outside 1..100", o.Count)
+	case o.Pause < 0 || o.Pause > 5*time.Second:
+		return fmt.Errorf("--pause: %s is outside 0..5s", o.Pause)
+	case o.Interval < time.Millisecond || o.Interval > 100*time.Millisecond:
+		return fmt.Errorf("--interval: %s is outside 1ms..100ms", o.Interval)
+	}
+	return nil
+}
+
+// MigrationFigures are one plug mode's migrations.
+type MigrationFigures struct {
+	Migrations int `json:"migrations"`
+	// Lost is the number of the VM's datagrams never answered, over the whole run in this mode.
+	Lost int `json:"lost"`
+	// LostAtResume and LostAtCompletion split the migrations' losses (see MigrationResult).
+	LostAtResume     int `json:"lostAtResume"`
+	LostAtCompletion int `json:"lostAtCompletion"`
+	// MaxGapMs is the longest time the VM's traffic stood still (a datagram waiting for an answer).
+	MaxGapMs float64 `json:"maxGapMs"`
+	// Each is per migration.
+	Each []MigrationResult `json:"each"`
+	// Sent is the number of datagrams the VM sent in this mode.
+	Sent int `json:"sent"`
+}
+
+// MigrationResult is one migration.
+type MigrationResult struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Lost is LostAtResume and LostAtCompletion: from the VM's resume until its
+	// traffic flows, and from the source pod's deletion (OVN moves the port to
+	// the target alone) until the next migration.
+	Lost             int     `json:"lost"`
+	LostAtResume     int     `json:"lostAtResume"`
+	LostAtCompletion int     `json:"lostAtCompletion"`
+	GapMs            float64 `json:"gapMs"`
+	// ReadyBeforeResume says the target's port was reported ready before the VM resumed.
+	ReadyBeforeResume bool `json:"readyBeforeResume"`
+	// PrepareMs is how long plugging the target took until it was ready (per-port) or
+	// waiting for its device (direct).
+	PrepareMs float64 `json:"prepareMs"`
+}
+
+// MigrateReport is what `lab migrate` prints.
+type MigrateReport struct {
+	PerPort    MigrationFigures `json:"perPort"`
+	Direct     MigrationFigures `json:"direct"`
+	PauseMs    float64          `json:"pauseMs"`
+	IntervalMs float64          `json:"intervalMs"`
+}
+
+// The VM and its peer live on the lab's spanning switch ls-vm.
+const (
+	vmIP, vmMAC     = "198.18.250.10", "0a:58:c6:12:fa:0a"
+	peerIP, peerMAC = "198.18.250.20", "0a:58:c6:12:fa:14"
+)
+
+// Client is a client of the lab's API server, as its admin.
+func (s *State) Client() (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("lab %s: %w", s.Options.Name, err)
+	}
+	return client.New(cfg, client.Options{Scheme: scheme.New()})
+}
+
+// migration is one run's fixed parts.
+type migration struct {
+	s      *State
+	sh     *shell
+	c      client.Client
+	nb     ovs.Northbound
+	o      MigrateOptions
+	vmNS   string
+	src    NodeSpec // node-1
+	dst    NodeSpec // node-2
+	peerOn NodeSpec // node-3
+}
+
+// Migrate moves a VM between node-1 and node-2 of an OVN lab, Count times
+// each way in each plug mode, alternating the modes, while it exchanges
+// numbered datagrams with a peer on node-3, and counts what was lost.
+func Migrate(ctx context.Context, name string, o MigrateOptions) (MigrateReport, error) {
+	if err := o.Validate(); err != nil {
+		return MigrateReport{}, err
+	}
+	s, err := LoadState(name)
+	if err != nil {
+		return MigrateReport{}, err
+	}
+	if !s.Options.OVN || len(s.Topology.Nodes) < 3 {
+		return MigrateReport{}, fmt.Errorf("lab %s: a migration needs an OVN lab of at least 3 nodes (netshift lab up --ovn --nodes 3)", name)
+	}
+	if !s.Ready {
+		return MigrateReport{}, fmt.Errorf("lab %s is not ready", name)
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	sh, err := newShell(s.Path("commands.log"))
+	if err != nil {
+		return MigrateReport{}, err
+	}
+	defer sh.close()
+	c, err := s.Client()
+	if err != nil {
+		return MigrateReport{}, err
+	}
+	m := &migration{s: s, sh: sh, c: c, nb: ovs.Northbound{DB: s.NBDB()}, o: o, vmNS: fmt.Sprintf("ns-%s-vm", name),
+		src: s.Topology.Nodes[0], dst: s.Topology.Nodes[1], peerOn: s.Topology.Nodes[2]}
+	rep := MigrateReport{PauseMs: ms(o.Pause), IntervalMs: ms(o.Interval)}
+	// Whatever an interrupted run left goes first, and this run's goes at the end.
+	if err := m.reset(ctx); err != nil {
+		return rep, err
+	}
+	defer func() { _ = m.reset(context.Background()) }()
+
+	cleanupPeer, err := m.startPeer(ctx)
+	if err != nil {
+		return rep, err
+	}
+	defer cleanupPeer()
+	if err := m.ensureNetns(ctx, m.vmNS); err != nil {
+		return rep, err
+	}
+	for round := 1; round <= o.Count; round++ {
+		for _, mode := range []plug.Mode{plug.PerPort, plug.Direct} {
+			figs := &rep.PerPort
+			if mode == plug.Direct {
+				figs = &rep.Direct
+			}
+			if err := m.round(ctx, round, mode, figs); err != nil {
+				return rep, fmt.Errorf("%s round %d: %w", mode, round, err)
+			}
+		}
+	}
+	return rep, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (m *migration) ensureNetns(ctx context.Context, name string) error {
+	for _, n := range m.s.Netns {
+		if n == name {
+			return nil
+		}
+	}
+	return m.s.addNetns(ctx, m.sh, name)
+}
+
+// startPeer builds the VM's peer on the third node (a pod on ls-vm, plugged
+// by its agent) and its echo server.
+func (m *migration) startPeer(ctx context.Context) (func(), error) {
+	ns := fmt.Sprintf("ns-%s-vmpeer", m.s.Options.Name)
+	if err := m.ensureNetns(ctx, ns); err != nil {
+		return nil, err
+	}
+	id := string(uuid.NewUUID())
+	port := plug.Port{ID: id, MAC: peerMAC}.WithDefaults("")
+	if err := m.addLogicalPort(ctx, id, peerMAC, peerIP); err != nil {
+		return nil, err
+	}
+	pod, err := m.createPod(ctx, "vm-peer", m.peerOn.Name, port, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := m.attach(ctx, m.peerOn, port.Tap, ns, peerMAC, peerIP, vmMAC, vmIP); err != nil {
+		return nil, err
+	}
+	if _, err := m.waitPort(ctx, pod.Name, func(c corev1.PodCondition) bool { return c.Status == corev1.ConditionTrue }); err != nil {
+		return nil, err
+	}
+	conn, err := startEcho(ns)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		conn.Close()
+		_ = m.c.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
+		_ = m.sh.ip(context.Background(), "-n", m.peerOn.Netns, "link", "del", port.Tap)
+		_, _ = m.s.nbctl(context.Background(), m.sh, "--if-exists", "lsp-del", id)
+	}, nil
+}
+
+// reset removes every VM pod, VM logical port and VM tap of this lab.
+func (m *migration) reset(ctx context.Context) error {
+	if err := m.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(PodNamespace), client.MatchingLabels{"app": "vm"},
+		client.GracePeriodSeconds(0)); err != nil {
+		return fmt.Errorf("remove VM pods: %w", err)
+	}
+	out, err := m.s.nbctl(ctx, m.sh, "lsp-list", vmSwitch)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line) // UUID (NAME)
+		if len(f) == 2 && f[1] != "(stor-"+vmSwitch+")" {
+			if _, err := m.s.nbctl(ctx, m.sh, "--if-exists", "lsp-del", strings.Trim(f[1], "()")); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range m.s.Topology.Nodes {
+		out, err := m.sh.run(ctx, nil, "ip", "-n", n.Netns, "-o", "link", "show", "type", "veth")
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line) // "7: tapXXXX@if2: <...>"
+			if len(f) > 1 && strings.HasPrefix(f[1], "tap") {
+				if err := m.sh.ip(ctx, "-n", n.Netns, "link", "del", strings.SplitN(strings.TrimSuffix(f[1], ":"), "@", 2)[0]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (m *migration) addLogicalPort(ctx context.Context, id, mac, ip string) error {
+	addr := mac + " " + ip
+	if _, err := m.s.nbctl(ctx, m.sh, "lsp-add", vmSwitch, id, "--", "lsp-set-addresses", id, addr, "--", "lsp-set-port-security", id, addr); err != nil {
+		return fmt.Errorf("logical port %s: %w", id, err)
+	}
+	return nil
+}
+
+// attach makes the VM's interface appear on a node: the tap in the node's
+// namespace and eth0 (MAC, address, the peer's ARP entry, which a resumed
+// VM's kernel still has) in the VM's; then it waits until the node's vswitchd
+// has attached the tap, as a hypervisor's plug returns before the VM resumes.
+func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, neighMAC, neighIP string) error {
+	mtu := strconv.Itoa(m.s.Options.MTU)
+	for _, args := range [][]string{
+		{"-n", n.Netns, "link", "add", tap, "mtu", mtu, "type", "veth", "peer", "name", "eth0", "netns", vmNS},
+		{"-n", vmNS, "link", "set", "eth0", "address", mac, "mtu", mtu, "up"},
+		{"-n", vmNS, "addr", "add", ip + "/24", "dev", "eth0"},
+		{"-n", vmNS, "neigh", "replace", neighIP, "lladdr", neighMAC, "dev", "eth0", "nud", "permanent"},
+		{"-n", n.Netns, "link", "set", tap, "arp", "off", "up"},
+	} {
+		if err := m.sh.ip(ctx, args...); err != nil {
+			return fmt.Errorf("VM interface on %s: %w", n.Name, err)
+		}
+	}
+	if _, err := m.sh.inNetns(ctx, vmNS, nil, "ethtool", "-K", "eth0", "tx", "off"); err != nil {
+		return err
+	}
+	db := ovs.DB{Socket: m.s.OVSDB(n.Name)}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ifaces, err := db.Interfaces(ctx, tap)
+		if err != nil {
+			return err
+		}
+		if ifaces[tap].OFPort > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: vswitchd did not attach %s within 10s (is the pod's port plugged?)", n.Name, tap)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (m *migration) createPod(ctx context.Context, name, node string, p plug.Port, targetOf string) (*corev1.Pod, error) {
+	spec := fmt.Sprintf(`{"id":%q,"mac":%q,"tap":%q}`, p.ID, p.MAC, p.Tap)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: PodNamespace, Labels: map[string]string{"app": "vm"},
+		Annotations: map[string]string{plug.PortSpecAnnotation: spec}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "vm", Image: "netshift-lab/vm"}}}}
+	if targetOf != "" {
+		pod.Annotations[plug.MigrationTargetAnnotation] = targetOf
+	}
+	if err := m.c.Create(ctx, pod); err != nil {
+		return nil, fmt.Errorf("pod %s on %s: %w", name, node, err)
+	}
+	return pod, nil
+}
+
+// waitPort waits until the pod's network-ready condition satisfies ok.
+func (m *migration) waitPort(ctx context.Context, pod string, ok func(corev1.PodCondition) bool) (corev1.PodCondition, error) {
+	deadline := time.Now().Add(20 * time.Second)
+	var last corev1.PodCondition
+	for {
+		var p corev1.Pod
+		if err := m.c.Get(ctx, types.NamespacedName{Namespace: PodNamespace, Name: pod}, &p); err != nil && !apierrors.IsNotFound(err) {
+			return last, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == plug.ReadyCondition {
+				last = c
+				if ok(c) {
+					return c, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return last, fmt.Errorf("pod %s: %s did not come within 20s (last: %s %s: %s)", pod, plug.ReadyCondition, last.Status, last.Reason, last.Message)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitChassis waits until the operator has bound the logical port to chassis.
+func (m *migration) waitChassis(ctx context.Context, id, chassis string, rarp bool) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		opts, _, err := m.nb.PortOptions(ctx, id)
+		if err != nil {
+			return err
+		}
+		_, hasRARP := opts[plug.OptionActivationStrategy]
+		if opts[plug.OptionRequestedChassis] == chassis && hasRARP == rarp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("port %s: requested-chassis %q (activation-strategy %v), want %q: is the operator running with --ovn-nb?",
+				id, opts[plug.OptionRequestedChassis], hasRARP, chassis)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitUnplugged waits until nothing of the port is left plugged on the node.
+func (m *migration) waitUnplugged(ctx context.Context, n NodeSpec, id string) error {
+	db := ovs.DB{Socket: m.s.OVSDB(n.Name)}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		plugged, err := db.Plugged(ctx)
+		if err != nil {
+			return err
+		}
+		left := false
+		for _, pl := range plugged {
+			left = left || pl.PortID == id
+		}
+		if !left {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: port %s still plugged 20s after its pod went", n.Name, id)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (m *migration) setMode(ctx context.Context, mode plug.Mode) error {
+	for _, n := range []NodeSpec{m.src, m.dst} {
+		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, plug.ModeAnnotation, mode))
+		if err := m.c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return fmt.Errorf("node %s: plug mode %s: %w", n.Name, mode, err)
+		}
+	}
+	return nil
+}
+
+// round creates a VM on node-1 plugged in mode, moves it to node-2 and back,
+// and removes it.
+func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *MigrationFigures) error {
+	if err := m.setMode(ctx, mode); err != nil {
+		return err
+	}
+	id := string(uuid.NewUUID())
+	port := plug.Port{ID: id, MAC: vmMAC}.WithDefaults("")
+	if err := m.addLogicalPort(ctx, id, vmMAC, vmIP); err != nil {
+		return err
+	}
+	defer func() { _, _ = m.s.nbctl(context.Background(), m.sh, "--if-exists", "lsp-del", id) }()
+	base := fmt.Sprintf("vm-%s-%d", strings.ReplaceAll(string(mode), "-", ""), round)
+	pod, err := m.createPod(ctx, base+"-a", m.src.Name, port, "")
+	if err != nil {
+		return err
+	}
+	if err := m.attach(ctx, m.src, port.Tap, m.vmNS, vmMAC, vmIP, peerMAC, peerIP); err != nil {
+		return err
+	}
+	if _, err := m.waitPort(ctx, pod.Name, func(c corev1.PodCondition) bool { return c.Status == corev1.ConditionTrue }); err != nil {
+		return err
+	}
+	if err := m.waitChassis(ctx, id, m.src.Name, false); err != nil {
+		return err
+	}
+	traffic, err := startVMTraffic(m.vmNS, peerIP, m.o.Interval)
+	if err != nil {
+		return err
+	}
+	first := traffic.next()
+	if err := waitEchoes(traffic, 0, 20, 10*time.Second); err != nil {
+		traffic.close(0)
+		return fmt.Errorf("VM on %s before any migration: %w", m.src.Name, err)
+	}
+	type window struct {
+		from, completion int
+		res              MigrationResult
+	}
+	var windows []window
+	at, other := m.src, m.dst
+	names := []string{base + "-b", base + "-c"}
+	for i := range 2 {
+		res, seqs, newPod, err := m.migrateOnce(ctx, traffic, port, pod, at, other, names[i])
+		if err != nil {
+			traffic.close(0)
+			return err
+		}
+		windows = append(windows, window{from: seqs[0], completion: seqs[1], res: res})
+		pod, at, other = newPod, other, at
+	}
+	time.Sleep(100 * time.Millisecond)
+	last := traffic.next()
+	sent, echoed := traffic.close(300 * time.Millisecond)
+	for i := range windows {
+		to := last
+		if i+1 < len(windows) {
+			to = windows[i+1].from
+		}
+		w := &windows[i]
+		var gap time.Duration
+		w.res.Lost, gap = exchangeFigures(sent, echoed, w.from, to)
+		w.res.GapMs = ms(gap)
+		w.res.LostAtResume, _ = exchangeFigures(sent, echoed, w.from, w.completion)
+		w.res.LostAtCompletion = w.res.Lost - w.res.LostAtResume
+		figs.LostAtResume += w.res.LostAtResume
+		figs.LostAtCompletion += w.res.LostAtCompletion
+		figs.Each = append(figs.Each, w.res)
+		figs.Migrations++
+		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d at resume, %d at completion), longest gap %.1f ms, target ready before resume: %v (plugged in %.0f ms)\n",
+			mode, round, w.res.From, w.res.To, w.res.Lost, w.res.LostAtResume, w.res.LostAtCompletion, w.res.GapMs, w.res.ReadyBeforeResume, w.res.PrepareMs)
+	}
+	lost, gap := exchangeFigures(sent, echoed, first, last)
+	figs.Lost += lost
+	figs.Sent += last - first
+	figs.MaxGapMs = max(figs.MaxGapMs, ms(gap))
+
+	// The VM goes.
+	if err := m.c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := m.sh.ip(ctx, "-n", at.Netns, "link", "del", port.Tap); err != nil {
+		return err
+	}
+	return m.waitUnplugged(ctx, at, id)
+}
+
+func waitEchoes(t *vmTraffic, since, n int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for t.echoedSince(since) < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d echoes within %s", t.echoedSince(since), n, within)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return nil
+}
+
+// migrateOnce moves the VM from `from` to `to`: the target pod (the same
+// port) is plugged ahead, the VM pauses, its source tap goes, after the pause
+// its target tap appears, it announces itself and resumes; the source pod then
+// goes, and the port is the target's alone.
+func (m *migration) migrateOnce(ctx context.Context, t *vmTraffic, port plug.Port, source *corev1.Pod, from, to NodeSpec, name string) (MigrationResult, [2]int, *corev1.Pod, error) {
+	var none [2]int
+	res := MigrationResult{From: from.Name, To: to.Name}
+	start := time.Now()
+	target, err := m.createPod(ctx, name, to.Name, port, source.Name)
+	if err != nil {
+		return res, none, nil, err
+	}
+	cond, err := m.waitPort(ctx, target.Name, func(c corev1.PodCondition) bool {
+		return c.Status == corev1.ConditionTrue || c.Reason == "WaitingForDevice"
+	})
+	if err != nil {
+		return res, none, nil, err
+	}
+	res.PrepareMs = ms(time.Since(start))
+	res.ReadyBeforeResume = cond.Status == corev1.ConditionTrue
+	if err := m.waitChassis(ctx, port.ID, from.Name+","+to.Name, true); err != nil {
+		return res, none, nil, err
+	}
+
+	t.pause(100 * time.Millisecond)
+	if err := m.sh.ip(ctx, "-n", from.Netns, "link", "del", port.Tap); err != nil {
+		return res, none, nil, err
+	}
+	time.Sleep(m.o.Pause)
+	if err := m.attach(ctx, to, port.Tap, m.vmNS, vmMAC, vmIP, peerMAC, peerIP); err != nil {
+		return res, none, nil, err
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	mac, _ := net.ParseMAC(vmMAC)
+	if err := announce(m.vmNS, mac, stop); err != nil {
+		return res, none, nil, err
+	}
+	resumeSeq := t.next()
+	t.resume()
+	if err := waitEchoes(t, resumeSeq, 20, 5*time.Second); err != nil {
+		return res, none, nil, fmt.Errorf("VM on %s after its migration from %s: %w", to.Name, from.Name, err)
+	}
+	// The migration is over: the source pod goes, the port is the target's alone.
+	completionSeq := t.next()
+	if err := m.c.Delete(ctx, source, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+		return res, none, nil, err
+	}
+	if err := m.waitChassis(ctx, port.ID, to.Name, false); err != nil {
+		return res, none, nil, err
+	}
+	if err := m.waitUnplugged(ctx, from, port.ID); err != nil {
+		return res, none, nil, err
+	}
+	return res, [2]int{resumeSeq, completionSeq}, target, nil
+}
