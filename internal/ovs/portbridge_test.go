@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -301,4 +302,38 @@ func TestInterfacesReadiness(t *testing.T) {
 		t.Errorf("ovn-installed not read: %+v", got)
 	}
 	_ = ovs.DeadVLAN
+}
+
+// The agent's announce of a migration target reaches the integration bridge
+// through the patch pair, as the VM's own RARP would.
+func TestAnnounceReachesTheIntegrationBridge(t *testing.T) {
+	sw := ovstest.Start(t)
+	ctx := context.Background()
+	p := vmPort(portID)
+	if err := sw.DB.Plug(ctx, plug.PerPort, p, "vms/a", false, "br-int", "netdev"); err != nil {
+		t.Fatal(err)
+	}
+	// Count what br-int receives from the patch port.
+	// (By number: OpenFlow port names stop at 15 bytes.)
+	ifaces, err := sw.DB.Interfaces(ctx, "ipb-"+portID)
+	if err != nil || ifaces["ipb-"+portID].OFPort <= 0 {
+		t.Fatalf("ipb-%s: %+v %v", portID, ifaces, err)
+	}
+	sw.Run("ovs-ofctl", "add-flow", "br-int", fmt.Sprintf("priority=100,in_port=%d,dl_type=0x8035,actions=drop", ifaces["ipb-"+portID].OFPort))
+	mac, _ := net.ParseMAC(p.MAC)
+	if err := sw.DB.Announce(ctx, portID, mac); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := time.Now().Add(5 * time.Second)
+	for {
+		flows := strings.Join(sw.Flows("br-int"), "\n")
+		stats := sw.Run("ovs-ofctl", "dump-flows", "br-int", "dl_type=0x8035")
+		if strings.Contains(stats, "n_packets=1,") {
+			break
+		}
+		if time.Now().After(waitFor) {
+			t.Fatalf("the RARP never reached br-int from ipb-%s:\n%s\n%s", portID, stats, flows)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
