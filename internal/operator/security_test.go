@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,11 +116,13 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	agentNeeds := []access{
 		{"watch", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "nodenetworkstates", "status", ""},
+		{"watch", "", "pods", "", "any"}, {"patch", "", "pods", "status", "any"}, {"watch", "", "nodes", "", ""}, // port plugging
 	}
 	agentMustNot := []access{
 		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"create", "netshift.io", "nodenetworkstates", "", ""},
 		{"delete", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "", "nodes", "", ""},
-		{"create", "", "pods", "eviction", "any"}, {"get", "", "secrets", "", "any"}, {"list", "", "pods", "", "any"},
+		{"create", "", "pods", "eviction", "any"}, {"get", "", "secrets", "", "any"}, {"patch", "", "pods", "", "any"},
+		{"update", "", "pods", "status", "any"}, {"delete", "", "pods", "", "any"},
 		{"patch", "netshift.io", "nodepools", "status", ""}, {"update", "netshift.io", "nodenetworkstates", "status", ""},
 	}
 	check := func(user string, list []access, want bool) {
@@ -139,4 +143,38 @@ func TestLeastPrivilege(t *testing.T) {
 	check(testenv.OperatorUser, operatorMustNot, false)
 	check(testenv.AgentUser, agentNeeds, true)
 	check(testenv.AgentUser, agentMustNot, false)
+}
+
+// TestAgentMayMarkOnlyItsOwnNodesPods: the agent writes the network-ready
+// condition of the pods on its node, and is refused on another node's pod.
+func TestAgentMayMarkOnlyItsOwnNodesPods(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ownpods-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ name, node string }{{"on-p1", "p1"}, {"on-p2", "p2"}} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns.Name},
+			Spec: corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+		if err := env.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := []byte(`{"status":{"conditions":[{"type":"netshift.io/network-ready","status":"True","reason":"PortReady"}]}}`)
+	for name, cfg := range map[string]*rest.Config{
+		"serviceaccount": env.AgentConfig("p1"),
+		"per-node user":  env.As("netshift:agent:p1", []string{"netshift:agents", "system:authenticated"}, nil),
+	} {
+		ac := clientFor(t, cfg)
+		own := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-p1", Namespace: ns.Name}}
+		if err := ac.Status().Patch(ctx, own, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
+			t.Errorf("%s: agent of p1 refused on its own node's pod: %v", name, err)
+		}
+		other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-p2", Namespace: ns.Name}}
+		err := ac.Status().Patch(ctx, other, client.RawPatch(types.StrategicMergePatchType, body))
+		if err == nil || !strings.Contains(err.Error(), "pods on its own node only") {
+			t.Errorf("%s: agent of p1 marking a pod of p2: %v, want a refusal", name, err)
+		}
+	}
 }
