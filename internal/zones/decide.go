@@ -1,0 +1,245 @@
+package zones
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"netshift.io/netshift/internal/rollout"
+)
+
+// Node is a node as the zone decisions see it.
+type Node struct {
+	Name string
+	// Zone is its k8s.ovn.org/zone-name annotation, "" when it has none.
+	Zone string
+	// Ready is the node's Ready condition: a node that is down cannot move.
+	Ready bool
+	// Target is the zone the operator asked the node to move to, "" when no
+	// move was asked: a move is in progress while Target differs from Zone.
+	Target string
+}
+
+// Moving says whether the node has a move in progress.
+func (n Node) Moving() bool { return n.Target != "" && n.Target != n.Zone }
+
+// Current computes the layout from the nodes' annotations.
+func Current(nodes []Node) Mode {
+	if len(nodes) == 0 {
+		return Undefined
+	}
+	global, own, none := 0, 0, 0
+	for _, n := range nodes {
+		switch n.Zone {
+		case "":
+			none++
+		case GlobalZone:
+			global++
+		case n.Name:
+			own++
+		}
+	}
+	switch len(nodes) {
+	case none:
+		return Legacy
+	case global:
+		return Single
+	case own:
+		return Multi
+	}
+	return Undefined
+}
+
+// ZoneFor is the zone a node belongs in under a layout.
+func ZoneFor(m Mode, node string) string {
+	if m == Multi {
+		return node
+	}
+	return GlobalZone
+}
+
+// Central is the state of the central side: the central NB and SB databases
+// and ovn-northd that the legacy and single-zone layouts run on.
+type Central string
+
+const (
+	CentralRunning Central = "Running"
+	CentralRetired Central = "Retired"
+)
+
+// CentralAction is what to do with the central side.
+type CentralAction string
+
+const (
+	CentralNone   CentralAction = ""
+	CentralEnsure CentralAction = "Ensure"
+	CentralRetire CentralAction = "Retire"
+)
+
+// State is everything a decision needs.
+type State struct {
+	Nodes   []Node
+	Config  Config
+	Central Central
+	// Pools owns the nodes and limits how many of a pool move at once.
+	Pools rollout.Membership
+}
+
+// Decision is what to do now.
+type Decision struct {
+	Current Mode
+	// Desired is where the cluster should end; Next is the layout it is
+	// converging to now (single-zone on the way from legacy to multizone).
+	Desired, Next Mode
+	// WriteIntermediate: create the ConfigMap {singlezone, definitive: no}
+	// that records the upgrade's single-zone step.
+	WriteIntermediate bool
+	// DeleteConfig: the upgrade is over; delete that ConfigMap.
+	DeleteConfig bool
+	Central      CentralAction
+	// Move maps the nodes to start moving now to their new zone.
+	Move map[string]string
+	// Done: the cluster is in the desired layout and its final step is done.
+	Done bool
+	// Holding names why the rollout waits (a node down, an undefined layout
+	// still rolling); "" when it does not.
+	Holding string
+	// Phase is the rollout's stage in words, for the status.
+	Phase string
+}
+
+// Decide is the next step of the zone rollout. Towards multizone the nodes
+// move first and the central side is retired last; towards single zone the
+// central side comes first and the nodes join it. A node that is down holds
+// the rollout at a safe point: the nodes that can move do, but the central
+// side is neither retired while a node still needs it nor is the rollout
+// reported done.
+func Decide(s State) Decision {
+	d := Decision{Current: Current(s.Nodes), Desired: s.Config.Desired(), Move: map[string]string{}}
+	d.Next = d.Desired
+	if d.Desired == Multi && anyUnannotated(s.Nodes) {
+		// From the legacy layout multizone is reached through single zone; a
+		// ConfigMap that netshift writes records that step, so that a restarted
+		// operator, and a person reading the cluster, see where it stands.
+		d.Next = Single
+		d.WriteIntermediate = !s.Config.Present
+	}
+	moving := movingNodes(s.Nodes)
+	if d.Current == Undefined && len(moving) > 0 && !targetsAgree(s.Nodes, d.Next) {
+		d.Holding = fmt.Sprintf("the layout is undefined and a rollout towards another layout is in progress (%s): waiting until it ends",
+			strings.Join(moving, ", "))
+		d.Phase = "WaitingForRollout"
+		return d
+	}
+	down := downNodesToMove(s.Nodes, d.Next)
+	switch d.Next {
+	case Single:
+		if s.Central != CentralRunning {
+			d.Central = CentralEnsure
+			d.Phase = "StartingCentral"
+			return d
+		}
+		d.Move = admit(s, d.Next)
+		d.Phase = "MovingNodes"
+		if allIn(s.Nodes, Single) {
+			d.Phase, d.Done = "Converged", d.Desired == Single
+		}
+	case Multi:
+		d.Move = admit(s, d.Next)
+		d.Phase = "MovingNodes"
+		if allIn(s.Nodes, Multi) {
+			if s.Central != CentralRetired {
+				d.Central, d.Phase = CentralRetire, "RetiringCentral"
+			} else {
+				d.Phase, d.Done = "Converged", true
+				d.DeleteConfig = s.Config.Present && !s.Config.Definitive
+			}
+		}
+	}
+	if len(down) > 0 {
+		d.Holding = fmt.Sprintf("node(s) %s are down and not yet in their %s zone: the rollout holds before its final step", strings.Join(down, ", "), d.Next)
+		d.Done = false
+		if d.Central == CentralRetire {
+			d.Central = CentralNone
+		}
+	}
+	return d
+}
+
+func anyUnannotated(nodes []Node) bool {
+	for _, n := range nodes {
+		if n.Zone == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func allIn(nodes []Node, m Mode) bool {
+	for _, n := range nodes {
+		if n.Zone != ZoneFor(m, n.Name) {
+			return false
+		}
+	}
+	return len(nodes) > 0
+}
+
+func movingNodes(nodes []Node) []string {
+	var out []string
+	for _, n := range nodes {
+		if n.Moving() {
+			out = append(out, n.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// targetsAgree says every move in progress goes where layout m wants it.
+func targetsAgree(nodes []Node, m Mode) bool {
+	for _, n := range nodes {
+		if n.Moving() && n.Target != ZoneFor(m, n.Name) {
+			return false
+		}
+	}
+	return true
+}
+
+func downNodesToMove(nodes []Node, m Mode) []string {
+	var out []string
+	for _, n := range nodes {
+		if !n.Ready && n.Zone != ZoneFor(m, n.Name) {
+			out = append(out, n.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// admit picks the nodes to start moving, in name order, under each pool's
+// limit counting the moves already in progress; a node that is down or
+// already moving to that zone is not picked again.
+func admit(s State, m Mode) map[string]string {
+	inFlight := map[string]int{}
+	for _, n := range s.Nodes {
+		if n.Moving() {
+			inFlight[s.Pools.Owner[n.Name]]++
+		}
+	}
+	nodes := append([]Node(nil), s.Nodes...)
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	move := map[string]string{}
+	for _, n := range nodes {
+		want := ZoneFor(m, n.Name)
+		if n.Zone == want || n.Target == want || !n.Ready {
+			continue
+		}
+		pool := s.Pools.Owner[n.Name]
+		if limit := s.Pools.Limit[pool]; limit > 0 && inFlight[pool] >= limit {
+			continue
+		}
+		inFlight[pool]++
+		move[n.Name] = want
+	}
+	return move
+}
