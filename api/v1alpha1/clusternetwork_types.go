@@ -218,6 +218,53 @@ type ClusterNetworkStatus struct {
 	// ObservedGeneration is the generation of the spec the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Zones is the OVN interconnect layout: where it is, where it goes, and its rollout.
+	// Written by the operator's zone controller.
+	// +optional
+	Zones *ZonesStatus `json:"zones,omitempty"`
+}
+
+// ZonesStatus is the OVN interconnect layout and its rollout.
+type ZonesStatus struct {
+	// Current is the layout computed from every node's k8s.ovn.org/zone-name annotation:
+	// singlezone (every node in "global"), multizone (every node in its own zone), legacy (no
+	// annotation at all: the central layout without zones) or undefined (anything else).
+	Current string `json:"current"`
+	// Desired is the layout the cluster should end in: the ConfigMap
+	// ovn-interconnect-configuration's zone-mode, multizone without it (or when it is
+	// netshift's own intermediate step, definitive: no).
+	// +optional
+	Desired string `json:"desired,omitempty"`
+	// Next is the layout the rollout converges to now: singlezone on the way from legacy to
+	// multizone.
+	// +optional
+	Next string `json:"next,omitempty"`
+	// Phase is the rollout's stage: Converged, StartingCentral, MovingNodes, RetiringCentral,
+	// WaitingForRollout, Holding, InvalidConfig or Disabled.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Central is the state of the central NB/SB databases and ovn-northd: Running or Retired.
+	// +optional
+	Central string `json:"central,omitempty"`
+	// Nodes is the number of nodes; InTarget how many are already in their zone of Next.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// +optional
+	InTarget int32 `json:"inTarget,omitempty"`
+	// Moving are the nodes with a move in progress.
+	// +optional
+	// +listType=atomic
+	Moving []string `json:"moving,omitempty"`
+	// Message says why the rollout holds or what is wrong, in words a person can act on.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Conditions are Converged (True once the desired layout's final step is done) and
+	// ConfigValid (False while the ConfigMap holds a value netshift cannot use; nothing is
+	// changed then).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // ClusterNetwork is the cluster's network as the user wants it and, in status,
@@ -231,6 +278,7 @@ type ClusterNetworkStatus struct {
 // +kubebuilder:printcolumn:name="MTU",type=integer,JSONPath=`.status.applied.mtu`
 // +kubebuilder:printcolumn:name="Change",type=string,JSONPath=`.status.change.kind`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.change.phase`
+// +kubebuilder:printcolumn:name="Zones",type=string,JSONPath=`.status.zones.current`
 type ClusterNetwork struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -176,6 +176,13 @@ type NodeNetworkStateSpec struct {
 	// LiveChange is the node's part of a live MTU or tunnel port change; absent when none.
 	// +optional
 	LiveChange *LiveChangePlan `json:"liveChange,omitempty"`
+	// Zone is the OVN interconnect zone the operator wants the node in: "global" (single zone)
+	// or the node's own name (multizone). The agent moves the node's ovn-controller there and
+	// only then writes the node's k8s.ovn.org/zone-name annotation. Absent: no move asked.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Zone string `json:"zone,omitempty"`
 }
 
 // DrainRequest is the agent's request to the drain controller, tied to one operation.
@@ -306,6 +313,11 @@ type NodeNetworkStateStatus struct {
 	// it uncordons only what it cordoned. Written by the operator.
 	// +optional
 	LiveChangeCordoned string `json:"liveChangeCordoned,omitempty"`
+	// ZoneCordoned names the zone for whose move the operator cordoned the node (no pod is
+	// evicted: the node's pods keep running and their ports are recreated in the new zone), so
+	// that it uncordons only what it cordoned. Written by the operator.
+	// +optional
+	ZoneCordoned string `json:"zoneCordoned,omitempty"`
 }
 
 // NodeNetworkState is netshift's record of one node, named after it: the plan

@@ -12,6 +12,7 @@ import (
 func operatorCmd(g *globals) *cobra.Command {
 	o := operator.DefaultOptions()
 	var pools portPoolFlags
+	var central operator.CommandCentral
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the operator: the drain controller and every netshift controller (leader-elected)",
@@ -22,6 +23,12 @@ func operatorCmd(g *globals) *cobra.Command {
 			}
 			if o.AdmissionSettle < 0 || o.AdmissionSettle > time.Minute {
 				return fmt.Errorf("--admission-settle: %s is outside 0s..1m", o.AdmissionSettle)
+			}
+			if o.ZoneMigration {
+				if central.EnsureCommand == "" || central.RetireCommand == "" {
+					return fmt.Errorf("--zone-migration: --zone-central-ensure-command and --zone-central-retire-command are required (how this cluster starts and retires its central OVN databases and ovn-northd)")
+				}
+				o.Central = central
 			}
 			if pools.enabled {
 				pp, err := pools.options()
@@ -42,6 +49,10 @@ func operatorCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&o.ZoneMigration, "zone-migration", false, "move the cluster between OVN interconnect layouts as the ConfigMap ovn-interconnect-configuration says (without it the layout is only reported in ClusterNetwork status.zones)")
+	f.StringVar(&o.ZoneConfigNamespace, "zone-config-namespace", operator.Namespace, "namespace of the ConfigMap ovn-interconnect-configuration")
+	f.StringVar(&central.EnsureCommand, "zone-central-ensure-command", "", "with --zone-migration: command (sh -c) that starts the central NB/SB databases and ovn-northd; must be idempotent")
+	f.StringVar(&central.RetireCommand, "zone-central-retire-command", "", "with --zone-migration: command (sh -c) that retires them once every node is in its own zone; must be idempotent")
 	f.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect one leader among operator replicas; only the leader decides")
 	f.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint (\"0\" disables it)")

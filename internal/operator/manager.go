@@ -6,11 +6,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -52,6 +55,13 @@ type Options struct {
 	// OVNNorthbound is the OVN northbound database: with it, the logical switch ports of plugged
 	// pods are bound to their chassis, both source and target while a VM migrates.
 	OVNNorthbound string
+	// ZoneMigration lets the zone controller move the cluster between OVN interconnect layouts;
+	// without it the layout is only reported.
+	ZoneMigration bool
+	// ZoneConfigNamespace holds the ConfigMap ovn-interconnect-configuration (default netshift-system).
+	ZoneConfigNamespace string
+	// Central starts and retires the central side (required with ZoneMigration).
+	Central CentralSide
 	// PortPools, when set, runs the Neutron port pools: the pool manager, its API and the pod
 	// controller (leader only).
 	PortPools *PortPoolOptions
@@ -65,6 +75,13 @@ type Options struct {
 	ChangeRetry time.Duration
 	// Registry receives the operator's metrics; nil means controller-runtime's, served on MetricsAddr.
 	Registry prometheus.Registerer
+}
+
+func (o Options) zoneNamespace() string {
+	if o.ZoneConfigNamespace == "" {
+		return Namespace
+	}
+	return o.ZoneConfigNamespace
 }
 
 // DefaultOptions are the operator's defaults.
@@ -89,6 +106,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
+		// The zone controller reads one ConfigMap: cache its namespace's only.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.zoneNamespace(): {}}},
+		}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -142,6 +163,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	}
 	if err := dr.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up drain controller: %w", err)
+	}
+	if o.ZoneMigration && o.Central == nil {
+		return nil, fmt.Errorf("--zone-migration needs the commands that start and retire the central side (--zone-central-ensure-command, --zone-central-retire-command)")
+	}
+	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Central: o.Central, Enabled: o.ZoneMigration, Now: time.Now}
+	if err := zr.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up zone controller: %w", err)
 	}
 	if o.OVNNorthbound != "" {
 		pc := &PortChassisReconciler{Client: mgr.GetClient(), Northbound: ovs.Northbound{DB: o.OVNNorthbound}}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -33,7 +34,7 @@ func TestPortChassisFollowsAMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0", TimeAddr: "0",
-		ManyInProcess: true, OVNNorthbound: nb.DB})
+		ManyInProcess: true, OVNNorthbound: nb.DB, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
