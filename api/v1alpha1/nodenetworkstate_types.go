@@ -313,6 +313,10 @@ type NodeNetworkStateStatus struct {
 	// it uncordons only what it cordoned. Written by the operator.
 	// +optional
 	LiveChangeCordoned string `json:"liveChangeCordoned,omitempty"`
+	// ZoneError is why the agent could not move the node to spec.zone (it retries); empty once
+	// the move worked or while none is asked. Written by the agent.
+	// +optional
+	ZoneError string `json:"zoneError,omitempty"`
 	// ZoneCordoned names the zone for whose move the operator cordoned the node (no pod is
 	// evicted: the node's pods keep running and their ports are recreated in the new zone), so
 	// that it uncordons only what it cordoned. Written by the operator.

@@ -18,7 +18,7 @@ func agentCmd(g *globals) *cobra.Command {
 	var failOnce []string
 	var hold time.Duration
 	var plugPorts bool
-	var plugMode, integration string
+	var plugMode, integration, zoneMove string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent for one node (one per node, host network)",
@@ -42,6 +42,10 @@ func agentCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var moveZone agent.ZoneMover
+			if zoneMove != "" {
+				moveZone = agent.CommandZoneMover(zoneMove)
+			}
 			var restore agent.Restorer
 			if restoreCommand != "" {
 				restore = agent.CommandRestorer(restoreCommand)
@@ -49,7 +53,7 @@ func agentCmd(g *globals) *cobra.Command {
 			mgr, err := agent.NewManager(cfg, agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
 				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, ClockOffset: clockOffset, FailStepOnce: steps, Restore: restore,
 				NetworkConfig: networkConfig, BootIDFile: bootIDFile,
-				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration,
+				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration, MoveZone: moveZone,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}})
 			if err != nil {
 				return err
@@ -74,6 +78,8 @@ func agentCmd(g *globals) *cobra.Command {
 	f.BoolVar(&plugPorts, "plug-ports", true, "plug the ports of this node's pods that carry netshift.io/port-spec or netshift.io/port (needs --ovsdb)")
 	f.StringVar(&plugMode, "plug-mode", string(plug.PerPort), "how ports are plugged unless the Node's netshift.io/plug-mode annotation says otherwise: per-port or direct")
 	f.StringVar(&integration, "integration-bridge", "br-int", "the integration bridge the network controller programs")
+	f.StringVar(&zoneMove, "zone-move-command", "", "command (sh -c, with NETSHIFT_NODE and NETSHIFT_ZONE) that moves this node's ovn-controller into an OVN interconnect zone "+
+		"and returns once it is bound there and traffic to the other zones passes; the agent then writes the node's k8s.ovn.org/zone-name (empty: this agent cannot move zones)")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
 	return cmd
 }

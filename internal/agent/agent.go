@@ -55,6 +55,8 @@ type Agent struct {
 	rechecked map[string]bool
 	// Work maps an operation kind to what the agent does for it.
 	Work map[v1alpha1.OperationKind]Work
+	// MoveZone moves the node between OVN interconnect zones (see Options).
+	MoveZone ZoneMover
 }
 
 // HoldWork is the Reconfigure work until netshift has node settings to
@@ -114,6 +116,9 @@ type Options struct {
 	PlugMode plug.Mode
 	// IntegrationBridge is the bridge the network controller programs (default br-int).
 	IntegrationBridge string
+	// MoveZone moves the node's ovn-controller between OVN interconnect zones when the operator
+	// asks (NodeNetworkState spec.zone); nil: this agent cannot, and says so in status.zoneError.
+	MoveZone ZoneMover
 }
 
 // Restorer restores a node whose live-change step failed; the agent waits for
@@ -205,7 +210,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB,
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
 		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Restore: o.Restore, failOnce: map[v1alpha1.StepAction]bool{}, rechecked: map[string]bool{},
-		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile}
+		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, MoveZone: o.MoveZone}
 	for _, s := range o.FailStepOnce {
 		a.failOnce[s] = true
 	}
@@ -235,6 +240,14 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	// A live change moves every node at once and goes before any drained operation.
 	if nns.Spec.LiveChange != nil {
 		return a.liveChange(ctx, &nns)
+	}
+	if nns.Spec.Zone != "" {
+		if res, err := a.moveZone(ctx, &nns); err != nil || res.RequeueAfter > 0 {
+			return res, err
+		}
+		if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	step, opID := NextStep(&nns)
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "operation", opID, "step", step)

@@ -117,10 +117,11 @@ func TestLeastPrivilege(t *testing.T) {
 	agentNeeds := []access{
 		{"watch", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "nodenetworkstates", "status", ""},
 		{"watch", "", "pods", "", "any"}, {"patch", "", "pods", "status", "any"}, {"watch", "", "nodes", "", ""}, // port plugging
+		{"patch", "", "nodes", "", ""}, // its zone annotation (narrowed by the admission policy)
 	}
 	agentMustNot := []access{
 		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"create", "netshift.io", "nodenetworkstates", "", ""},
-		{"delete", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "", "nodes", "", ""},
+		{"delete", "netshift.io", "nodenetworkstates", "", ""}, {"update", "", "nodes", "status", ""}, {"delete", "", "nodes", "", ""},
 		{"create", "", "pods", "eviction", "any"}, {"get", "", "secrets", "", "any"}, {"patch", "", "pods", "", "any"},
 		{"update", "", "pods", "status", "any"}, {"delete", "", "pods", "", "any"},
 		{"patch", "netshift.io", "nodepools", "status", ""}, {"update", "netshift.io", "nodenetworkstates", "status", ""},
@@ -175,6 +176,42 @@ func TestAgentMayMarkOnlyItsOwnNodesPods(t *testing.T) {
 		err := ac.Status().Patch(ctx, other, client.RawPatch(types.StrategicMergePatchType, body))
 		if err == nil || !strings.Contains(err.Error(), "pods on its own node only") {
 			t.Errorf("%s: agent of p1 marking a pod of p2: %v, want a refusal", name, err)
+		}
+	}
+}
+
+// TestAgentMayOnlyAnnotateItsOwnNodesZone: the agent writes its node's zone
+// annotation and nothing else of any Node.
+func TestAgentMayOnlyAnnotateItsOwnNodesZone(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	for _, n := range []string{"zn1", "zn2"} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"keep": "me"}}}
+		if err := env.Client.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, cfg := range map[string]*rest.Config{
+		"serviceaccount": env.AgentConfig("zn1"),
+		"per-node user":  env.As("netshift:agent:zn1", []string{"netshift:agents", "system:authenticated"}, nil),
+	} {
+		ac := clientFor(t, cfg)
+		try := func(node, patch string) error {
+			return ac.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, []byte(patch)))
+		}
+		if err := try("zn1", `{"metadata":{"annotations":{"k8s.ovn.org/zone-name":"zn1"}}}`); err != nil {
+			t.Errorf("%s: agent refused on its own node's zone: %v", name, err)
+		}
+		for what, p := range map[string][2]string{
+			"another node's zone": {"zn2", `{"metadata":{"annotations":{"k8s.ovn.org/zone-name":"zn2"}}}`},
+			"its node's labels":   {"zn1", `{"metadata":{"labels":{"a":"c"}}}`},
+			"another annotation":  {"zn1", `{"metadata":{"annotations":{"keep":null}}}`},
+			"a new annotation":    {"zn1", `{"metadata":{"annotations":{"new":"x"}}}`},
+			"its node's cordon":   {"zn1", `{"spec":{"unschedulable":true}}`},
+		} {
+			if err := try(p[0], p[1]); err == nil {
+				t.Errorf("%s: agent of zn1 changed %s", name, what)
+			}
 		}
 	}
 }
