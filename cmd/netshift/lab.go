@@ -22,7 +22,8 @@ func labCmd(g *globals) *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVar(&name, "name", "lab", "lab name (1 to 8 lowercase letters or digits); labs with different names run side by side")
 	cmd.AddCommand(labUpCmd(&name), labDownCmd(&name), labStatusCmd(&name), labKubeconfigCmd(&name), labExecCmd(&name),
-		labServeCmd(&name), labProbeCmd(&name), labRebuildNodeCmd(&name), labMigrateCmd(&name))
+		labServeCmd(&name), labProbeCmd(&name), labRebuildNodeCmd(&name), labMigrateCmd(&name),
+		labZoneMoveCmd(&name), labZoneCentralCmd(&name), labUpgradeZonesCmd(&name))
 	return cmd
 }
 
@@ -80,6 +81,7 @@ func labUpCmd(name *string) *cobra.Command {
 	f.IntVar(&o.PodsPerNode, "pods-per-node", 2, "pods per node (0..50)")
 	f.StringVar(&tunnel, "tunnel", "vxlan", "vxlan or geneve (OVN: geneve)")
 	f.BoolVar(&o.OVN, "ovn", false, "OVN: ovn-controller per node, central NB/SB and ovn-northd, routed pod network")
+	f.StringVar(&o.Zones, "zones", "", "with --ovn: the OVN interconnect layout to build, legacy (central, no zones), single (one zone \"global\", the default) or multi (a zone per node); the matching ConfigMap is written, so the lab never moves zones by itself")
 	f.IntVar(&o.UnderlayMTU, "underlay-mtu", 1500, "underlay MTU (1280..9000)")
 	f.IntVar(&o.MTU, "mtu", 0, "pod MTU (default: underlay MTU minus the tunnel overhead, 50 for VXLAN, 58 for Geneve)")
 	f.StringArrayVar(&labels, "node-label", nil, "a label for a node, NODE:KEY=VALUE (repeatable)")

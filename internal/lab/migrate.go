@@ -136,6 +136,9 @@ func Migrate(ctx context.Context, name string, o MigrateOptions) (MigrateReport,
 	if !s.Ready {
 		return MigrateReport{}, fmt.Errorf("lab %s is not ready", name)
 	}
+	if err := s.centralUp(); err != nil {
+		return MigrateReport{}, fmt.Errorf("lab %s: a migration needs the VM switch of the central zone: %w", name, err)
+	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}

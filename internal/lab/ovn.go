@@ -59,12 +59,7 @@ func (s *State) buildOVN(ctx context.Context, sh *shell, progress func(string, .
 
 	args := []string{"lr-add", clusterRouter}
 	addSwitch := func(ls, lrp, mac, cidr string) {
-		args = append(args, "--", "ls-add", ls,
-			"--", "lrp-add", clusterRouter, lrp, mac, cidr,
-			"--", "lsp-add", ls, "stor-"+ls,
-			"--", "lsp-set-type", "stor-"+ls, "router",
-			"--", "lsp-set-addresses", "stor-"+ls, "router",
-			"--", "lsp-set-options", "stor-"+ls, "router-port="+lrp)
+		args = append(append(args, "--"), routerSwitchArgs(ls, lrp, mac, cidr)...)
 	}
 	for _, n := range s.Topology.Nodes {
 		addSwitch("ls-"+n.Name, "rtr-"+n.Name, routerMAC(n.Index), fmt.Sprintf("198.18.%d.1/24", n.Index))
@@ -92,6 +87,16 @@ func (s *State) buildOVN(ctx context.Context, sh *shell, progress func(string, .
 	}
 	progress("OVN: ovn-controller on every node, router %s, a switch per node and %s (%s)", clusterRouter, vmSwitch, VMSubnet)
 	return nil
+}
+
+// routerSwitchArgs add a switch joined to the cluster router.
+func routerSwitchArgs(ls, lrp, mac, cidr string) []string {
+	return []string{"ls-add", ls,
+		"--", "lrp-add", clusterRouter, lrp, mac, cidr,
+		"--", "lsp-add", ls, "stor-" + ls,
+		"--", "lsp-set-type", "stor-" + ls, "router",
+		"--", "lsp-set-addresses", "stor-" + ls, "router",
+		"--", "lsp-set-options", "stor-" + ls, "router-port=" + lrp}
 }
 
 // bindOVNPod creates the pod's logical port and binds it to the pod's OVS

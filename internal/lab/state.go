@@ -42,6 +42,9 @@ type State struct {
 	Ready      bool       `json:"ready"`
 	Removed    []string   `json:"removedPods,omitempty"` // pods evicted and torn down
 	Probe      *Process   `json:"probe,omitempty"`
+	// ZoneMigration runs the operator's zone controller (OVN labs built with zones; a legacy lab
+	// gets it with `lab upgrade-zones`).
+	ZoneMigration bool `json:"zoneMigration,omitempty"`
 	mu         sync.Mutex `json:"-"`
 	dir        string
 }

@@ -21,6 +21,7 @@ import (
 	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/kubesim"
 	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/zones"
 )
 
 // Serve is the lab's supervisor, a process of its own that `lab up` starts:
@@ -99,6 +100,12 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 		if !s.Options.OVN {
 			annotations[operator.NodePortsAnnotation] = "br-int" // the node's internal port on br-int
 		}
+		switch s.Options.Zones {
+		case ZonesSingle:
+			annotations[zones.ZoneAnnotation] = zones.GlobalZone
+		case ZonesMulti:
+			annotations[zones.ZoneAnnotation] = n.Name
+		}
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: annotations},
 			Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}}}
 		if err := c.Create(ctx, node); err != nil {
@@ -111,6 +118,14 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 		}
 		if err := c.Status().Update(ctx, node); err != nil {
 			return fmt.Errorf("node %s: status: %w", n.Name, err)
+		}
+	}
+	// The layout the lab built is the wish: a lab never starts moving zones by itself.
+	if mode := map[string]zones.Mode{ZonesSingle: zones.Single, ZonesMulti: zones.Multi}[s.Options.Zones]; mode != "" {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operator.Namespace, Name: zones.ConfigMapName},
+			Data: map[string]string{zones.KeyZoneMode: string(mode), zones.KeyDefinitive: "yes"}}
+		if err := c.Create(ctx, cm); err != nil {
+			return fmt.Errorf("ConfigMap %s: %w", zones.ConfigMapName, err)
 		}
 	}
 	mtu, under := int32(s.Options.MTU), int32(s.Options.UnderlayMTU)
@@ -144,7 +159,7 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane, binary string) (*children, error) {
 	kids := &children{}
 	start := func(role, kubeconfig string, args ...string) error {
-		return kids.run(ctx, s, role, binary, append(args, "--kubeconfig", kubeconfig))
+		return kids.run(ctx, s, role, binary, func() []string { return append(args, "--kubeconfig", kubeconfig) })
 	}
 	dir := s.Path("identities")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -163,7 +178,17 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 	if s.Options.OVN {
 		opArgs = append(opArgs, "--ovn-sb", s.SBDB(), "--ovn-nb", s.NBDB(), "--southbound-resync", "3s")
 	}
-	if err := start("operator", kc, opArgs...); err != nil {
+	// The operator's arguments are read at each (re)start: `lab upgrade-zones` turns the zone
+	// controller on by recording it and stopping the operator.
+	operatorArgs := func() []string {
+		args := append([]string(nil), opArgs...)
+		if err := s.reload(); err == nil && s.ZoneMigration {
+			self := fmt.Sprintf("%q lab --name %q zone-central", binary, s.Options.Name)
+			args = append(args, "--zone-migration", "--zone-central-ensure-command", self+" ensure", "--zone-central-retire-command", self+" retire")
+		}
+		return append(args, "--kubeconfig", kc)
+	}
+	if err := kids.run(ctx, s, "operator", binary, operatorArgs); err != nil {
 		return kids, err
 	}
 	for _, n := range s.Topology.Nodes {
@@ -177,6 +202,9 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 			"--underlay-interface", "eth0", "--operator-time-url", "http://" + timeAddr + "/time",
 			"--network-config", s.NetworkConfigPath(n.Name), "--boot-id-file", s.BootIDPath(n.Name),
 			"--restore-command", fmt.Sprintf("%q lab --name %q rebuild-node %q", binary, s.Options.Name, n.Name)}, s.Options.AgentArgs[n.Name]...)
+		if s.Options.OVN {
+			args = append(args, "--zone-move-command", fmt.Sprintf(`%q lab --name %q zone-move "$NETSHIFT_NODE" "$NETSHIFT_ZONE"`, binary, s.Options.Name))
+		}
 		if err := start("agent:"+n.Name, kc, args...); err != nil {
 			return kids, err
 		}
@@ -194,7 +222,8 @@ type children struct {
 	wg       sync.WaitGroup
 }
 
-func (k *children) run(ctx context.Context, s *State, role, binary string, args []string) error {
+func (k *children) run(ctx context.Context, s *State, role, binary string, argsFn func() []string) error {
+	args := argsFn()
 	logf, err := os.OpenFile(s.Path(strings.ReplaceAll(role, ":", "-")+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
@@ -238,7 +267,7 @@ func (k *children) run(ctx context.Context, s *State, role, binary string, args 
 		k.mu.Unlock()
 		if again {
 			time.Sleep(500 * time.Millisecond)
-			_ = k.run(ctx, s, role, binary, args)
+			_ = k.run(ctx, s, role, binary, argsFn)
 		}
 	}()
 	return err

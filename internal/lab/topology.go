@@ -38,6 +38,9 @@ type Options struct {
 	NodeLabels map[string]map[string]string `json:"nodeLabels,omitempty"`
 	// AgentArgs are extra arguments for a node's agent (tests: --clock-offset, --fail-step-once).
 	AgentArgs map[string][]string `json:"agentArgs,omitempty"`
+	// Zones is the OVN interconnect layout to build: legacy (central, no zones), single (one
+	// zone "global" with interconnect) or multi (a zone per node). OVN only; default single.
+	Zones string `json:"zones,omitempty"`
 }
 
 var labName = regexp.MustCompile(`^[a-z][a-z0-9]{0,7}$`)
@@ -58,6 +61,9 @@ func (o *Options) Defaults() {
 	}
 	if o.OVN {
 		o.Tunnel = Geneve
+		if o.Zones == "" {
+			o.Zones = ZonesSingle
+		}
 	}
 	if o.UnderlayMTU == 0 {
 		o.UnderlayMTU = 1500
@@ -78,6 +84,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--pods-per-node: %d is outside 0..50", o.PodsPerNode)
 	case o.Tunnel != VXLAN && o.Tunnel != Geneve:
 		return fmt.Errorf("--tunnel: %q is not vxlan or geneve", o.Tunnel)
+	case o.Zones != "" && !o.OVN:
+		return fmt.Errorf("--zones: OVN interconnect zones need --ovn")
+	case o.OVN && o.Zones != ZonesLegacy && o.Zones != ZonesSingle && o.Zones != ZonesMulti:
+		return fmt.Errorf("--zones: %q is not legacy, single or multi", o.Zones)
 	case o.OVN && o.Tunnel != Geneve:
 		return fmt.Errorf("--tunnel: OVN mode uses geneve, not %s", o.Tunnel)
 	case o.UnderlayMTU < 1280 || o.UnderlayMTU > 9000:

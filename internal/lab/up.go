@@ -82,6 +82,18 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 		return s, err
 	}
 	progress("every node reaches every other node's pods")
+	if o.OVN && o.Zones == ZonesMulti {
+		// Built as one zone, then each node moved into its own (the network settled first).
+		for _, n := range s.Topology.Nodes {
+			if err := s.MoveZone(ctx, n.Name, n.Name, progress); err != nil {
+				return s, err
+			}
+		}
+		if err := s.CentralRetire(ctx); err != nil {
+			return s, err
+		}
+		progress("multizone: every node in its own zone, the central zone retired")
+	}
 	progress("starting the supervisor: kube-apiserver and etcd, Nodes and Pods, operator and agents")
 	if err := s.startSupervisor(ctx, binary); err != nil {
 		return s, err
