@@ -31,7 +31,9 @@ const (
 	ZonesMulti  = "multi"
 )
 
-func (s *State) icDB(which string) string { return "unix:" + filepath.Join(s.ovnDir(), "ic"+which+".sock") }
+func (s *State) icDB(which string) string {
+	return "unix:" + filepath.Join(s.ovnDir(), "ic"+which+".sock")
+}
 func (s *State) zoneDir(node string) string { return filepath.Join(s.nodeDir(node), "zone") }
 
 // zoneDBs are the NB and SB sockets of a zone.
