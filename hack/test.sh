@@ -53,6 +53,7 @@ bench() {
   go test -run '^$' -bench 'LabUpDown' -benchtime 3x -timeout 10m ./test/e2e/ || return 1
   go test -run '^$' -bench 'LiveChangeGap' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'VMMigration' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
+  go test -run '^$' -bench 'ZoneMoves' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'PortPools' -benchtime 1x -timeout 25m -v ./internal/portpool/poolbench/
 }
 

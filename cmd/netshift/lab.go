@@ -23,7 +23,7 @@ func labCmd(g *globals) *cobra.Command {
 	cmd.PersistentFlags().StringVar(&name, "name", "lab", "lab name (1 to 8 lowercase letters or digits); labs with different names run side by side")
 	cmd.AddCommand(labUpCmd(&name), labDownCmd(&name), labStatusCmd(&name), labKubeconfigCmd(&name), labExecCmd(&name),
 		labServeCmd(&name), labProbeCmd(&name), labRebuildNodeCmd(&name), labMigrateCmd(&name),
-		labZoneMoveCmd(&name), labZoneCentralCmd(&name), labUpgradeZonesCmd(&name))
+		labZoneMoveCmd(&name), labZoneCentralCmd(&name), labUpgradeZonesCmd(&name), labZoneBenchCmd(&name))
 	return cmd
 }
 

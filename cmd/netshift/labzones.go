@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -57,4 +58,40 @@ func labUpgradeZonesCmd(name *string) *cobra.Command {
 			return lab.UpgradeZones(*name)
 		},
 	}
+}
+
+func labZoneBenchCmd(name *string) *cobra.Command {
+	var output string
+	return func() *cobra.Command {
+		cmd := &cobra.Command{
+			Use:   "zone-bench",
+			Short: "Move a single-zone OVN lab to multizone and back node by node, with the probe around each move, and print each move's figures",
+			Long: `Starts from a single-zone OVN lab (netshift lab up --ovn): moves each node into its own zone (name
+order), retires the central zone, starts it again and moves each node back, with the traffic probe
+running around each step alone. Prints, per step, how long it took, the longest silence of the
+long-lived connections with an end on the moving node and of the others, broken connections and
+failed requests. Targets: moving node's connections under 500 ms, the others under 100 ms, nothing
+broken. Leaves the lab as it found it. Do not run it while the operator is moving zones.`,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := checkOutput(output); err != nil {
+					return err
+				}
+				rep, err := lab.ZoneBench(cmd.Context(), *name, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				if output == "json" {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(rep)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "node moves: longest gap of a moving node's connection %.1f ms (target < 500), of the others %.1f ms (target < 100); broken %d, failed requests %d\n",
+					rep.MaxMovingGapMs, rep.MaxOthersGapMs, rep.Broken, rep.Failures)
+				return nil
+			},
+		}
+		cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+		return cmd
+	}()
 }

@@ -289,6 +289,10 @@ func (s *State) moveOut(ctx context.Context, sh *shell, n NodeSpec) error {
 // stops its zone.
 func (s *State) moveIn(ctx context.Context, sh *shell, n NodeSpec) error {
 	nb, sb := s.zoneDBs(n.Name)
+	// Not an interconnect chassis while it joins: the global SB holds a remote
+	// record of this chassis (it was its zone's gateway), which the node takes
+	// over as it connects; marked as the global zone's gateway now, it would
+	// stay "remote" there and the other global nodes would stop tunnelling to it.
 	if _, err := s.vsctl(ctx, sh, n.Name, "set", "open", ".", "external_ids:ovn-remote="+s.SBDB(), "external_ids:ovn-is-interconn=false"); err != nil {
 		return err
 	}
@@ -305,8 +309,10 @@ func (s *State) moveIn(ctx context.Context, sh *shell, n NodeSpec) error {
 	if _, err := s.sbctlAt(ctx, sh, sb, "--if-exists", "chassis-del", n.Name); err != nil {
 		return err
 	}
-	// A global zone without a gateway on one of its nodes gets this one.
-	if err := s.adoptGlobalGateway(ctx, sh, n.Name); err != nil {
+	// A global zone without a transit gateway on one of its nodes (the first to
+	// join a central zone started again) gets this one, once its own zone has
+	// stopped naming it.
+	if _, err := s.adoptGlobalGateway(ctx, sh, n.Name); err != nil {
 		return err
 	}
 	// The zone goes: its transit port first (its routes are withdrawn), then its daemons.
@@ -318,7 +324,8 @@ func (s *State) moveIn(ctx context.Context, sh *shell, n NodeSpec) error {
 	return nil
 }
 
-// stopRoles stops the lab's daemons with these roles.
+// stopRoles stops the lab's daemons with these roles and forgets them: a
+// zone that is gone is not a daemon that died.
 func (s *State) stopRoles(roles ...string) {
 	want := map[string]bool{}
 	for _, r := range roles {
@@ -330,6 +337,15 @@ func (s *State) stopRoles(roles ...string) {
 			p.Stop(3 * time.Second)
 		}
 	}
+	_ = s.record(func() {
+		kept := s.Processes[:0]
+		for _, p := range s.Processes {
+			if !want[p.Role] || p.Alive() {
+				kept = append(kept, p)
+			}
+		}
+		s.Processes = kept
+	})
 }
 
 func (s *State) waitChassis(ctx context.Context, sh *shell, sb, node string) error {
@@ -401,27 +417,27 @@ func (s *State) moveGlobalGateway(ctx context.Context, sh *shell, leaving string
 	return nil // the last node leaves: the global zone carries no traffic any more
 }
 
-// adoptGlobalGateway gives the global zone's transit port a gateway on a
-// global node when it has none there.
-func (s *State) adoptGlobalGateway(ctx context.Context, sh *shell, joined string) error {
+// adoptGlobalGateway makes the joining node the global zone's transit
+// gateway when no global node is; it says whether it did.
+func (s *State) adoptGlobalGateway(ctx context.Context, sh *shell, joining string) (bool, error) {
 	gw, err := s.globalGateway(ctx, sh)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if gw != "" {
 		z, err := s.ZoneOf(ctx, sh, gw)
 		if err != nil || z == globalZone {
-			return err
+			return false, err
 		}
 		if _, err := s.nbctlAt(ctx, sh, s.NBDB(), "lrp-del-gateway-chassis", "rtr-ts-"+globalZone, gw); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if _, err := s.vsctl(ctx, sh, joined, "set", "open", ".", "external_ids:ovn-is-interconn=true"); err != nil {
-		return err
+	if _, err := s.vsctl(ctx, sh, joining, "set", "open", ".", "external_ids:ovn-is-interconn=true"); err != nil {
+		return false, err
 	}
-	_, err = s.nbctlAt(ctx, sh, s.NBDB(), "lrp-set-gateway-chassis", "rtr-ts-"+globalZone, joined, "1")
-	return err
+	_, err = s.nbctlAt(ctx, sh, s.NBDB(), "lrp-set-gateway-chassis", "rtr-ts-"+globalZone, joining, "1")
+	return err == nil, err
 }
 
 // checkFrom checks, over TCP, that the node's first pod reaches a pod on

@@ -1,0 +1,126 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"netshift.io/netshift/internal/lab/probe"
+)
+
+// ZoneStep is one step of the zone benchmark, measured by the probe running
+// around it alone.
+type ZoneStep struct {
+	// Node is the node that moved ("" for a step of the central zone).
+	Node string `json:"node,omitempty"`
+	// Step says what happened: "node-1 -> node-1", "central retired", ...
+	Step   string  `json:"step"`
+	TookMs float64 `json:"tookMs"`
+	// MovingMaxGapMs is the longest silence of a long-lived connection with an end
+	// on the moving node; OthersMaxGapMs of those between the other nodes.
+	MovingMaxGapMs float64 `json:"movingMaxGapMs"`
+	OthersMaxGapMs float64 `json:"othersMaxGapMs"`
+	// Broken counts the long-lived connections that did not survive; Failures the
+	// short-lived and HTTPS requests that failed.
+	Broken   int `json:"broken"`
+	Failures int `json:"failures"`
+}
+
+// ZoneBenchReport is what `lab zone-bench` prints.
+type ZoneBenchReport struct {
+	Steps []ZoneStep `json:"steps"`
+	// The worst of the node moves: the target is moving under 500 ms, others under 100 ms.
+	MaxMovingGapMs float64 `json:"maxMovingGapMs"`
+	MaxOthersGapMs float64 `json:"maxOthersGapMs"`
+	Broken         int     `json:"broken"`
+	Failures       int     `json:"failures"`
+}
+
+// ZoneBench moves a single-zone OVN lab to multizone node by node (name
+// order), retires the central zone, starts it again and moves every node
+// back, with the probe running around each step alone, and reports each.
+func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport, error) {
+	var rep ZoneBenchReport
+	s, err := LoadState(name)
+	if err != nil {
+		return rep, err
+	}
+	if !s.Options.OVN || len(s.Topology.Nodes) < 2 {
+		return rep, fmt.Errorf("lab %s: the zone benchmark needs an OVN lab of at least 2 nodes", name)
+	}
+	if err := s.centralUp(); err != nil {
+		return rep, fmt.Errorf("lab %s: the zone benchmark starts from a single-zone lab: %w", name, err)
+	}
+	sh, err := newShell(s.Path("commands.log"))
+	if err != nil {
+		return rep, err
+	}
+	nodes, err := s.globalNodes(ctx, sh)
+	sh.close()
+	if err != nil {
+		return rep, err
+	}
+	if len(nodes) != len(s.Topology.Nodes) {
+		return rep, fmt.Errorf("lab %s: the zone benchmark starts from a single-zone lab, but only %v are in the global zone", name, nodes)
+	}
+	quiet := func(string, ...any) {}
+	measure := func(node, step string, do func() error) error {
+		pctx, cancel := context.WithCancel(ctx)
+		done := make(chan probe.Report, 1)
+		go func() {
+			r, _ := probe.Run(pctx, s.ProbeConfig(0))
+			done <- r
+		}()
+		time.Sleep(time.Second)
+		start := time.Now()
+		err := do()
+		took := time.Since(start)
+		time.Sleep(700 * time.Millisecond)
+		cancel()
+		r := <-done
+		if err != nil {
+			return fmt.Errorf("%s: %w", step, err)
+		}
+		st := ZoneStep{Node: node, Step: step, TookMs: ms(took), Failures: r.ShortLived.Failures + r.HTTPS.Failures}
+		for _, c := range r.LongLived {
+			from, _ := s.Topology.Pod(c.From)
+			to, _ := s.Topology.Pod(c.To)
+			if node == "" || from.Node == node || to.Node == node {
+				st.MovingMaxGapMs = max(st.MovingMaxGapMs, c.MaxGapMs)
+			} else {
+				st.OthersMaxGapMs = max(st.OthersMaxGapMs, c.MaxGapMs)
+			}
+			if !c.Alive {
+				st.Broken++
+			}
+		}
+		rep.Steps = append(rep.Steps, st)
+		rep.Broken += st.Broken
+		rep.Failures += st.Failures
+		if node != "" {
+			rep.MaxMovingGapMs = max(rep.MaxMovingGapMs, st.MovingMaxGapMs)
+			rep.MaxOthersGapMs = max(rep.MaxOthersGapMs, st.OthersMaxGapMs)
+		}
+		fmt.Fprintf(out, "%-22s took %5.0f ms  moving node's connections: longest gap %6.1f ms  others: %6.1f ms  broken %d  failed requests %d\n",
+			step, st.TookMs, st.MovingMaxGapMs, st.OthersMaxGapMs, st.Broken, st.Failures)
+		return nil
+	}
+	for _, n := range s.Topology.Nodes {
+		if err := measure(n.Name, n.Name+": global -> "+n.Name, func() error { return s.MoveZone(ctx, n.Name, n.Name, quiet) }); err != nil {
+			return rep, err
+		}
+	}
+	if err := measure("", "central zone retired", func() error { return s.CentralRetire(ctx) }); err != nil {
+		return rep, err
+	}
+	if err := measure("", "central zone started", func() error { return s.CentralEnsure(ctx) }); err != nil {
+		return rep, err
+	}
+	for _, n := range s.Topology.Nodes {
+		if err := measure(n.Name, n.Name+": "+n.Name+" -> global", func() error { return s.MoveZone(ctx, n.Name, globalZone, quiet) }); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}

@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/lab/probe"
+	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/testenv"
+	"netshift.io/netshift/internal/zones"
+)
+
+// waitZones waits until the operator reports the layout converged.
+func waitZones(t *testing.T, c client.Client, layout zones.Mode) *v1alpha1.ZonesStatus {
+	t.Helper()
+	var st *v1alpha1.ZonesStatus
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		var cn v1alpha1.ClusterNetwork
+		if err := c.Get(context.Background(), types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn); err == nil {
+			st = cn.Status.Zones
+			if st != nil && st.Current == string(layout) && meta.IsStatusConditionTrue(st.Conditions, "Converged") {
+				return st
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("the lab did not converge to %s: %+v", layout, st)
+	return nil
+}
+
+// checkLayout asserts every node is annotated with its zone, uncordoned, and
+// every pod reaches every other pod over TCP.
+func checkLayout(t *testing.T, c client.Client, name string, layout zones.Mode) {
+	t.Helper()
+	var nodes corev1.NodeList
+	if err := c.List(context.Background(), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if want := zones.ZoneFor(layout, n.Name); n.Annotations[zones.ZoneAnnotation] != want {
+			t.Errorf("node %s: zone %q, want %q", n.Name, n.Annotations[zones.ZoneAnnotation], want)
+		}
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s left cordoned after its move", n.Name)
+		}
+	}
+	s, err := lab.LoadState(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range s.Topology.Pods {
+		for _, to := range s.Topology.Pods {
+			if from.Name != to.Name {
+				if err := lab.TCPCheck(from, to, 2*time.Second); err != nil {
+					t.Errorf("%s: pod %s cannot reach pod %s: %v", layout, from.Name, to.Name, err)
+				}
+			}
+		}
+	}
+}
+
+// noneBroken asserts every long-lived connection survived; requests that
+// failed during a move (a new connection whose SYN fell into a move's gap) are
+// logged with their reasons: the acceptance is about the connections.
+func noneBroken(t *testing.T, what string, r probe.Report) {
+	t.Helper()
+	for _, l := range r.LongLived {
+		if !l.Alive {
+			t.Errorf("%s: long-lived %s -> %s died: %s", what, l.From, l.To, l.Error)
+		}
+	}
+	if len(r.LongLived) == 0 {
+		t.Errorf("%s: the probe measured nothing", what)
+	}
+	t.Logf("%s: short-lived %d of %d failed %v, HTTPS %d of %d failed %v", what, r.ShortLived.Failures, r.ShortLived.Attempts, r.ShortLived.Reasons,
+		r.HTTPS.Failures, r.HTTPS.Attempts, r.HTTPS.Reasons)
+}
+
+// A legacy OVN lab upgraded to multizone (through single zone) and moved back
+// to single zone by creating the ConfigMap, under the probe, by the operator
+// and the agents: every connection survives and every pod reaches every other.
+func TestZoneMigrations(t *testing.T) {
+	up(t, "zon", "--ovn", "--zones", "legacy")
+	c := labClient(t, "zon")
+	r := underProbe(t, "zon", func() {
+		mustNetshift(t, "lab", "upgrade-zones", "--name", "zon")
+		st := waitZones(t, c, zones.Multi)
+		if st.Central != "Retired" {
+			t.Errorf("multizone reached with the central zone %s", st.Central)
+		}
+	})
+	noneBroken(t, "legacy -> multizone", r)
+	t.Logf("legacy -> multizone: longest gap %.1f ms", maxGap(r))
+	checkLayout(t, c, "zon", zones.Multi)
+	var cm corev1.ConfigMap
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: operator.Namespace, Name: zones.ConfigMapName}, &cm); !apierrors.IsNotFound(err) {
+		t.Errorf("the upgrade's ConfigMap is still there: %v %v", cm.Data, err)
+	}
+
+	r = underProbe(t, "zon", func() {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operator.Namespace, Name: zones.ConfigMapName},
+			Data: map[string]string{zones.KeyZoneMode: "singlezone"}}
+		if err := c.Create(context.Background(), cm); err != nil {
+			t.Fatal(err)
+		}
+		if st := waitZones(t, c, zones.Single); st.Central != "Running" {
+			t.Errorf("single zone reached with the central zone %s", st.Central)
+		}
+	})
+	noneBroken(t, "multizone -> single zone", r)
+	t.Logf("multizone -> single zone: longest gap %.1f ms", maxGap(r))
+	checkLayout(t, c, "zon", zones.Single)
+}
+
+// BenchmarkZoneMoves is `netshift lab zone-bench` on a 3-node single-zone OVN
+// lab with 2 pods per node: each node into its own zone and back, the probe
+// around each move alone (targets: a moving node's connections under 500 ms,
+// the others under 100 ms, nothing broken).
+func BenchmarkZoneMoves(b *testing.B) {
+	testenv.Require(b, missing)
+	if out, err := runNetshift("lab", "up", "--name", "zbench", "--ovn"); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	defer runNetshift("lab", "down", "--name", "zbench")
+	for b.Loop() {
+		cmd := exec.Command(binary, "lab", "zone-bench", "--name", "zbench", "-o", "json")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("lab zone-bench: %v\n%s", err, errb.String())
+		}
+		var rep lab.ZoneBenchReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("zone moves:\n%s", errb.String())
+		b.ReportMetric(rep.MaxMovingGapMs, "moving-maxgap-ms")
+		b.ReportMetric(rep.MaxOthersGapMs, "others-maxgap-ms")
+		b.ReportMetric(float64(rep.Broken), "broken")
+		b.ReportMetric(float64(rep.Failures), "failed-requests")
+	}
+}
