@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,16 +32,20 @@ func TestAgentMovesItsNodeBetweenZones(t *testing.T) {
 		t.Fatal(err)
 	}
 	var calls atomic.Int32
-	failFirst := true
+	var reported atomic.Bool
 	move := func(_ context.Context, n, zone string) error {
-		calls.Add(1)
+		call := calls.Add(1)
 		var got corev1.Node
 		if err := c.Get(ctx, types.NamespacedName{Name: n}, &got); err == nil && got.Annotations[zones.ZoneAnnotation] == zone {
 			t.Errorf("the annotation was written before the move")
 		}
-		if failFirst {
-			failFirst = false
+		if call == 1 {
 			return errors.New("ovn-controller not bound yet")
+		}
+		// The retry comes after the failure was reported.
+		var st v1alpha1.NodeNetworkState
+		if err := c.Get(ctx, types.NamespacedName{Name: n}, &st); err == nil && strings.Contains(st.Status.ZoneError, "ovn-controller not bound yet") {
+			reported.Store(true)
 		}
 		return nil
 	}
@@ -57,10 +62,6 @@ func TestAgentMovesItsNodeBetweenZones(t *testing.T) {
 	if err := c.Update(ctx, nns); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the failed move reported", func() bool {
-		var got v1alpha1.NodeNetworkState
-		return c.Get(ctx, types.NamespacedName{Name: node}, &got) == nil && got.Status.ZoneError != ""
-	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var got corev1.Node
@@ -78,5 +79,8 @@ func TestAgentMovesItsNodeBetweenZones(t *testing.T) {
 	})
 	if n := calls.Load(); n != 2 {
 		t.Errorf("%d moves, want 2 (one failed, one retried)", n)
+	}
+	if !reported.Load() {
+		t.Errorf("the failed move was not in status.zoneError before the retry")
 	}
 }
