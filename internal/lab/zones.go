@@ -289,11 +289,19 @@ func (s *State) moveOut(ctx context.Context, sh *shell, n NodeSpec) error {
 // stops its zone.
 func (s *State) moveIn(ctx context.Context, sh *shell, n NodeSpec) error {
 	nb, sb := s.zoneDBs(n.Name)
-	// Not an interconnect chassis while it joins: the global SB holds a remote
-	// record of this chassis (it was its zone's gateway), which the node takes
-	// over as it connects; marked as the global zone's gateway now, it would
-	// stay "remote" there and the other global nodes would stop tunnelling to it.
-	if _, err := s.vsctl(ctx, sh, n.Name, "set", "open", ".", "external_ids:ovn-remote="+s.SBDB(), "external_ids:ovn-is-interconn=false"); err != nil {
+	// The global SB holds a remote record of this chassis (it is its zone's
+	// transit gateway). A node that connected over it would stay "remote" there
+	// until the global ovn-ic deleted the record under it and its
+	// ovn-controller wrote it again. So first the node stops being an
+	// interconnect chassis: its zone's ovn-ic takes it off the gateways and the
+	// global ovn-ic drops the record; then it joins.
+	if _, err := s.vsctl(ctx, sh, n.Name, "set", "open", ".", "external_ids:ovn-is-interconn=false"); err != nil {
+		return err
+	}
+	if err := s.waitNoChassis(ctx, sh, s.SBDB(), n.Name); err != nil {
+		return err
+	}
+	if _, err := s.vsctl(ctx, sh, n.Name, "set", "open", ".", "external_ids:ovn-remote="+s.SBDB()); err != nil {
 		return err
 	}
 	// The switch and its router port go first: ovn-ic withdraws the route then.
@@ -357,6 +365,21 @@ func (s *State) waitChassis(ctx context.Context, sh *shell, sb, node string) err
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("ovn-controller of %s did not connect to %s within 15s", node, sb)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitNoChassis waits until a southbound database has no chassis of that name.
+func (s *State) waitNoChassis(ctx context.Context, sh *shell, sb, node string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := s.sbctlAt(ctx, sh, sb, "--bare", "--columns=name", "find", "chassis", "name="+node)
+		if err == nil && strings.TrimSpace(out) == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still has a chassis %s after 10s", sb, node)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
