@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -116,9 +115,7 @@ func labStatusCmd(name *string) *cobra.Command {
 				return err
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return writeJSON(cmd.OutOrStdout(), st)
 			}
 			return st.WriteText(cmd.OutOrStdout())
 		},
@@ -214,9 +211,7 @@ func labProbeCmd(name *string) *cobra.Command {
 	output = "text"
 	report := func(cmd *cobra.Command, r probe.Report) error {
 		if output == "json" {
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(r); err != nil {
+			if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
 				return err
 			}
 		} else {

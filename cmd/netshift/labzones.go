@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -82,9 +81,7 @@ broken. Leaves the lab as it found it. Do not run it while the operator is movin
 					return err
 				}
 				if output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					return enc.Encode(rep)
+					return writeJSON(cmd.OutOrStdout(), rep)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "node moves: longest gap of a moving node's connection %.1f ms (target < 500), of the others %.1f ms (target < 100); broken %d, failed requests %d\n",
 					rep.MaxMovingGapMs, rep.MaxOthersGapMs, rep.Broken, rep.Failures)

@@ -5,7 +5,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -78,4 +80,11 @@ func checkOutput(output string) error {
 		return fmt.Errorf("-o: %q is not text or json", output)
 	}
 	return nil
+}
+
+// writeJSON prints v as indented JSON, the -o json of every command.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -88,9 +87,7 @@ func portpoolCmd(g *globals) *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVar(&server, "server", DefaultPortPoolAPI, "the pool manager's API: a unix socket path, or tcp:HOST:PORT")
 	printJSON := func(cmd *cobra.Command, v any) error {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		return writeJSON(cmd.OutOrStdout(), v)
 	}
 	list := &cobra.Command{
 		Use:   "list",
@@ -239,9 +236,7 @@ func portpoolBenchCmd() *cobra.Command {
 				return err
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+				return writeJSON(cmd.OutOrStdout(), r)
 			}
 			poolbench.WriteText(cmd.OutOrStdout(), r)
 			return nil

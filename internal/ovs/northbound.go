@@ -1,13 +1,9 @@
 package ovs
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"sort"
-	"strings"
-	"time"
 )
 
 // Northbound is an OVN northbound database, reached with ovn-nbctl.
@@ -16,15 +12,7 @@ type Northbound struct {
 }
 
 func (n Northbound) nbctl(ctx context.Context, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ovn-nbctl", append([]string{"--db=" + n.DB, "--timeout=10"}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("OVN northbound %s: ovn-nbctl %s: %w: %s", n.DB, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
-	}
-	return out.String(), nil
+	return run(ctx, "OVN northbound "+n.DB, "ovn-nbctl", append([]string{"--db=" + n.DB, "--timeout=10"}, args...))
 }
 
 // PortOptions reads a logical switch port's options; false when there is no such port.

@@ -21,13 +21,18 @@ type DB struct {
 }
 
 func (d DB) vsctl(ctx context.Context, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	return run(ctx, "OVSDB "+d.Socket, "ovs-vsctl", append([]string{"--db=" + d.Socket, "--timeout=10"}, args...))
+}
+
+// run runs an OVS or OVN client; the error names the database and the command.
+func run(ctx context.Context, where, bin string, args []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ovs-vsctl", append([]string{"--db=" + d.Socket, "--timeout=10"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("OVSDB %s: ovs-vsctl %s: %w: %s", d.Socket, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		return "", fmt.Errorf("%s: %s %s: %w: %s", where, bin, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
 	return out.String(), nil
 }

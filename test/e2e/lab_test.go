@@ -38,18 +38,10 @@ func TestLabModes(t *testing.T) {
 			if !st.Ready || !st.Healthy || len(st.Nodes) != 3 || len(st.Pods) != 6 {
 				t.Fatalf("lab status: ready=%v healthy=%v nodes=%d pods=%d", st.Ready, st.Healthy, len(st.Nodes), len(st.Pods))
 			}
+			everyPodReachesEveryOther(t, name)
 			s, err := lab.LoadState(name)
 			if err != nil {
 				t.Fatal(err)
-			}
-			for _, from := range s.Topology.Pods {
-				for _, to := range s.Topology.Pods {
-					if from.Name != to.Name {
-						if err := lab.TCPCheck(from, to, 3*time.Second); err != nil {
-							t.Errorf("%s -> %s over TCP: %v", from.Name, to.Name, err)
-						}
-					}
-				}
 			}
 			c := labClient(t, name)
 			var nodes corev1.NodeList
@@ -287,4 +279,22 @@ func TestTwoLabsSideBySide(t *testing.T) {
 		t.Errorf("lab e2eb unhealthy after e2ea went down: %+v", st)
 	}
 	check("e2eb")
+}
+
+// everyPodReachesEveryOther checks every pair of the lab's pods over TCP.
+func everyPodReachesEveryOther(t *testing.T, name string) {
+	t.Helper()
+	s, err := lab.LoadState(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range s.Topology.Pods {
+		for _, to := range s.Topology.Pods {
+			if from.Name != to.Name {
+				if err := lab.TCPCheck(from, to, 3*time.Second); err != nil {
+					t.Errorf("%s -> %s over TCP: %v", from.Name, to.Name, err)
+				}
+			}
+		}
+	}
 }

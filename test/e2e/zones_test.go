@@ -58,19 +58,7 @@ func checkLayout(t *testing.T, c client.Client, name string, layout zones.Mode) 
 			t.Errorf("node %s left cordoned after its move", n.Name)
 		}
 	}
-	s, err := lab.LoadState(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, from := range s.Topology.Pods {
-		for _, to := range s.Topology.Pods {
-			if from.Name != to.Name {
-				if err := lab.TCPCheck(from, to, 2*time.Second); err != nil {
-					t.Errorf("%s: pod %s cannot reach pod %s: %v", layout, from.Name, to.Name, err)
-				}
-			}
-		}
-	}
+	everyPodReachesEveryOther(t, name)
 }
 
 // noneBroken asserts every long-lived connection survived; requests that
