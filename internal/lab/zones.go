@@ -211,6 +211,12 @@ func (s *State) MoveZone(ctx context.Context, node, zone string, progress func(s
 	if err != nil {
 		return err
 	}
+	if from == zone && zone == node {
+		// Already pointed there: finish what a move that failed its check may have left.
+		if err := s.finishOut(ctx, sh, n); err != nil {
+			return fmt.Errorf("node %s: move to zone %s: %w", node, zone, err)
+		}
+	}
 	if from != zone {
 		start := time.Now()
 		if zone == node {
@@ -266,23 +272,40 @@ func (s *State) moveOut(ctx context.Context, sh *shell, n NodeSpec) error {
 	if err := s.moveGlobalGateway(ctx, sh, n.Name); err != nil {
 		return err
 	}
-	// 3. The node's ovn-controller to the new zone; its switch out of the old
-	// zone, then into the new one (never in both).
+	return s.finishOut(ctx, sh, n)
+}
+
+// finishOut points the node at its zone and moves its switch and chassis
+// there; every step may run again (a move retried after a failed check).
+func (s *State) finishOut(ctx context.Context, sh *shell, n NodeSpec) error {
+	nb, sb := s.zoneDBs(n.Name)
+	// The node's ovn-controller to the new zone; its switch out of the old zone,
+	// then into the new one (never in both).
 	if _, err := s.vsctl(ctx, sh, n.Name, "set", "open", ".", "external_ids:ovn-remote="+sb, "external_ids:ovn-is-interconn=true"); err != nil {
 		return err
 	}
-	if _, err := s.nbctlAt(ctx, sh, s.NBDB(), "--if-exists", "ls-del", "ls-"+n.Name, "--", "--if-exists", "lrp-del", "rtr-"+n.Name); err != nil {
+	if _, err := s.nbctlAt(ctx, sh, s.NBDB(), "--if-exists", "ls-del", "ls-"+n.Name, "--", "--if-exists", "lrp-del", "rtr-"+n.Name); err != nil && s.centralUp() == nil {
 		return err
 	}
-	if _, err := s.nbctlAt(ctx, sh, nb, s.nodeSwitchArgs(n)...); err != nil {
+	out, err := s.nbctlAt(ctx, sh, nb, "--bare", "--columns=name", "find", "logical_switch", "name=ls-"+n.Name)
+	if err != nil {
 		return err
 	}
-	// 4. Only once the node is connected to the new SB, its chassis leaves the old.
+	if strings.TrimSpace(out) == "" {
+		if _, err := s.nbctlAt(ctx, sh, nb, s.nodeSwitchArgs(n)...); err != nil {
+			return err
+		}
+	}
+	// Only once the node is connected to the new SB, its chassis leaves the old.
 	if err := s.waitChassis(ctx, sh, sb, n.Name); err != nil {
 		return err
 	}
-	_, err := s.sbctlAt(ctx, sh, s.SBDB(), "--if-exists", "chassis-del", n.Name)
-	return err
+	if s.centralUp() == nil {
+		if _, err := s.sbctlAt(ctx, sh, s.SBDB(), "--if-exists", "chassis-del", n.Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // moveIn moves a node from its own zone back into the global zone, and
@@ -414,10 +437,13 @@ func (s *State) globalGateway(ctx context.Context, sh *shell) (string, error) {
 	return "", nil
 }
 
-// moveGlobalGateway moves the global zone's transit gateway off a node that
-// is leaving, onto the last node that stays (a short pause of the traffic
-// between the global zone and the others: the lab avoids it by putting the
-// gateway on the node a name-ordered rollout moves last).
+// moveGlobalGateway takes the global zone's transit gateway off a node that
+// is leaving (onto the last node that stays, if any: a short pause of the
+// traffic between the global zone and the others, which the lab avoids by
+// putting the gateway on the node a name-ordered rollout moves last), and
+// waits until the interconnect no longer lists the node as the global zone's
+// gateway: a chassis can be the gateway of one zone only, and its own zone's
+// ovn-ic could not register it while the global one still does.
 func (s *State) moveGlobalGateway(ctx context.Context, sh *shell, leaving string) error {
 	gw, err := s.globalGateway(ctx, sh)
 	if err != nil || gw != leaving {
@@ -427,17 +453,33 @@ func (s *State) moveGlobalGateway(ctx context.Context, sh *shell, leaving string
 	if err != nil {
 		return err
 	}
+	args := []string{"lrp-del-gateway-chassis", "rtr-ts-" + globalZone, leaving}
 	for i := len(nodes) - 1; i >= 0; i-- {
 		if nodes[i] != leaving {
 			if _, err := s.vsctl(ctx, sh, nodes[i], "set", "open", ".", "external_ids:ovn-is-interconn=true"); err != nil {
 				return err
 			}
-			_, err := s.nbctlAt(ctx, sh, s.NBDB(), "lrp-del-gateway-chassis", "rtr-ts-"+globalZone, leaving,
-				"--", "lrp-set-gateway-chassis", "rtr-ts-"+globalZone, nodes[i], "1")
-			return err
+			args = append(args, "--", "lrp-set-gateway-chassis", "rtr-ts-"+globalZone, nodes[i], "1")
+			break
 		}
 	}
-	return nil // the last node leaves: the global zone carries no traffic any more
+	if _, err := s.nbctlAt(ctx, sh, s.NBDB(), args...); err != nil {
+		return err
+	}
+	if _, err := s.vsctl(ctx, sh, leaving, "set", "open", ".", "external_ids:ovn-is-interconn=false"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := sh.run(ctx, nil, "ovn-ic-sbctl", "--db="+s.icDB("sb"), "--timeout=20", "--bare", "--columns=name", "find", "gateway", "name="+leaving)
+		if err == nil && strings.TrimSpace(out) == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the interconnect still lists %s as the global zone's gateway after 10s", leaving)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // adoptGlobalGateway makes the joining node the global zone's transit

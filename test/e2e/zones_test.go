@@ -38,6 +38,11 @@ func waitZones(t *testing.T, c client.Client, layout zones.Mode) *v1alpha1.Zones
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	var states v1alpha1.NodeNetworkStateList
+	_ = c.List(context.Background(), &states)
+	for _, n := range states.Items {
+		t.Logf("node %s: spec.zone %q, zoneError %q, zoneCordoned %q", n.Name, n.Spec.Zone, n.Status.ZoneError, n.Status.ZoneCordoned)
+	}
 	t.Fatalf("the lab did not converge to %s: %+v", layout, st)
 	return nil
 }
