@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -291,20 +292,12 @@ func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, 
 		return err
 	}
 	db := ovs.DB{Socket: m.s.OVSDB(n.Name)}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	return poll(ctx, 2*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 		ifaces, err := db.Interfaces(ctx, tap)
-		if err != nil {
-			return err
-		}
-		if ifaces[tap].OFPort > 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s: vswitchd did not attach %s within 10s (is the pod's port plugged?)", n.Name, tap)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return err == nil && ifaces[tap].OFPort > 0, err
+	}, func() error {
+		return fmt.Errorf("node %s: vswitchd did not attach %s within 10s (is the pod's port plugged?)", n.Name, tap)
+	})
 }
 
 func (m *migration) createPod(ctx context.Context, name, node string, p plug.Port, targetOf string) (*corev1.Pod, error) {
@@ -347,45 +340,26 @@ func (m *migration) waitPort(ctx context.Context, pod string, ok func(corev1.Pod
 
 // waitChassis waits until the operator has bound the logical port to chassis.
 func (m *migration) waitChassis(ctx context.Context, id, chassis string, rarp bool) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		opts, _, err := m.nb.PortOptions(ctx, id)
-		if err != nil {
-			return err
-		}
-		_, hasRARP := opts[plug.OptionActivationStrategy]
-		if opts[plug.OptionRequestedChassis] == chassis && hasRARP == rarp {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("port %s: requested-chassis %q (activation-strategy %v), want %q: is the operator running with --ovn-nb?",
-				id, opts[plug.OptionRequestedChassis], hasRARP, chassis)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var opts map[string]string
+	var hasRARP bool
+	return poll(ctx, 5*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		opts, _, err = m.nb.PortOptions(ctx, id)
+		_, hasRARP = opts[plug.OptionActivationStrategy]
+		return err == nil && opts[plug.OptionRequestedChassis] == chassis && hasRARP == rarp, err
+	}, func() error {
+		return fmt.Errorf("port %s: requested-chassis %q (activation-strategy %v), want %q: is the operator running with --ovn-nb?",
+			id, opts[plug.OptionRequestedChassis], hasRARP, chassis)
+	})
 }
 
 // waitUnplugged waits until nothing of the port is left plugged on the node.
 func (m *migration) waitUnplugged(ctx context.Context, n NodeSpec, id string) error {
 	db := ovs.DB{Socket: m.s.OVSDB(n.Name)}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	return poll(ctx, 5*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
 		plugged, err := db.Plugged(ctx)
-		if err != nil {
-			return err
-		}
-		left := false
-		for _, pl := range plugged {
-			left = left || pl.PortID == id
-		}
-		if !left {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s: port %s still plugged 20s after its pod went", n.Name, id)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err == nil && !slices.ContainsFunc(plugged, func(pl plug.Plugged) bool { return pl.PortID == id }), err
+	}, func() error { return fmt.Errorf("node %s: port %s still plugged 20s after its pod went", n.Name, id) })
 }
 
 func (m *migration) setMode(ctx context.Context, mode plug.Mode) error {

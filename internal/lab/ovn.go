@@ -24,7 +24,7 @@ func (s *State) NBDB() string { return "unix:" + filepath.Join(s.ovnDir(), "nb.s
 func (s *State) SBDB() string { return "unix:" + filepath.Join(s.ovnDir(), "sb.sock") }
 
 func (s *State) nbctl(ctx context.Context, sh *shell, args ...string) (string, error) {
-	return sh.run(ctx, nil, "ovn-nbctl", append([]string{"--db=" + s.NBDB(), "--timeout=20"}, args...)...)
+	return s.nbctlAt(ctx, sh, s.NBDB(), args...)
 }
 
 func routerMAC(i int) string { return fmt.Sprintf("0a:58:c6:12:%02x:01", i) }

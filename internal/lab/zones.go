@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // The lab's OVN interconnect: the central zone "global" (the central NB/SB
@@ -92,16 +94,13 @@ func (s *State) joinTransit(ctx context.Context, sh *shell, zone, gateway string
 	if _, err := s.nbctlAt(ctx, sh, nb, "set", "NB_Global", ".", "name="+zone, "options:ic-route-adv=true", "options:ic-route-learn=true"); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if err := poll(ctx, 20*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 		out, err := s.nbctlAt(ctx, sh, nb, "--bare", "--columns=name", "find", "logical_switch", "name="+transitSwitch)
-		if err == nil && strings.TrimSpace(out) == transitSwitch {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("zone %s: ovn-ic did not bring the transit switch %s within 10s", zone, transitSwitch)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil && strings.TrimSpace(out) == transitSwitch, nil
+	}, func() error {
+		return fmt.Errorf("zone %s: ovn-ic did not bring the transit switch %s within 10s", zone, transitSwitch)
+	}); err != nil {
+		return err
 	}
 	mac, cidr := s.tsAddr(zone)
 	lrp, lsp := "rtr-ts-"+zone, "ts-"+zone
@@ -380,32 +379,18 @@ func (s *State) stopRoles(roles ...string) {
 }
 
 func (s *State) waitChassis(ctx context.Context, sh *shell, sb, node string) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	return poll(ctx, 10*time.Millisecond, 15*time.Second, func(ctx context.Context) (bool, error) {
 		out, err := s.sbctlAt(ctx, sh, sb, "--bare", "--columns=name", "find", "chassis_private", "name="+node)
-		if err == nil && strings.TrimSpace(out) == node {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("ovn-controller of %s did not connect to %s within 15s", node, sb)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && strings.TrimSpace(out) == node, nil
+	}, func() error { return fmt.Errorf("ovn-controller of %s did not connect to %s within 15s", node, sb) })
 }
 
 // waitNoChassis waits until a southbound database has no chassis of that name.
 func (s *State) waitNoChassis(ctx context.Context, sh *shell, sb, node string) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	return poll(ctx, 10*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 		out, err := s.sbctlAt(ctx, sh, sb, "--bare", "--columns=name", "find", "chassis", "name="+node)
-		if err == nil && strings.TrimSpace(out) == "" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s still has a chassis %s after 10s", sb, node)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && strings.TrimSpace(out) == "", nil
+	}, func() error { return fmt.Errorf("%s still has a chassis %s after 10s", sb, node) })
 }
 
 // globalNodes are the nodes whose ovn-controller is in the global zone.
@@ -469,17 +454,12 @@ func (s *State) moveGlobalGateway(ctx context.Context, sh *shell, leaving string
 	if _, err := s.vsctl(ctx, sh, leaving, "set", "open", ".", "external_ids:ovn-is-interconn=false"); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	return poll(ctx, 10*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 		out, err := sh.run(ctx, nil, "ovn-ic-sbctl", "--db="+s.icDB("sb"), "--timeout=20", "--bare", "--columns=name", "find", "gateway", "name="+leaving)
-		if err == nil && strings.TrimSpace(out) == "" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the interconnect still lists %s as the global zone's gateway after 10s", leaving)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && strings.TrimSpace(out) == "", nil
+	}, func() error {
+		return fmt.Errorf("the interconnect still lists %s as the global zone's gateway after 10s", leaving)
+	})
 }
 
 // adoptGlobalGateway makes the joining node the global zone's transit
@@ -630,4 +610,14 @@ func UpgradeZones(name string) error {
 		}
 	}
 	return nil
+}
+
+// poll checks done every interval until it holds, returns an error, or
+// within has passed (then timeout says what did not happen).
+func poll(ctx context.Context, interval, within time.Duration, done func(context.Context) (bool, error), timeout func() error) error {
+	err := wait.PollUntilContextTimeout(ctx, interval, within, true, done)
+	if wait.Interrupted(err) {
+		return timeout()
+	}
+	return err
 }

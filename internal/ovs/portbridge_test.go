@@ -101,7 +101,7 @@ func TestPerPortPlug(t *testing.T) {
 	if got := sw.Vsctl("get", "interface", n.IntegrationPatch, "options:peer"); strings.Trim(got, `"`) != n.BridgePatch {
 		t.Errorf("%s peer %s", n.IntegrationPatch, got)
 	}
-	if got := sw.Vsctl("get", "port", n.BridgePatch, "tag"); got != "4095" {
+	if got := sw.Vsctl("get", "port", n.BridgePatch, "tag"); got != fmt.Sprint(ovs.DeadVLAN) {
 		t.Errorf("isolated port: %s tag %s, want 4095", n.BridgePatch, got)
 	}
 
@@ -301,7 +301,6 @@ func TestInterfacesReadiness(t *testing.T) {
 	if !got[n.IntegrationPatch].OVNInstalled {
 		t.Errorf("ovn-installed not read: %+v", got)
 	}
-	_ = ovs.DeadVLAN
 }
 
 // The agent's announce of a migration target reaches the integration bridge
