@@ -82,6 +82,20 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 		return s, err
 	}
 	progress("every node reaches every other node's pods")
+	if o.OVN && o.Zones != ZonesLegacy {
+		// Interconnect joins a network that works already, and is checked again:
+		// built while the ovn-controllers first bind, it slowed them past the check.
+		if err := s.buildIC(ctx, sh); err != nil {
+			return s, fmt.Errorf("OVN interconnect: %w", err)
+		}
+		if err := s.waitConnected(ctx, 60*time.Second); err != nil {
+			return s, err
+		}
+		progress("OVN interconnect: IC databases, transit switch %s, the global zone's ovn-ic", transitSwitch)
+		if err := s.record(func() { s.ZoneMigration = true }); err != nil {
+			return s, err
+		}
+	}
 	if o.OVN && o.Zones == ZonesMulti {
 		// Built as one zone, then each node moved into its own (the network settled first).
 		for _, n := range s.Topology.Nodes {

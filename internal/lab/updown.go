@@ -51,15 +51,6 @@ func (s *State) buildNetwork(ctx context.Context, sh *shell, progress func(strin
 		}
 	}
 	progress("%d pods wired into their nodes' br-int", len(s.Topology.Pods))
-	if s.Options.OVN && s.Options.Zones != ZonesLegacy {
-		if err := s.buildIC(ctx, sh); err != nil {
-			return fmt.Errorf("OVN interconnect: %w", err)
-		}
-		progress("OVN interconnect: IC databases, transit switch %s, the global zone's ovn-ic", transitSwitch)
-		if err := s.record(func() { s.ZoneMigration = true }); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
