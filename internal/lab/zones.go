@@ -55,6 +55,10 @@ func (s *State) sbctlAt(ctx context.Context, sh *shell, db string, args ...strin
 	return sh.run(ctx, nil, "ovn-sbctl", append([]string{"--db=" + db, "--timeout=20"}, args...)...)
 }
 
+func (s *State) icsbctl(ctx context.Context, sh *shell, args ...string) (string, error) {
+	return sh.run(ctx, nil, "ovn-ic-sbctl", append([]string{"--db=" + s.icDB("sb"), "--timeout=20"}, args...)...)
+}
+
 // tsIP and tsMAC are a zone's router port on the transit switch.
 func (s *State) tsAddr(zone string) (mac, cidr string) {
 	if zone == globalZone {
@@ -144,19 +148,57 @@ func (s *State) buildIC(ctx context.Context, sh *shell) error {
 	return s.joinTransit(ctx, sh, globalZone, gw)
 }
 
-// nodeSwitchArgs recreates a node's switch, its router port (same MAC and
-// address: the pods' ARP caches stay valid) and its pods' ports.
-func (s *State) nodeSwitchArgs(n NodeSpec) []string {
+// nodePortsArgs create a node's switch and its pods' ports, not yet joined to
+// the cluster router: a zone can hold them, ready for the node's
+// ovn-controller to claim the moment it connects, while the node's subnet is
+// still routed to its old zone (no zone advertises a subnet it has no router
+// port for). Idempotent.
+func (s *State) nodePortsArgs(n NodeSpec) []string {
 	ls := "ls-" + n.Name
-	args := routerSwitchArgs(ls, "rtr-"+n.Name, routerMAC(n.Index), fmt.Sprintf("198.18.%d.1/24", n.Index))
+	args := []string{"--may-exist", "ls-add", ls}
 	for _, p := range s.Topology.Pods {
 		if p.Node != n.Name || s.removed(p.Name) {
 			continue
 		}
 		addr := p.MAC + " " + p.IP
-		args = append(args, "--", "lsp-add", ls, p.Name, "--", "lsp-set-addresses", p.Name, addr, "--", "lsp-set-port-security", p.Name, addr)
+		args = append(args, "--", "--may-exist", "lsp-add", ls, p.Name, "--", "lsp-set-addresses", p.Name, addr, "--", "lsp-set-port-security", p.Name, addr)
 	}
 	return args
+}
+
+// nodeRouterArgs join a node's switch to the cluster router with the same
+// router port (MAC and address: the pods' ARP caches stay valid). Idempotent.
+func (s *State) nodeRouterArgs(n NodeSpec) []string {
+	ls, lrp := "ls-"+n.Name, "rtr-"+n.Name
+	return []string{"--may-exist", "lrp-add", clusterRouter, lrp, routerMAC(n.Index), fmt.Sprintf("198.18.%d.1/24", n.Index),
+		"--", "--may-exist", "lsp-add", ls, "stor-" + ls,
+		"--", "lsp-set-type", "stor-" + ls, "router",
+		"--", "lsp-set-addresses", "stor-" + ls, "router",
+		"--", "lsp-set-options", "stor-" + ls, "router-port=" + lrp}
+}
+
+// moveSwitch moves a node's switch from one zone's NB (none when that zone is
+// gone) to another's around pointing its ovn-controller there (remote: the
+// ovs-vsctl arguments that do it), in the order that keeps its pods' pause
+// short and never lets two zones route its subnet: its ports in the new zone
+// first, so the node claims them as soon as it connects; the node pointed
+// there; its switch and router port out of the old zone; its router port in
+// the new one. fromExtra and toExtra go in the same transactions.
+func (s *State) moveSwitch(ctx context.Context, sh *shell, n NodeSpec, remote []string, fromNB, toNB string, fromExtra, toExtra []string) error {
+	if _, err := s.nbctlAt(ctx, sh, toNB, s.nodePortsArgs(n)...); err != nil {
+		return err
+	}
+	if _, err := s.vsctl(ctx, sh, n.Name, remote...); err != nil {
+		return err
+	}
+	if fromNB != "" {
+		del := append([]string{"--if-exists", "ls-del", "ls-" + n.Name, "--", "--if-exists", "lrp-del", "rtr-" + n.Name}, fromExtra...)
+		if _, err := s.nbctlAt(ctx, sh, fromNB, del...); err != nil {
+			return err
+		}
+	}
+	_, err := s.nbctlAt(ctx, sh, toNB, append(s.nodeRouterArgs(n), toExtra...)...)
+	return err
 }
 
 func (s *State) removed(pod string) bool {
@@ -210,9 +252,13 @@ func (s *State) MoveZone(ctx context.Context, node, zone string, progress func(s
 	if err != nil {
 		return err
 	}
-	if from == zone && zone == node {
+	if from == zone {
 		// Already pointed there: finish what a move that failed its check may have left.
-		if err := s.finishOut(ctx, sh, n); err != nil {
+		finish := s.finishOut
+		if zone == globalZone {
+			finish = s.finishIn
+		}
+		if err := finish(ctx, sh, n); err != nil {
 			return fmt.Errorf("node %s: move to zone %s: %w", node, zone, err)
 		}
 	}
@@ -267,7 +313,7 @@ func (s *State) moveOut(ctx context.Context, sh *shell, n NodeSpec) error {
 	if err := s.joinTransit(ctx, sh, zone, n.Name); err != nil {
 		return err
 	}
-	// 2. The global zone's transit gateway must not leave with this node.
+	// 2. The global zone's transit gateway goes to a node that stays, if any.
 	if err := s.moveGlobalGateway(ctx, sh, n.Name); err != nil {
 		return err
 	}
@@ -278,71 +324,131 @@ func (s *State) moveOut(ctx context.Context, sh *shell, n NodeSpec) error {
 // there; every step may run again (a move retried after a failed check).
 func (s *State) finishOut(ctx context.Context, sh *shell, n NodeSpec) error {
 	nb, sb := s.zoneDBs(n.Name)
-	// The node's ovn-controller to the new zone; its switch out of the old zone,
-	// then into the new one (never in both).
-	if _, err := s.vsctl(ctx, sh, n.Name, "set", "open", ".", "external_ids:ovn-remote="+sb, "external_ids:ovn-is-interconn=true"); err != nil {
+	// A node that was the global zone's transit gateway stops being it as its
+	// switch leaves.
+	var fromNB string
+	var fromExtra []string
+	if s.centralUp() == nil {
+		fromNB = s.NBDB()
+		if gw, err := s.globalGateway(ctx, sh); err != nil {
+			return err
+		} else if gw == n.Name {
+			fromExtra = []string{"--", "lrp-del-gateway-chassis", "rtr-ts-" + globalZone, n.Name}
+		}
+	}
+	remote := []string{"set", "open", ".", "external_ids:ovn-remote=" + sb, "external_ids:ovn-is-interconn=true"}
+	if err := s.moveSwitch(ctx, sh, n, remote, fromNB, nb, fromExtra, nil); err != nil {
 		return err
 	}
-	if _, err := s.nbctlAt(ctx, sh, s.NBDB(), "--if-exists", "ls-del", "ls-"+n.Name, "--", "--if-exists", "lrp-del", "rtr-"+n.Name); err != nil && s.centralUp() == nil {
+	// Only once the node is connected to the new SB and the interconnect knows
+	// it as the zone's gateway, its chassis in the old SB becomes the remote
+	// record the global zone needs of it: kept, not deleted and made again, so
+	// the global nodes' tunnels to it stay.
+	if err := s.takeOverChassis(ctx, sh, sb, n.Name); err != nil {
 		return err
 	}
-	out, err := s.nbctlAt(ctx, sh, nb, "--bare", "--columns=name", "find", "logical_switch", "name=ls-"+n.Name)
+	if err := s.handOverGateway(ctx, sh, n.Name, n.Name); err != nil {
+		return err
+	}
+	if s.centralUp() != nil {
+		return nil
+	}
+	out, err := s.sbctlAt(ctx, sh, s.SBDB(), "--bare", "--columns=name", "find", "chassis", "name="+n.Name)
+	if err != nil || strings.TrimSpace(out) == "" {
+		return err
+	}
+	_, err = s.sbctlAt(ctx, sh, s.SBDB(), "remove", "chassis", n.Name, "other_config", "is-interconn",
+		"--", "set", "chassis", n.Name, "other_config:is-remote=true",
+		"--", "--if-exists", "destroy", "chassis_private", n.Name)
+	return err
+}
+
+// handOverGateway makes the interconnect list node as zone's transit gateway
+// and waits until it does. A gateway row of another zone is moved to this
+// zone rather than left to the two ovn-ic daemons, which would delete it and
+// register it again, and every other zone would delete its record of the
+// node, and its tunnels to it, and make them again.
+func (s *State) handOverGateway(ctx context.Context, sh *shell, node, zone string) error {
+	var az string
+	if err := poll(ctx, 10*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
+		out, err := s.icsbctl(ctx, sh, "--bare", "--columns=_uuid", "find", "availability_zone", "name="+zone)
+		az = strings.TrimSpace(out)
+		return err == nil && az != "", nil
+	}, func() error { return fmt.Errorf("zone %s is not in the interconnect after 10s", zone) }); err != nil {
+		return err
+	}
+	out, err := s.icsbctl(ctx, sh, "--bare", "--columns=_uuid,availability_zone", "find", "gateway", "name="+node)
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(out) == "" {
-		if _, err := s.nbctlAt(ctx, sh, nb, s.nodeSwitchArgs(n)...); err != nil {
+	if f := strings.Fields(out); len(f) == 2 && f[1] != az {
+		if _, err := s.icsbctl(ctx, sh, "set", "gateway", f[0], "availability_zone="+az); err != nil {
 			return err
 		}
 	}
-	// Only once the node is connected to the new SB, its chassis leaves the old.
-	if err := s.waitChassis(ctx, sh, sb, n.Name); err != nil {
-		return err
-	}
-	if s.centralUp() == nil {
-		if _, err := s.sbctlAt(ctx, sh, s.SBDB(), "--if-exists", "chassis-del", n.Name); err != nil {
-			return err
-		}
-	}
-	return nil
+	return poll(ctx, 10*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
+		out, err := s.icsbctl(ctx, sh, "--bare", "--columns=name", "find", "gateway", "name="+node, "availability_zone="+az)
+		return err == nil && strings.TrimSpace(out) == node, nil
+	}, func() error {
+		return fmt.Errorf("the interconnect does not list %s as zone %s's gateway after 10s", node, zone)
+	})
 }
 
 // moveIn moves a node from its own zone back into the global zone, and
 // stops its zone.
 func (s *State) moveIn(ctx context.Context, sh *shell, n NodeSpec) error {
+	return s.finishIn(ctx, sh, n)
+}
+
+// finishIn points the node at the global zone, moves its switch there and
+// stops its own zone; every step may run again (a move retried after a
+// failed check).
+func (s *State) finishIn(ctx context.Context, sh *shell, n NodeSpec) error {
 	nb, sb := s.zoneDBs(n.Name)
-	// The global SB holds a remote record of this chassis (it is its zone's
-	// transit gateway). A node that connected over it would stay "remote" there
-	// until the global ovn-ic deleted the record under it and its
-	// ovn-controller wrote it again. So first the node stops being an
-	// interconnect chassis: its zone's ovn-ic takes it off the gateways and the
-	// global ovn-ic drops the record; then it joins.
-	if _, err := s.vsctl(ctx, sh, n.Name, "set", "open", ".", "external_ids:ovn-is-interconn=false"); err != nil {
+	zoneUp := s.running("ovsdb-server:zone-nb:" + n.Name)
+	// A global zone whose transit gateway is on no global node (the first node
+	// to join a central zone started again) gets this node as its gateway in
+	// the same steps as the node joins: registering it only once it is bound
+	// would add a full ovn-ic round to the node's pause.
+	gw, err := s.globalGateway(ctx, sh)
+	if err != nil {
 		return err
 	}
-	if err := s.waitNoChassis(ctx, sh, s.SBDB(), n.Name); err != nil {
+	adopt := gw == "" || gw == n.Name
+	if !adopt {
+		z, err := s.ZoneOf(ctx, sh, gw)
+		if err != nil {
+			return err
+		}
+		adopt = z != globalZone
+	}
+	remote := []string{"set", "open", ".", "external_ids:ovn-remote=" + s.SBDB(), fmt.Sprintf("external_ids:ovn-is-interconn=%t", adopt)}
+	var fromNB string
+	if zoneUp {
+		fromNB = nb
+	}
+	var toExtra []string
+	if adopt && gw != n.Name {
+		if gw != "" {
+			toExtra = append(toExtra, "--", "lrp-del-gateway-chassis", "rtr-ts-"+globalZone, gw)
+		}
+		toExtra = append(toExtra, "--", "lrp-set-gateway-chassis", "rtr-ts-"+globalZone, n.Name, "1")
+	}
+	if err := s.moveSwitch(ctx, sh, n, remote, fromNB, s.NBDB(), nil, toExtra); err != nil {
 		return err
 	}
-	if _, err := s.vsctl(ctx, sh, n.Name, "set", "open", ".", "external_ids:ovn-remote="+s.SBDB()); err != nil {
+	if err := s.takeOverChassis(ctx, sh, s.SBDB(), n.Name); err != nil {
 		return err
 	}
-	// The switch and its router port go first: ovn-ic withdraws the route then.
-	if _, err := s.nbctlAt(ctx, sh, nb, "--if-exists", "ls-del", "ls-"+n.Name, "--", "--if-exists", "lrp-del", "rtr-"+n.Name); err != nil {
-		return err
+	if adopt {
+		if err := s.handOverGateway(ctx, sh, n.Name, globalZone); err != nil {
+			return err
+		}
 	}
-	if _, err := s.nbctlAt(ctx, sh, s.NBDB(), s.nodeSwitchArgs(n)...); err != nil {
-		return err
-	}
-	if err := s.waitChassis(ctx, sh, s.SBDB(), n.Name); err != nil {
-		return err
+	if !zoneUp {
+		return nil
 	}
 	if _, err := s.sbctlAt(ctx, sh, sb, "--if-exists", "chassis-del", n.Name); err != nil {
-		return err
-	}
-	// A global zone without a transit gateway on one of its nodes (the first to
-	// join a central zone started again) gets this one, once its own zone has
-	// stopped naming it.
-	if _, err := s.adoptGlobalGateway(ctx, sh, n.Name); err != nil {
 		return err
 	}
 	// The zone goes: its transit port first (its routes are withdrawn), then its daemons.
@@ -352,6 +458,17 @@ func (s *State) moveIn(ctx context.Context, sh *shell, n NodeSpec) error {
 	time.Sleep(200 * time.Millisecond) // ovn-ic withdraws the zone's routes
 	s.stopRoles("ovn-ic:"+n.Name, "ovn-northd:"+n.Name, "ovsdb-server:zone-nb:"+n.Name, "ovsdb-server:zone-sb:"+n.Name)
 	return nil
+}
+
+// running says whether the lab runs a live daemon with this role.
+func (s *State) running(role string) bool {
+	_ = s.reload()
+	for _, p := range s.Processes {
+		if p.Role == role && p.Alive() {
+			return true
+		}
+	}
+	return false
 }
 
 // stopRoles stops the lab's daemons with these roles and forgets them: a
@@ -378,19 +495,28 @@ func (s *State) stopRoles(roles ...string) {
 	})
 }
 
-func (s *State) waitChassis(ctx context.Context, sh *shell, sb, node string) error {
-	return poll(ctx, 10*time.Millisecond, 15*time.Second, func(ctx context.Context) (bool, error) {
+// takeOverChassis waits until the node's ovn-controller is connected to a
+// zone's southbound database (its Chassis_Private row: only ovn-controller
+// writes it) and makes the node's chassis there its own.
+//
+// The zone's ovn-ic knew the node as another zone's transit gateway and kept a
+// remote record of it, which ovn-controller takes over (its tunnels stay). Left
+// marked remote, that ovn-ic would delete the record under the node the moment
+// the old zone drops its gateway, and the node would be unbound until its
+// ovn-controller wrote it again: 0.3 to 0.7 s more, measured. Asking the
+// interconnect to drop the node first instead (a round through both ovn-ic
+// daemons, and every zone's tunnels to the node deleted and made again) cost
+// as much. Clearing the mark makes the record the node's before the old zone
+// lets go of it.
+func (s *State) takeOverChassis(ctx context.Context, sh *shell, sb, node string) error {
+	if err := poll(ctx, 10*time.Millisecond, 15*time.Second, func(ctx context.Context) (bool, error) {
 		out, err := s.sbctlAt(ctx, sh, sb, "--bare", "--columns=name", "find", "chassis_private", "name="+node)
 		return err == nil && strings.TrimSpace(out) == node, nil
-	}, func() error { return fmt.Errorf("ovn-controller of %s did not connect to %s within 15s", node, sb) })
-}
-
-// waitNoChassis waits until a southbound database has no chassis of that name.
-func (s *State) waitNoChassis(ctx context.Context, sh *shell, sb, node string) error {
-	return poll(ctx, 10*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
-		out, err := s.sbctlAt(ctx, sh, sb, "--bare", "--columns=name", "find", "chassis", "name="+node)
-		return err == nil && strings.TrimSpace(out) == "", nil
-	}, func() error { return fmt.Errorf("%s still has a chassis %s after 10s", sb, node) })
+	}, func() error { return fmt.Errorf("ovn-controller of %s did not connect to %s within 15s", node, sb) }); err != nil {
+		return err
+	}
+	_, err := s.sbctlAt(ctx, sh, sb, "remove", "chassis", node, "other_config", "is-remote")
+	return err
 }
 
 // globalNodes are the nodes whose ovn-controller is in the global zone.
@@ -422,13 +548,11 @@ func (s *State) globalGateway(ctx context.Context, sh *shell) (string, error) {
 	return "", nil
 }
 
-// moveGlobalGateway takes the global zone's transit gateway off a node that
-// is leaving (onto the last node that stays, if any: a short pause of the
-// traffic between the global zone and the others, which the lab avoids by
-// putting the gateway on the node a name-ordered rollout moves last), and
-// waits until the interconnect no longer lists the node as the global zone's
-// gateway: a chassis can be the gateway of one zone only, and its own zone's
-// ovn-ic could not register it while the global one still does.
+// moveGlobalGateway gives the global zone's transit gateway to the last
+// other node that stays in the zone, when the leaving node carries it (a
+// short pause of the traffic between the global zone and the others, which
+// the lab avoids by putting the gateway on the node a name-ordered rollout
+// moves last). The last node to leave keeps it until its switch leaves.
 func (s *State) moveGlobalGateway(ctx context.Context, sh *shell, leaving string) error {
 	gw, err := s.globalGateway(ctx, sh)
 	if err != nil || gw != leaving {
@@ -438,51 +562,18 @@ func (s *State) moveGlobalGateway(ctx context.Context, sh *shell, leaving string
 	if err != nil {
 		return err
 	}
-	args := []string{"lrp-del-gateway-chassis", "rtr-ts-" + globalZone, leaving}
 	for i := len(nodes) - 1; i >= 0; i-- {
-		if nodes[i] != leaving {
-			if _, err := s.vsctl(ctx, sh, nodes[i], "set", "open", ".", "external_ids:ovn-is-interconn=true"); err != nil {
-				return err
-			}
-			args = append(args, "--", "lrp-set-gateway-chassis", "rtr-ts-"+globalZone, nodes[i], "1")
-			break
+		if nodes[i] == leaving {
+			continue
 		}
-	}
-	if _, err := s.nbctlAt(ctx, sh, s.NBDB(), args...); err != nil {
+		if _, err := s.vsctl(ctx, sh, nodes[i], "set", "open", ".", "external_ids:ovn-is-interconn=true"); err != nil {
+			return err
+		}
+		_, err := s.nbctlAt(ctx, sh, s.NBDB(), "lrp-del-gateway-chassis", "rtr-ts-"+globalZone, leaving,
+			"--", "lrp-set-gateway-chassis", "rtr-ts-"+globalZone, nodes[i], "1")
 		return err
 	}
-	if _, err := s.vsctl(ctx, sh, leaving, "set", "open", ".", "external_ids:ovn-is-interconn=false"); err != nil {
-		return err
-	}
-	return poll(ctx, 10*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
-		out, err := sh.run(ctx, nil, "ovn-ic-sbctl", "--db="+s.icDB("sb"), "--timeout=20", "--bare", "--columns=name", "find", "gateway", "name="+leaving)
-		return err == nil && strings.TrimSpace(out) == "", nil
-	}, func() error {
-		return fmt.Errorf("the interconnect still lists %s as the global zone's gateway after 10s", leaving)
-	})
-}
-
-// adoptGlobalGateway makes the joining node the global zone's transit
-// gateway when no global node is; it says whether it did.
-func (s *State) adoptGlobalGateway(ctx context.Context, sh *shell, joining string) (bool, error) {
-	gw, err := s.globalGateway(ctx, sh)
-	if err != nil {
-		return false, err
-	}
-	if gw != "" {
-		z, err := s.ZoneOf(ctx, sh, gw)
-		if err != nil || z == globalZone {
-			return false, err
-		}
-		if _, err := s.nbctlAt(ctx, sh, s.NBDB(), "lrp-del-gateway-chassis", "rtr-ts-"+globalZone, gw); err != nil {
-			return false, err
-		}
-	}
-	if _, err := s.vsctl(ctx, sh, joining, "set", "open", ".", "external_ids:ovn-is-interconn=true"); err != nil {
-		return false, err
-	}
-	_, err = s.nbctlAt(ctx, sh, s.NBDB(), "lrp-set-gateway-chassis", "rtr-ts-"+globalZone, joining, "1")
-	return err == nil, err
+	return nil
 }
 
 // checkFrom checks, over TCP, that the node's first pod reaches a pod on
