@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,13 +25,7 @@ func TestAgentMovesItsNodeBetweenZones(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client
 	node := "zone-1"
-	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
-		t.Fatal(err)
-	}
-	nns := &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: node}}
-	if err := c.Create(ctx, nns); err != nil {
-		t.Fatal(err)
-	}
+	nns := createZoneNode(t, node, "")
 	var calls atomic.Int32
 	var reported atomic.Bool
 	move := func(_ context.Context, n, zone string) error {
@@ -49,14 +44,7 @@ func TestAgentMovesItsNodeBetweenZones(t *testing.T) {
 		}
 		return nil
 	}
-	mgr, err := NewManager(env.AgentConfig(node), Options{Node: node, HealthAddr: "0", ManyInProcess: true, MoveZone: move})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); <-done }()
+	defer startZoneAgent(t, node, move)()
 
 	nns.Spec.Zone = node
 	if err := c.Update(ctx, nns); err != nil {
@@ -83,4 +71,77 @@ func TestAgentMovesItsNodeBetweenZones(t *testing.T) {
 	if !reported.Load() {
 		t.Errorf("the failed move was not in status.zoneError before the retry")
 	}
+}
+
+// An agent stopped in the middle of a move (its move cut off) writes no
+// annotation; the agent started in its place moves the node again and only
+// then annotates it.
+func TestAgentRestartedMidMoveBetweenZonesResumes(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := context.Background()
+	c := env.Client
+	node := "zone-restart-1"
+	createZoneNode(t, node, node)
+	annotated := func() bool {
+		var got corev1.Node
+		return c.Get(ctx, types.NamespacedName{Name: node}, &got) == nil && got.Annotations[zones.ZoneAnnotation] == node
+	}
+	inMove := make(chan struct{})
+	stopFirst := startZoneAgent(t, node, func(ctx context.Context, _, _ string) error {
+		close(inMove)
+		<-ctx.Done() // the agent is stopped before its move ends
+		return ctx.Err()
+	})
+	select {
+	case <-inMove:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first agent never started the move")
+	}
+	stopFirst()
+	if annotated() {
+		t.Fatal("a move cut off by the agent's stop annotated the node")
+	}
+
+	var zonesAsked []string
+	var mu sync.Mutex
+	stopSecond := startZoneAgent(t, node, func(_ context.Context, n, zone string) error {
+		mu.Lock()
+		zonesAsked = append(zonesAsked, n+"->"+zone)
+		mu.Unlock()
+		return nil
+	})
+	defer stopSecond()
+	waitFor(t, "the restarted agent to move and annotate the node", annotated)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(zonesAsked) != 1 || zonesAsked[0] != node+"->"+node {
+		t.Errorf("the restarted agent's moves: %v, want one into %s", zonesAsked, node)
+	}
+}
+
+// createZoneNode creates a Node and its NodeNetworkState asking for zone.
+func createZoneNode(t *testing.T, node, zone string) *v1alpha1.NodeNetworkState {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+		t.Fatal(err)
+	}
+	nns := &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NodeNetworkStateSpec{Zone: zone}}
+	if err := env.Client.Create(ctx, nns); err != nil {
+		t.Fatal(err)
+	}
+	return nns
+}
+
+// startZoneAgent runs node's agent with move until the returned stop.
+func startZoneAgent(t *testing.T, node string, move ZoneMover) (stop func()) {
+	t.Helper()
+	mgr, err := NewManager(env.AgentConfig(node), Options{Node: node, HealthAddr: "0", ManyInProcess: true, MoveZone: move})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() { cancel(); <-done }
 }

@@ -2,10 +2,12 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -235,6 +237,11 @@ func (s *State) MoveZone(ctx context.Context, node, zone string, progress func(s
 	if zone != globalZone && zone != node {
 		return fmt.Errorf("node %s: zone %q: a lab node is in %q or its own zone %q", node, zone, globalZone, node)
 	}
+	unlock, err := s.zoneLock(ctx, "zone-move-"+node)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
+	}
+	defer unlock()
 	sh, err := newShell(s.Path("commands.log"))
 	if err != nil {
 		return err
@@ -618,6 +625,11 @@ func (s *State) checkFrom(ctx context.Context, n NodeSpec) error {
 // the cluster router and the VM switch, ovn-ic and the transit port); the
 // nodes join it one by one. Idempotent.
 func (s *State) CentralEnsure(ctx context.Context) error {
+	unlock, err := s.zoneLock(ctx, "zone-central")
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	marker := filepath.Join(s.ovnDir(), "central-retired")
 	if _, err := os.Stat(marker); err != nil {
 		return nil // running
@@ -656,6 +668,11 @@ func (s *State) CentralEnsure(ctx context.Context) error {
 // port first (its routes are withdrawn), then ovn-ic, ovn-northd and the
 // central NB and SB.
 func (s *State) CentralRetire(ctx context.Context) error {
+	unlock, err := s.zoneLock(ctx, "zone-central")
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	marker := filepath.Join(s.ovnDir(), "central-retired")
 	if _, err := os.Stat(marker); err == nil {
 		return nil
@@ -701,6 +718,29 @@ func UpgradeZones(name string) error {
 		}
 	}
 	return nil
+}
+
+// zoneLock serializes the lab's actuations of one thing (a node's move, the
+// central zone). An agent or operator killed mid-command leaves its command
+// running; the restarted one runs it again, and that second run must wait for
+// the first to end rather than interleave with it, then finds the work done.
+func (s *State) zoneLock(ctx context.Context, what string) (unlock func(), err error) {
+	f, err := os.OpenFile(s.Path(what+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	err = poll(ctx, 50*time.Millisecond, 5*time.Minute, func(context.Context) (bool, error) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return false, nil
+		}
+		return err == nil, err
+	}, func() error { return fmt.Errorf("%s: another run still holds %s after 5 minutes", what, f.Name()) })
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
 // poll checks done every interval until it holds, returns an error, or

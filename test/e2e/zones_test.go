@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,19 +84,41 @@ func noneBroken(t *testing.T, what string, r probe.Report) {
 		r.HTTPS.Failures, r.HTTPS.Attempts, r.HTTPS.Reasons)
 }
 
-// A legacy OVN lab upgraded to multizone (through single zone) and moved back
-// to single zone by creating the ConfigMap, under the probe, by the operator
-// and the agents: every connection survives and every pod reaches every other.
+// A legacy OVN lab upgraded to multizone (through single zone), with the
+// operator and a moving node's agent killed mid-upgrade, and moved back to
+// single zone by creating the ConfigMap, under the probe, by the operator and
+// the agents: every connection survives and every pod reaches every other.
 func TestZoneMigrations(t *testing.T) {
 	up(t, "zon", "--ovn", "--zones", "legacy")
 	c := labClient(t, "zon")
+	var killedOperator, killedAgent int
 	r := underProbe(t, "zon", func() {
 		mustNetshift(t, "lab", "upgrade-zones", "--name", "zon")
+		// Mid-upgrade, with node-2 asked into its own zone and not there yet,
+		// its agent (and the move it runs) and the operator are killed; the
+		// lab restarts them as Kubernetes would.
+		waitFor(t, "node-2 to be asked into its own zone", func() bool {
+			var nns v1alpha1.NodeNetworkState
+			var n corev1.Node
+			return c.Get(context.Background(), types.NamespacedName{Name: "node-2"}, &nns) == nil && nns.Spec.Zone == "node-2" &&
+				c.Get(context.Background(), types.NamespacedName{Name: "node-2"}, &n) == nil && n.Annotations[zones.ZoneAnnotation] != "node-2"
+		})
+		killedOperator, killedAgent = livePid(t, "zon", "operator"), livePid(t, "zon", "agent:node-2")
+		for _, pid := range []int{killedAgent, killedOperator} {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatalf("kill %d: %v", pid, err)
+			}
+		}
 		st := waitZones(t, c, zones.Multi)
 		if st.Central != "Retired" {
 			t.Errorf("multizone reached with the central zone %s", st.Central)
 		}
 	})
+	for role, old := range map[string]int{"operator": killedOperator, "agent:node-2": killedAgent} {
+		if p := livePid(t, "zon", role); p == 0 || p == old {
+			t.Errorf("%s not restarted after it was killed (pid %d)", role, p)
+		}
+	}
 	noneBroken(t, "legacy -> multizone", r)
 	t.Logf("legacy -> multizone: longest gap %.1f ms", maxGap(r))
 	checkLayout(t, c, "zon", zones.Multi)

@@ -60,6 +60,10 @@ type cluster struct {
 	mu    sync.Mutex
 	moves []string
 	down  map[string]bool
+	// stalled nodes' agents do nothing (restarting, or slow).
+	stalled map[string]bool
+	// stopOperator stops the running operator.
+	stopOperator func()
 }
 
 // setup empties the cluster of nodes and the ConfigMap, creates nodes with
@@ -70,7 +74,7 @@ func setup(t *testing.T, zonesOf []string, cm map[string]string) *cluster {
 	testenv.Require(t, envMissing)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	cl := &cluster{t: t, ctx: ctx, c: env.Client, central: &central{}, down: map[string]bool{}}
+	cl := &cluster{t: t, ctx: ctx, c: env.Client, central: &central{}, down: map[string]bool{}, stalled: map[string]bool{}}
 	_ = cl.c.DeleteAllOf(ctx, &corev1.Node{})
 	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NodeNetworkState{})
 	_ = cl.c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operator.Namespace, Name: zones.ConfigMapName}})
@@ -105,16 +109,25 @@ func setup(t *testing.T, zonesOf []string, cm map[string]string) *cluster {
 			t.Fatal(err)
 		}
 	}
+	cl.stopOperator = cl.startOperator()
+	t.Cleanup(cl.stopOperator)
+	go cl.agents()
+	return cl
+}
+
+// startOperator runs an operator until the returned stop is called (or the
+// test ends); stop returns once it has exited, as a killed pod's would.
+func (cl *cluster) startOperator() (stop func()) {
+	cl.t.Helper()
+	ctx, cancel := context.WithCancel(cl.ctx)
 	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0", TimeAddr: "0",
 		ManyInProcess: true, ZoneMigration: true, Central: cl.central, Registry: prometheus.NewRegistry()})
 	if err != nil {
-		t.Fatal(err)
+		cl.t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	go cl.agents()
-	return cl
+	return sync.OnceFunc(func() { cancel(); <-done })
 }
 
 func (cl *cluster) setReady(name string, ready bool) {
@@ -148,7 +161,7 @@ func (cl *cluster) agents() {
 					continue
 				}
 				cl.mu.Lock()
-				down := cl.down[s.Name]
+				down := cl.down[s.Name] || cl.stalled[s.Name]
 				cl.mu.Unlock()
 				if down {
 					continue
@@ -169,6 +182,38 @@ func (cl *cluster) agents() {
 			}
 		}
 		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+func (cl *cluster) stall(node string, stalled bool) {
+	cl.mu.Lock()
+	cl.stalled[node] = stalled
+	cl.mu.Unlock()
+}
+
+// waitAsked waits until the operator has cordoned node and asked its agent
+// to move it into zone.
+func (cl *cluster) waitAsked(node, zone string) {
+	cl.t.Helper()
+	err := wait.PollUntilContextTimeout(cl.ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		var s v1alpha1.NodeNetworkState
+		var n corev1.Node
+		return cl.c.Get(ctx, types.NamespacedName{Name: node}, &s) == nil && s.Spec.Zone == zone &&
+			cl.c.Get(ctx, types.NamespacedName{Name: node}, &n) == nil && n.Spec.Unschedulable, nil
+	})
+	if err != nil {
+		cl.t.Fatalf("node %s was never cordoned and asked to move to %s (moves %v)", node, zone, cl.movesSoFar())
+	}
+}
+
+// waitMoved waits until the agents have moved node into zone.
+func (cl *cluster) waitMoved(node, zone string) {
+	cl.t.Helper()
+	err := wait.PollUntilContextTimeout(cl.ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return slices.Contains(cl.movesSoFar(), node+"->"+zone), nil
+	})
+	if err != nil {
+		cl.t.Fatalf("node %s never moved to %s (moves %v)", node, zone, cl.movesSoFar())
 	}
 }
 
@@ -257,6 +302,40 @@ func TestLegacyToMultizoneThroughSingleZone(t *testing.T) {
 	}
 	if got := cl.central.list(); !slices.Equal(got, []string{"retire"}) {
 		t.Errorf("central side %v, want retire at the end", got)
+	}
+	if _, ok := cl.configMap(); ok {
+		t.Errorf("the intermediate ConfigMap is still there after the upgrade")
+	}
+	cl.uncordonedAll()
+}
+
+// The operator stopped in the middle of the upgrade, twice, each time with a
+// node cordoned and asked to move (its agent slow to act), and a new one
+// started: it resumes from what the API server holds. No node moves twice,
+// the order is the same, the central side is retired once, at the end, and
+// no node is left cordoned.
+func TestAnOperatorRestartedMidUpgradeResumes(t *testing.T) {
+	cl := setup(t, []string{"", "", ""}, nil)
+	for _, zone := range []string{"global", "z2"} {
+		cl.stall("z2", true)
+		cl.waitAsked("z2", zone)
+		cl.stopOperator()
+		cl.stall("z2", false)
+		cl.waitMoved("z2", zone)
+		time.Sleep(200 * time.Millisecond) // no operator: nothing else moves
+		if m := cl.movesSoFar(); m[len(m)-1] != "z2->"+zone {
+			t.Fatalf("a node moved with no operator running: %v", m)
+		}
+		cl.stopOperator = cl.startOperator()
+		t.Cleanup(cl.stopOperator)
+	}
+	cl.waitConverged(zones.Multi)
+	want := []string{"z1->global", "z2->global", "z3->global", "z1->z1", "z2->z2", "z3->z3"}
+	if moves := cl.movesSoFar(); !slices.Equal(moves, want) {
+		t.Errorf("moves %v, want %v", moves, want)
+	}
+	if got := cl.central.list(); !slices.Equal(got, []string{"retire"}) {
+		t.Errorf("central side %v, want retire once at the end", got)
 	}
 	if _, ok := cl.configMap(); ok {
 		t.Errorf("the intermediate ConfigMap is still there after the upgrade")
