@@ -14,8 +14,10 @@ func labZoneMoveCmd(name *string) *cobra.Command {
 		Short: "Move a node of an OVN lab into a zone (\"global\" or its own name); the agents' --zone-move-command",
 		Long: `Moves the node's ovn-controller, its switch and its pods' ports into the zone, in the order that
 keeps traffic flowing (the new zone prepared first, the switch never in two zones, the old chassis
-removed only once the node is connected to the new southbound database), and returns once the
-node's first pod reaches a pod on every other node. Idempotent.`,
+removed only once the node is connected to the new southbound database), and returns once every
+other zone's ovn-ic has bound the zone's transit port to its gateway (an ovn-ic that has not within
+3 s is started again, and says so) and the node's first pod reaches a pod on every other node.
+Idempotent.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := lab.LoadState(*name)

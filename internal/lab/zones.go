@@ -281,7 +281,87 @@ func (s *State) MoveZone(ctx context.Context, node, zone string, progress func(s
 		}
 		progress("node %s: moved from zone %s to %s in %d ms", node, from, zone, time.Since(start).Milliseconds())
 	}
+	if err := s.transitBound(ctx, sh, zone, progress); err != nil {
+		return fmt.Errorf("node %s: move to zone %s: %w", node, zone, err)
+	}
 	return s.checkFrom(ctx, n)
+}
+
+// transitBound makes sure the interconnect carries zone's traffic: zone's
+// ovn-ic has published its transit port's gateway, and every other zone's
+// ovn-ic has bound its copy of that port to the gateway.
+//
+// An ovn-ic has been seen to stop writing to a database for good after a
+// burst of rejected transactions (a node's chassis in the middle of its move
+// is briefly both local and remote), while it still wrote to its others: the
+// gateway or the binding never came, and a fresh ovn-ic made it at once. So
+// an ovn-ic that has not done its part within 3 s is started again.
+func (s *State) transitBound(ctx context.Context, sh *shell, zone string, progress func(string, ...any)) error {
+	port := "ts-" + zone
+	var gateway string
+	published := func(ctx context.Context) (bool, error) {
+		out, err := s.icsbctl(ctx, sh, "--bare", "--columns=gateway", "find", "port_binding", "logical_port="+port)
+		gateway = strings.TrimSpace(out)
+		return err == nil && gateway != "", nil
+	}
+	if err := s.ovnICDoes(ctx, sh, zone, "publish the gateway of "+port, published, progress); err != nil {
+		return err
+	}
+	for _, other := range s.interconnectedZones() {
+		if other == zone {
+			continue
+		}
+		_, sb := s.zoneDBs(other)
+		bound := func(ctx context.Context) (bool, error) {
+			pb, err := s.sbctlAt(ctx, sh, sb, "--bare", "--columns=chassis", "find", "port_binding", "logical_port="+port)
+			if err != nil || strings.TrimSpace(pb) == "" {
+				return false, nil
+			}
+			ch, err := s.sbctlAt(ctx, sh, sb, "--bare", "--columns=_uuid", "find", "chassis", "name="+gateway)
+			return err == nil && strings.TrimSpace(ch) == strings.TrimSpace(pb), nil
+		}
+		if err := s.ovnICDoes(ctx, sh, other, "bind "+port+" to "+gateway, bound, progress); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ovnICDoes waits up to 3 s for zone's ovn-ic to do what done checks, and
+// otherwise starts that ovn-ic again and waits up to 10 s more.
+func (s *State) ovnICDoes(ctx context.Context, sh *shell, zone, what string, done func(context.Context) (bool, error), progress func(string, ...any)) error {
+	err := poll(ctx, 10*time.Millisecond, 3*time.Second, done, func() error { return errICStuck })
+	if !errors.Is(err, errICStuck) {
+		return err
+	}
+	progress("zone %s: its ovn-ic did not %s within 3s; starting it again", zone, what)
+	s.stopRoles("ovn-ic:" + zone)
+	dir := s.ovnDir()
+	if zone != globalZone {
+		dir = s.zoneDir(zone)
+	}
+	if err := s.startIC(ctx, sh, zone, dir); err != nil {
+		return err
+	}
+	return poll(ctx, 10*time.Millisecond, 10*time.Second, done, func() error {
+		return fmt.Errorf("zone %s: its ovn-ic did not %s within 10s of starting again", zone, what)
+	})
+}
+
+var errICStuck = errors.New("ovn-ic stuck")
+
+// interconnectedZones are the zones whose ovn-ic runs.
+func (s *State) interconnectedZones() []string {
+	var zones []string
+	if s.running("ovn-ic:" + globalZone) {
+		zones = append(zones, globalZone)
+	}
+	for _, n := range s.Topology.Nodes {
+		if s.running("ovn-ic:" + n.Name) {
+			zones = append(zones, n.Name)
+		}
+	}
+	return zones
 }
 
 // centralUp says whether the central zone runs.

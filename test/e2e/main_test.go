@@ -90,13 +90,40 @@ func up(t *testing.T, name string, args ...string) lab.Status {
 	mustNetshift(t, append([]string{"lab", "up", "--name", name}, args...)...)
 	t.Logf("lab up --name %s %s: %.1f s", name, strings.Join(args, " "), time.Since(start).Seconds())
 	t.Cleanup(func() {
-		if _, err := lab.LoadState(name); err == nil {
+		if s, err := lab.LoadState(name); err == nil {
+			if dest := os.Getenv("NETSHIFT_E2E_ARTIFACTS"); dest != "" && t.Failed() {
+				keepLabFiles(t, s.Dir(), filepath.Join(dest, t.Name()))
+			}
 			if out, err := netshift(t, "lab", "down", "--name", name); err != nil {
 				t.Errorf("lab down: %v\n%s", err, out)
 			}
 		}
 	})
 	return status(t, name)
+}
+
+// keepLabFiles copies a failed test's lab files (logs, state, databases;
+// not sockets) to dest before the lab goes, for a person to read.
+func keepLabFiles(t *testing.T, dir, dest string) {
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dest, rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dest, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Logf("keeping the lab's files in %s: %v", dest, err)
+		return
+	}
+	t.Logf("the lab's files are kept in %s", dest)
 }
 
 func status(t *testing.T, name string) lab.Status {
