@@ -40,12 +40,18 @@ func (s *State) icDB(which string) string {
 }
 func (s *State) zoneDir(node string) string { return filepath.Join(s.nodeDir(node), "zone") }
 
+// zoneHome is where a zone's databases and daemons live: the lab's OVN
+// directory for the global zone, the node's zone directory for a node's own.
+func (s *State) zoneHome(zone string) string {
+	if zone == globalZone {
+		return s.ovnDir()
+	}
+	return s.zoneDir(zone)
+}
+
 // zoneDBs are the NB and SB sockets of a zone.
 func (s *State) zoneDBs(zone string) (nb, sb string) {
-	if zone == globalZone {
-		return s.NBDB(), s.SBDB()
-	}
-	d := s.zoneDir(zone)
+	d := s.zoneHome(zone)
 	return "unix:" + filepath.Join(d, "nb.sock"), "unix:" + filepath.Join(d, "sb.sock")
 }
 
@@ -336,11 +342,7 @@ func (s *State) ovnICDoes(ctx context.Context, sh *shell, zone, what string, don
 	}
 	progress("zone %s: its ovn-ic did not %s within 3s; starting it again", zone, what)
 	s.stopRoles("ovn-ic:" + zone)
-	dir := s.ovnDir()
-	if zone != globalZone {
-		dir = s.zoneDir(zone)
-	}
-	if err := s.startIC(ctx, sh, zone, dir); err != nil {
+	if err := s.startIC(ctx, sh, zone, s.zoneHome(zone)); err != nil {
 		return err
 	}
 	return poll(ctx, 10*time.Millisecond, 10*time.Second, done, func() error {
@@ -350,14 +352,21 @@ func (s *State) ovnICDoes(ctx context.Context, sh *shell, zone, what string, don
 
 var errICStuck = errors.New("ovn-ic stuck")
 
-// interconnectedZones are the zones whose ovn-ic runs.
+// interconnectedZones are the zones whose ovn-ic runs (one read of the state).
 func (s *State) interconnectedZones() []string {
+	_ = s.reload()
+	live := map[string]bool{}
+	for _, p := range s.Processes {
+		if zone, ok := strings.CutPrefix(p.Role, "ovn-ic:"); ok && p.Alive() {
+			live[zone] = true
+		}
+	}
 	var zones []string
-	if s.running("ovn-ic:" + globalZone) {
+	if live[globalZone] {
 		zones = append(zones, globalZone)
 	}
 	for _, n := range s.Topology.Nodes {
-		if s.running("ovn-ic:" + n.Name) {
+		if live[n.Name] {
 			zones = append(zones, n.Name)
 		}
 	}
