@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real kube-apiserver, etcd and kubectl that the integration tests
-# and the lab run, from the Go module proxy (no prebuilt envtest binaries can
-# be downloaded here). The result is cached in a directory keyed by the hash of
+# and the lab run, and the kubelet, kube-controller-manager and kube-scheduler
+# that make the lab's nodes real Kubernetes nodes, from the Go module proxy (no
+# prebuilt binaries can be downloaded here). The result is cached in a directory keyed by the hash of
 # hack/envtest-assets/go.{mod,sum}; a second run only prints that directory.
 #
 # Usage: hack/envtest-assets.sh            -> builds if needed, prints the directory for KUBEBUILDER_ASSETS
@@ -16,7 +17,17 @@ root=${NETSHIFT_ASSETS_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/netshift/envtest}
 key=$(cat "$src/go.mod" "$src/go.sum" | sha256sum | cut -c1-16)
 out="$root/$k8s_version-$key"
 
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" && -x "$out/kubectl" ]]; then
+binaries=(kube-apiserver:k8s.io/kubernetes/cmd/kube-apiserver
+          etcd:go.etcd.io/etcd/server/v3
+          kubectl:k8s.io/kubernetes/cmd/kubectl
+          kube-scheduler:k8s.io/kubernetes/cmd/kube-scheduler
+          kube-controller-manager:k8s.io/kubernetes/cmd/kube-controller-manager
+          kubelet:k8s.io/kubernetes/cmd/kubelet)
+built=1
+for target in "${binaries[@]}"; do
+  [[ -x "$out/${target%%:*}" ]] || built=
+done
+if [[ -n "$built" ]]; then
   echo "$out"
   exit 0
 fi
@@ -36,9 +47,7 @@ ldflags="-s -w \
  -X k8s.io/client-go/pkg/version.gitMinor=36"
 
 cd "$src"
-for target in kube-apiserver:k8s.io/kubernetes/cmd/kube-apiserver \
-              etcd:go.etcd.io/etcd/server/v3 \
-              kubectl:k8s.io/kubernetes/cmd/kubectl; do
+for target in "${binaries[@]}"; do
   name=${target%%:*}
   pkg=${target#*:}
   start=$(date +%s)

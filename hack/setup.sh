@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine (as root) for netshift: the Debian packages
-# it needs (Open vSwitch and OVN for the lab, neutron-server for the port pools), Go's modules, and the real
-# kube-apiserver, etcd and kubectl built from the Go module proxy (cached;
-# about 10 minutes the first time).
+# it needs (Open vSwitch and OVN for the lab, containerd, runc and the CNI
+# plugins for the lab's real nodes, neutron-server for the port pools), Go's
+# modules, and the real kube-apiserver, etcd, kubectl, kubelet,
+# kube-controller-manager and kube-scheduler built from the Go module proxy
+# (cached; about 10 minutes the first time).
 # Prints the assets directory last, for KUBEBUILDER_ASSETS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +13,12 @@ cd "$(dirname "$0")/.."
 # lab itself inside its namespaces), the tools it drives them with, and the
 # real neutron-server the port pool tests run (no Keystone, SQLite; started by
 # the tests themselves, never as a service).
-packages=(git iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db neutron-server)
+# The lab's nodes run Debian's containerd and runc (never started as services),
+# with the reference CNI plugins (ptp, host-local, loopback) and a static
+# busybox for the workload image; iptables and util-linux's nsenter/unshare
+# set the nodes up.
+packages=(git iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db neutron-server
+  containerd runc containernetworking-plugins busybox-static iptables util-linux)
 need_apt=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
@@ -43,5 +50,5 @@ echo "setup: downloading Go modules" >&2
 go mod download
 start=$(date +%s)
 assets=$(hack/envtest-assets.sh)
-echo "setup: kube-apiserver, etcd and kubectl ready in $assets ($(( $(date +%s) - start )) s)" >&2
+echo "setup: kube-apiserver, etcd, kubectl, kubelet, kube-controller-manager and kube-scheduler ready in $assets ($(( $(date +%s) - start )) s)" >&2
 echo "$assets"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 )
 
 // Handle is a netlink handle in one network namespace.
@@ -15,7 +14,9 @@ type Handle struct {
 	h     *netlink.Handle
 }
 
-// Open returns a handle in the named namespace ("" is the caller's own).
+// Open returns a handle in a network namespace: "" is the caller's own, an
+// absolute path is a namespace file (a sandbox's), anything else a name under
+// /run/netns.
 func Open(netnsName string) (*Handle, error) {
 	if netnsName == "" {
 		h, err := netlink.NewHandle()
@@ -24,7 +25,7 @@ func Open(netnsName string) (*Handle, error) {
 		}
 		return &Handle{h: h}, nil
 	}
-	ns, err := netns.GetFromName(netnsName)
+	ns, err := getNetns(netnsName)
 	if err != nil {
 		return nil, fmt.Errorf("network namespace %s: %w", netnsName, err)
 	}
@@ -68,4 +69,13 @@ func (h *Handle) MTU(link string) (int, error) {
 		return 0, fmt.Errorf("%s: %w", h.where(link), err)
 	}
 	return l.Attrs().MTU, nil
+}
+
+// Kind reads a link's type as netlink names it ("veth", "bridge", "openvswitch", ...).
+func (h *Handle) Kind(link string) (string, error) {
+	l, err := h.h.LinkByName(link)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", h.where(link), err)
+	}
+	return l.Type(), nil
 }

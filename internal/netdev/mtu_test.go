@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"netshift.io/netshift/internal/testenv"
@@ -88,4 +89,38 @@ func BenchmarkSetMTU100Pods(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/100-pods")
+}
+
+func TestNamespaceNamesCannotLeaveRunNetns(t *testing.T) {
+	for _, name := range []string{"../proc/1/ns/net", "a/b", "..", "."} {
+		if h, err := Open(name); err == nil {
+			h.Close()
+			t.Errorf("Open(%q) opened a namespace", name)
+		} else if !strings.Contains(err.Error(), "not a network namespace name") {
+			t.Errorf("Open(%q): %v", name, err)
+		}
+		if err := InNetns(name, func() error { return nil }); err == nil {
+			t.Errorf("InNetns(%q) entered a namespace", name)
+		}
+	}
+}
+
+func TestOpenByPath(t *testing.T) {
+	_, ns := pods(t, 1)
+	byName, err := Open(ns[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byName.Close()
+	if err := byName.SetMTU("eth0", 1234); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Open("/run/netns/" + ns[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if got, err := h.MTU("eth0"); err != nil || got != 1234 {
+		t.Fatalf("eth0 in the namespace opened by path: MTU %d, %v; want 1234", got, err)
+	}
 }

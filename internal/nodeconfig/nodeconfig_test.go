@@ -1,10 +1,12 @@
 package nodeconfig
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"netshift.io/netshift/api/v1alpha1"
 )
@@ -49,5 +51,41 @@ func TestReadRefusesBadContent(t *testing.T) {
 	}
 	if _, err := Read(filepath.Join(t.TempDir(), "missing.json")); err == nil {
 		t.Error("a missing file read without error")
+	}
+}
+
+func TestExclusiveLockWaitsForSharedHolders(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "network.json")
+	ctx := context.Background()
+	a, err := LockShared(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LockShared(ctx, path)
+	if err != nil {
+		t.Fatalf("a second shared holder must not wait: %v", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if l, err := LockExclusive(short, path); err == nil {
+		l.Unlock()
+		t.Fatal("the exclusive lock was granted while shared holders hold it")
+	} else if !strings.Contains(err.Error(), LockPath(path)) {
+		t.Fatalf("error does not name the lock file: %v", err)
+	}
+	a.Unlock()
+	b.Unlock()
+	x, err := LockExclusive(ctx, path)
+	if err != nil {
+		t.Fatalf("exclusive after the shared holders left: %v", err)
+	}
+	short2, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel2()
+	if _, err := LockShared(short2, path); err == nil {
+		t.Fatal("a shared holder got in during the exclusive hold")
+	}
+	x.Unlock()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("locking created the configuration itself: %v", err)
 	}
 }

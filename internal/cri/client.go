@@ -1,0 +1,91 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// DefaultEndpoint is containerd's CRI socket at its standard path.
+const DefaultEndpoint = "unix:///run/containerd/containerd.sock"
+
+// Client talks to the node's container runtime.
+type Client struct {
+	endpoint string
+	conn     *grpc.ClientConn
+	rt       runtimeapi.RuntimeServiceClient
+}
+
+// Dial connects to a CRI endpoint ("unix:///path" or a socket path).
+func Dial(endpoint string) (*Client, error) {
+	if endpoint == "" {
+		return nil, errors.New("CRI endpoint: empty")
+	}
+	target := endpoint
+	if strings.HasPrefix(target, "/") {
+		target = "unix://" + target
+	}
+	if !strings.HasPrefix(target, "unix://") {
+		return nil, fmt.Errorf("CRI endpoint %q: want unix:///path/to/socket", endpoint)
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("CRI endpoint %s: %w", endpoint, err)
+	}
+	return &Client{endpoint: endpoint, conn: conn, rt: runtimeapi.NewRuntimeServiceClient(conn)}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Runtime is the runtime's name and version, a check that it answers.
+func (c *Client) Runtime(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		return "", fmt.Errorf("CRI %s: version: %w", c.endpoint, err)
+	}
+	return v.RuntimeName + " " + v.RuntimeVersion, nil
+}
+
+// Sandboxes lists the node's ready pod sandboxes that have a network
+// namespace of their own. A sandbox that goes away while it is read is left
+// out: it has nothing left to change.
+func (c *Client) Sandboxes(ctx context.Context) ([]Sandbox, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	list, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
+	if err != nil {
+		return nil, fmt.Errorf("CRI %s: list pod sandboxes: %w", c.endpoint, err)
+	}
+	var out []Sandbox
+	for _, item := range list.Items {
+		st, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: item.Id, Verbose: true})
+		if err != nil {
+			if isNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("CRI %s: status of sandbox %s: %w", c.endpoint, shortID(item.Id), err)
+		}
+		s, ok, err := ParseSandbox(st.Status, st.Info)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }

@@ -1,0 +1,119 @@
+package images
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// The lab's image references. Nodes never pull them (imagePullPolicy Never or
+// IfNotPresent): the lab imports the archives into every node's containerd.
+const (
+	NetshiftRef = "netshift.io/netshift:lab"
+	PauseRef    = "netshift.io/pause:lab"
+	WorkloadRef = "netshift.io/workload:lab"
+)
+
+// Binaries are the programs the lab's images are made of, built beforehand
+// (hack/build.sh builds them into bin/).
+type Binaries struct {
+	Netshift, CNI, Pause string
+	// Busybox is a static busybox (Debian's busybox-static: /bin/busybox).
+	Busybox string
+}
+
+// InDir names the binaries of a build directory, as hack/build.sh lays it out.
+func InDir(dir string) Binaries {
+	return Binaries{Netshift: filepath.Join(dir, "netshift"), CNI: filepath.Join(dir, "netshift-cni"),
+		Pause: filepath.Join(dir, "netshift-pause"), Busybox: "/bin/busybox"}
+}
+
+// ovsTools are the OVS and OVN clients netshift still runs as programs; they
+// go into its image with the shared libraries they load.
+var ovsTools = []string{"/usr/bin/ovs-vsctl", "/usr/bin/ovs-ofctl", "/usr/bin/ovn-nbctl", "/usr/bin/ovn-sbctl"}
+
+// busyboxApplets are the commands the workload image offers.
+var busyboxApplets = []string{"sh", "sleep", "cat", "echo", "ls", "ip", "ping", "nc", "wget", "hostname", "true", "false", "ps", "kill", "env"}
+
+// Lab describes the lab's three images from the built binaries.
+func Lab(b Binaries) ([]Image, error) {
+	file := func(src, dst string, mode int64) (File, error) {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return File{}, fmt.Errorf("image file %s: %w", dst, err)
+		}
+		return File{Path: dst, Mode: mode, Data: data}, nil
+	}
+	var errs []string
+	must := func(f File, err error) File {
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		return f
+	}
+	netshift := Image{Ref: NetshiftRef, Entrypoint: []string{"/usr/local/bin/netshift"},
+		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+		Files: []File{
+			must(file(b.Netshift, "/usr/local/bin/netshift", 0o755)),
+			must(file(b.CNI, "/usr/local/bin/netshift-cni", 0o755)),
+		}}
+	tools, err := WithLibraries(ovsTools...)
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	netshift.Files = append(netshift.Files, tools...)
+	pause := Image{Ref: PauseRef, Entrypoint: []string{"/pause"}, Files: []File{must(file(b.Pause, "/pause", 0o755))}}
+	workload := Image{Ref: WorkloadRef, Entrypoint: []string{"/bin/sh"}, Env: []string{"PATH=/bin"},
+		Files: []File{must(file(b.Busybox, "/bin/busybox", 0o755))}}
+	for _, a := range busyboxApplets {
+		workload.Files = append(workload.Files, File{Path: "/bin/" + a, Link: "busybox"})
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("lab images: %s", strings.Join(errs, "; "))
+	}
+	return []Image{netshift, pause, workload}, nil
+}
+
+var lddLine = regexp.MustCompile(`(?:=>\s*)?(/\S+)\s+\(0x`)
+
+// WithLibraries returns the programs with every shared library they load
+// (as ldd lists them, the dynamic loader included), each at its own path.
+func WithLibraries(programs ...string) ([]File, error) {
+	paths := map[string]bool{}
+	for _, p := range programs {
+		paths[p] = true
+		out, err := exec.Command("ldd", p).Output()
+		if err != nil {
+			return nil, fmt.Errorf("ldd %s: %w", p, err)
+		}
+		for _, line := range bytes.Split(out, []byte("\n")) {
+			if m := lddLine.FindSubmatch(line); m != nil {
+				paths[string(m[1])] = true
+			}
+		}
+	}
+	var files []File
+	sorted := make([]string, 0, len(paths))
+	for p := range paths {
+		sorted = append(sorted, p)
+	}
+	sort.Strings(sorted)
+	for _, p := range sorted {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil, fmt.Errorf("image file %s: %w", p, err)
+		}
+		f, err := HostFile(real, 0o755)
+		if err != nil {
+			return nil, err
+		}
+		f.Path = p // the loader finds a library by the name ldd printed
+		files = append(files, f)
+	}
+	return files, nil
+}

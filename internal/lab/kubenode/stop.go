@@ -1,0 +1,95 @@
+package kubenode
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Running are the node's processes the lab recorded and still found alive
+// (0: not running).
+type Running struct{ Holder, Containerd, Kubelet int }
+
+// Stop stops the node as its power going off would, in the order that leaves
+// nothing behind: the kubelet (so nothing restarts), every process of its
+// pods (the node's cgroup), the runtime shims and containerd (everything left
+// in the node's mount namespace), the holder, and then the node's cgroups.
+// The node's directory stays: its state is what a restart starts from.
+func (n Node) Stop(r Running) error {
+	var errs []error
+	if r.Kubelet > 0 {
+		terminate(r.Kubelet, 5*time.Second)
+	}
+	if err := n.killCgroup(10 * time.Second); err != nil {
+		errs = append(errs, err)
+	}
+	if r.Holder > 0 {
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", r.Holder)); err == nil {
+			for _, pid := range inMountNamespace(ns) {
+				if pid != r.Holder {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	}
+	if r.Containerd > 0 {
+		terminate(r.Containerd, 5*time.Second)
+	}
+	if r.Holder > 0 {
+		terminate(r.Holder, 5*time.Second)
+	}
+	if err := n.removeCgroupRoot(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// terminate sends SIGTERM, then SIGKILL after grace, and waits for the exit.
+func terminate(pid int, grace time.Duration) {
+	if pid <= 1 {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(grace)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive: the process exists and is not a zombie waiting for its parent.
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == ')' {
+			return i+2 < len(s) && s[i+2] != 'Z'
+		}
+	}
+	return false
+}
+
+// inMountNamespace lists the processes in the mount namespace ns ("mnt:[N]").
+func inMountNamespace(ns string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/mnt"); err == nil && l == ns {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
