@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,10 @@ type ControlPlane struct {
 	Client     client.Client // admin
 	AssetsDir  string
 	Kubeconfig string // admin kubeconfig file, for kubectl and the netshift CLI
+	// controllers are kube-controller-manager and kube-scheduler (a Cluster control plane).
+	controllers []*controller
+	// CAFile is the API server's CA (a Cluster control plane): what kubelets and pods trust.
+	CAFile string
 }
 
 // MissingError says that the API server binaries are not there.
@@ -76,7 +81,24 @@ func AssetsDir() (string, error) {
 
 // Start starts kube-apiserver and etcd and installs netshift's CRDs, RBAC and
 // admission policy. Stop it with Stop.
-func Start() (*ControlPlane, error) {
+func Start() (*ControlPlane, error) { return StartWith(Options{}) }
+
+// Options make the control plane one that real nodes join.
+type Options struct {
+	// Address is where the API server serves (default 127.0.0.1): an address
+	// the nodes reach, which its certificate then names.
+	Address string
+	// Cluster runs it as a cluster's control plane: the ServiceAccount admission
+	// that gives pods their tokens, the Node authorizer and NodeRestriction for
+	// kubelets, kube-controller-manager and kube-scheduler (with Dir, for their
+	// logs), and ServiceCIDR as the service range.
+	Cluster     bool
+	ServiceCIDR string
+	Dir         string
+}
+
+// StartWith starts the control plane as o asks.
+func StartWith(o Options) (*ControlPlane, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -86,12 +108,40 @@ func Start() (*ControlPlane, error) {
 		return nil, fmt.Errorf("read embedded manifests: %w", err)
 	}
 	te := &envtest.Environment{BinaryAssetsDirectory: assets}
+	if o.Address != "" || o.Cluster {
+		te.ControlPlane.APIServer = &envtest.APIServer{}
+		api := te.ControlPlane.APIServer
+		if o.Address != "" {
+			// envtest picks a loopback port unless given both an address and a port.
+			port, err := freePort(o.Address)
+			if err != nil {
+				return nil, fmt.Errorf("API server address %s: %w", o.Address, err)
+			}
+			api.SecureServing.ListenAddr.Address, api.SecureServing.ListenAddr.Port = o.Address, port
+			api.Configure().Set("advertise-address", o.Address)
+		}
+		if o.Cluster {
+			api.Configure().Disable("disable-admission-plugins").
+				Set("enable-admission-plugins", "NodeRestriction").
+				Set("authorization-mode", "Node,RBAC").
+				Set("kubelet-preferred-address-types", "InternalIP,Hostname")
+			if o.ServiceCIDR != "" {
+				api.Configure().Set("service-cluster-ip-range", o.ServiceCIDR)
+			}
+		}
+	}
 	cfg, err := te.Start()
 	if err != nil {
 		return nil, fmt.Errorf("start kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
 	cp := &ControlPlane{Env: te, Admin: cfg, AssetsDir: assets}
+	if o.Cluster {
+		if err := cp.startControllers(o.Dir); err != nil {
+			cp.Stop()
+			return nil, err
+		}
+	}
 	if cp.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err = manifests.Apply(ctx, cp.Client, objs)
@@ -107,11 +157,13 @@ func Start() (*ControlPlane, error) {
 	return cp, nil
 }
 
-// Stop stops the API server and etcd and removes the kubeconfig file.
+// Stop stops the controllers, the API server and etcd and removes the
+// kubeconfig file.
 func (cp *ControlPlane) Stop() {
 	if cp == nil {
 		return
 	}
+	cp.stopControllers()
 	_ = os.Remove(cp.Kubeconfig)
 	_ = cp.Env.Stop()
 }
@@ -158,6 +210,17 @@ func (cp *ControlPlane) UserKubeconfig(dir, user string, groups ...string) (stri
 	}
 	path := filepath.Join(dir, strings.NewReplacer(":", "-", "/", "-").Replace(user)+".kubeconfig")
 	return path, os.WriteFile(path, data, 0o600)
+}
+
+// freePort finds a TCP port free on addr.
+func freePort(addr string) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	return port, err
 }
 
 func writeKubeconfig(cfg *rest.Config, name string) (string, error) {

@@ -42,41 +42,68 @@ var busyboxApplets = []string{"sh", "sleep", "cat", "echo", "ls", "ip", "ping", 
 
 // Lab describes the lab's three images from the built binaries.
 func Lab(b Binaries) ([]Image, error) {
-	file := func(src, dst string, mode int64) (File, error) {
-		data, err := os.ReadFile(src)
-		if err != nil {
-			return File{}, fmt.Errorf("image file %s: %w", dst, err)
-		}
-		return File{Path: dst, Mode: mode, Data: data}, nil
-	}
+	var out []Image
 	var errs []string
-	must := func(f File, err error) File {
+	for _, build := range []func() (Image, error){
+		func() (Image, error) { return NetshiftImage(b.Netshift, b.CNI) },
+		func() (Image, error) { return PauseImage(b.Pause) },
+		func() (Image, error) { return WorkloadImage(b.Busybox) },
+	} {
+		img, err := build()
 		if err != nil {
 			errs = append(errs, err.Error())
+			continue
 		}
-		return f
-	}
-	netshift := Image{Ref: NetshiftRef, Entrypoint: []string{"/usr/local/bin/netshift"},
-		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
-		Files: []File{
-			must(file(b.Netshift, "/usr/local/bin/netshift", 0o755)),
-			must(file(b.CNI, "/usr/local/bin/netshift-cni", 0o755)),
-		}}
-	tools, err := WithLibraries(ovsTools...)
-	if err != nil {
-		errs = append(errs, err.Error())
-	}
-	netshift.Files = append(netshift.Files, tools...)
-	pause := Image{Ref: PauseRef, Entrypoint: []string{"/pause"}, Files: []File{must(file(b.Pause, "/pause", 0o755))}}
-	workload := Image{Ref: WorkloadRef, Entrypoint: []string{"/bin/sh"}, Env: []string{"PATH=/bin"},
-		Files: []File{must(file(b.Busybox, "/bin/busybox", 0o755))}}
-	for _, a := range busyboxApplets {
-		workload.Files = append(workload.Files, File{Path: "/bin/" + a, Link: "busybox"})
+		out = append(out, img)
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("lab images: %s", strings.Join(errs, "; "))
 	}
-	return []Image{netshift, pause, workload}, nil
+	return out, nil
+}
+
+func binaryFile(src, dst string) (File, error) {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return File{}, fmt.Errorf("image file %s: %w", dst, err)
+	}
+	return File{Path: dst, Mode: 0o755, Data: data}, nil
+}
+
+// NetshiftImage is the product's image: the operator, the agent and the CLI
+// (one binary), the CNI plugin the agent's DaemonSet installs on each node,
+// and the OVS and OVN clients netshift still runs, with their libraries.
+func NetshiftImage(netshift, cni string) (Image, error) {
+	img := Image{Ref: NetshiftRef, Entrypoint: []string{"/usr/local/bin/netshift"}, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}}
+	for src, dst := range map[string]string{netshift: "/usr/local/bin/netshift", cni: "/usr/local/bin/netshift-cni"} {
+		f, err := binaryFile(src, dst)
+		if err != nil {
+			return img, err
+		}
+		img.Files = append(img.Files, f)
+	}
+	tools, err := WithLibraries(ovsTools...)
+	if err != nil {
+		return img, err
+	}
+	img.Files = append(img.Files, tools...)
+	return img, nil
+}
+
+// PauseImage holds pod sandboxes: the static program of ./pause.
+func PauseImage(pause string) (Image, error) {
+	f, err := binaryFile(pause, "/pause")
+	return Image{Ref: PauseRef, Entrypoint: []string{"/pause"}, Files: []File{f}}, err
+}
+
+// WorkloadImage is the lab's workload: a static busybox and its commands.
+func WorkloadImage(busybox string) (Image, error) {
+	f, err := binaryFile(busybox, "/bin/busybox")
+	img := Image{Ref: WorkloadRef, Entrypoint: []string{"/bin/sh"}, Env: []string{"PATH=/bin"}, Files: []File{f}}
+	for _, a := range busyboxApplets {
+		img.Files = append(img.Files, File{Path: "/bin/" + a, Link: "busybox"})
+	}
+	return img, err
 }
 
 var lddLine = regexp.MustCompile(`(?:=>\s*)?(/\S+)\s+\(0x`)

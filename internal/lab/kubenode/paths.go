@@ -23,6 +23,8 @@ type Node struct {
 	Kubeconfig string
 	// Labels are set by the kubelet when it registers the Node.
 	Labels map[string]string
+	// Kubelet is the kubelet binary (hack/envtest-assets.sh builds it).
+	Kubelet string
 }
 
 var nodeName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)

@@ -54,7 +54,7 @@ func terminate(pid int, grace time.Duration) {
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
-	for alive(pid) {
+	for Alive(pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			deadline = time.Now().Add(grace)
@@ -63,8 +63,8 @@ func terminate(pid int, grace time.Duration) {
 	}
 }
 
-// alive: the process exists and is not a zombie waiting for its parent.
-func alive(pid int) bool {
+// Alive: the process exists and is not a zombie waiting for its parent.
+func Alive(pid int) bool {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
