@@ -12,7 +12,7 @@ export PATH=/usr/local/go/bin:$PATH
 export KUBEBUILDER_ASSETS
 KUBEBUILDER_ASSETS=$(hack/setup.sh)
 mkdir -p bin
-go build -o bin/netshift ./cmd/netshift
+go build -tags lab -o bin/netshift ./cmd/netshift   # a lab build: the lab and its test hooks
 ns=bin/netshift
 if [[ -z "$keep" ]]; then trap '$ns lab down --name demo >/dev/null 2>&1 || true' EXIT; fi
 

@@ -18,10 +18,11 @@ KUBEBUILDER_ASSETS=$(hack/setup.sh)
 tiers=${TIERS:-static unit integration e2e bench}
 
 # End-to-end packages live under test/e2e; integration packages are the others
-# whose tests use the real control plane; the rest is unit.
+# whose tests use a real part (the control plane, real nodes, Open vSwitch,
+# through testenv or a test harness built on it); the rest is unit.
 e2e=$(go list ./test/e2e/...)
 integration=$(go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
-  awk '/netshift.io\/netshift\/internal\/testenv/ {print $1}' | grep -vxF -f <(printf '%s\n' $e2e))
+  awk '/netshift.io\/netshift\/internal\/(testenv|lab\/kubenode\/kubenodetest|ovs\/ovstest)( |$)/ {print $1}' | grep -vxF -f <(printf '%s\n' $e2e))
 unit=$(go list ./... | grep -vxF -f <(printf '%s\n' $integration $e2e))
 
 declare -A took
@@ -38,6 +39,7 @@ static() {
   bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
   if [[ -n "$bad" ]]; then echo "gofmt would change: $bad"; return 1; fi
   go vet ./... || return 1
+  go vet -tags lab ./... || return 1   # the lab build: its test hooks
   hack/generate.sh || return 1
   if ! git diff --quiet -- api config/crd 2>/dev/null; then
     echo "generated code or CRDs are stale: run hack/generate.sh and commit"; git diff --stat -- api config/crd; return 1

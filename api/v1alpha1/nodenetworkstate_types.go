@@ -104,15 +104,6 @@ const (
 	StepNetworkConfig StepAction = "NetworkConfig"
 )
 
-// Interface names a network interface in a network namespace.
-type Interface struct {
-	// Netns is the network namespace ("" for the agent's own).
-	// +optional
-	Netns string `json:"netns,omitempty"`
-	// Name is the interface name.
-	Name string `json:"name"`
-}
-
 // ScheduledStep is one step of a live change on a node, run at a fixed offset
 // from T0, never "after the previous step".
 type ScheduledStep struct {
@@ -120,12 +111,10 @@ type ScheduledStep struct {
 	Action StepAction `json:"action"`
 	// OffsetMs is when the step runs, in milliseconds after T0.
 	OffsetMs int32 `json:"offsetMs"`
-	// Value is the new MTU or port.
+	// Value is the new MTU or port. Which interfaces an MTU step sets the agent finds on its
+	// node when the step runs: the pods from the node's container runtime, the node's own
+	// ports from its Open vSwitch; never from the API, which tenants can write to.
 	Value int32 `json:"value"`
-	// Interfaces are the interfaces an MTU step sets.
-	// +optional
-	// +listType=atomic
-	Interfaces []Interface `json:"interfaces,omitempty"`
 }
 
 // NodeNetworkConfig is what a node's new pods are set up with.
@@ -223,6 +212,16 @@ type StepResult struct {
 	// Error is why the step failed; empty when it succeeded.
 	// +optional
 	Error string `json:"error,omitempty"`
+	// Changed is how many interfaces the step set.
+	// +optional
+	Changed int32 `json:"changed,omitempty"`
+	// Skipped are the pods (or interfaces) the step left alone, each with why: a pod gone
+	// before its step, an interface that is not what the pod's network plugin reported.
+	// At most 20 are listed.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // LiveChangeReport is the agent's report on its node's part of a live change.

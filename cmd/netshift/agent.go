@@ -8,15 +8,16 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
+	"netshift.io/netshift/internal/cri"
 	"netshift.io/netshift/internal/plug"
 )
 
 func agentCmd(g *globals) *cobra.Command {
 	var node, health, netns, ovsdb, underlay, timeURL string
-	var maxSkew, clockOffset time.Duration
-	var restoreCommand, networkConfig, bootIDFile string
-	var failOnce []string
+	var maxSkew time.Duration
+	var restoreCommand, networkConfig, bootIDFile, criEndpoint string
 	var hold time.Duration
+	var labHooks func(*agent.Options)
 	var plugPorts bool
 	var plugMode, integration, zoneMove string
 	cmd := &cobra.Command{
@@ -29,10 +30,6 @@ func agentCmd(g *globals) *cobra.Command {
 			}
 			if hold < 0 {
 				return errors.New("--reconfigure-hold: must be 0 or more")
-			}
-			var steps []v1alpha1.StepAction
-			for _, s := range failOnce {
-				steps = append(steps, v1alpha1.StepAction(s))
 			}
 			cfg, err := g.restConfig()
 			if err != nil {
@@ -50,11 +47,16 @@ func agentCmd(g *globals) *cobra.Command {
 			if restoreCommand != "" {
 				restore = agent.CommandRestorer(restoreCommand)
 			}
-			mgr, err := agent.NewManager(cfg, agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
-				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, ClockOffset: clockOffset, FailStepOnce: steps, Restore: restore,
+			o := agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
+				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, Restore: restore,
 				NetworkConfig: networkConfig, BootIDFile: bootIDFile,
 				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration, MoveZone: moveZone,
-				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}})
+				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}}
+			if criEndpoint != "" {
+				o.Pods = agent.RuntimePods{Endpoint: criEndpoint}
+			}
+			labHooks(&o)
+			mgr, err := agent.NewManager(cfg, o)
 			if err != nil {
 				return err
 			}
@@ -69,17 +71,18 @@ func agentCmd(g *globals) *cobra.Command {
 	f.StringVar(&underlay, "underlay-interface", "", "the node's interface onto the underlay: a new pod MTU must fit under its MTU (empty: not checked)")
 	f.StringVar(&timeURL, "operator-time-url", "", "the operator's /time endpoint; before a live change the agent checks its clock against it")
 	f.DurationVar(&maxSkew, "max-clock-skew", 50*time.Millisecond, "how far this node's clock may be from the operator's for a live change")
-	f.DurationVar(&clockOffset, "clock-offset", 0, "shift this agent's clock (for tests of the clock check only)")
 	f.StringVar(&restoreCommand, "restore-command", "", "node-restore action after a failed live-change step, run with sh -c; in a cluster, a reboot "+
 		"(\"nsenter -t 1 -m -- systemctl reboot\" with hostPID), after which the agent checks the node; default: re-apply every step")
 	f.StringVar(&networkConfig, "network-config", "", "the node's network configuration file, which new pods are set up from; a live change rewrites it as its last step (empty: none)")
 	f.StringVar(&bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id", "where the node's boot ID is read: a restore that rebooted the node is told apart from an agent restart by it")
-	f.StringSliceVar(&failOnce, "fail-step-once", nil, "make the first run of these live-change steps fail (tests of the restore action only)")
 	f.BoolVar(&plugPorts, "plug-ports", true, "plug the ports of this node's pods that carry netshift.io/port-spec or netshift.io/port (needs --ovsdb)")
 	f.StringVar(&plugMode, "plug-mode", string(plug.PerPort), "how ports are plugged unless the Node's netshift.io/plug-mode annotation says otherwise: per-port or direct")
 	f.StringVar(&integration, "integration-bridge", "br-int", "the integration bridge the network controller programs")
 	f.StringVar(&zoneMove, "zone-move-command", "", "command (sh -c, with NETSHIFT_NODE and NETSHIFT_ZONE) that moves this node's ovn-controller into an OVN interconnect zone "+
 		"and returns once it is bound there and traffic to the other zones passes; the agent then writes the node's k8s.ovn.org/zone-name (empty: this agent cannot move zones)")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
+	f.StringVar(&criEndpoint, "cri-endpoint", cri.DefaultEndpoint, "the node's container runtime (CRI socket): where the agent finds its node's pods and their network namespaces; "+
+		"it shares the node's process namespace (hostPID) to enter them (empty: no runtime, no pods)")
+	labHooks = labAgentFlags(f)
 	return cmd
 }

@@ -38,6 +38,9 @@ func labUpCmd(name *string) *cobra.Command {
   netshift lab up --ovn --node-label node-1:zone=a`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !labBuild {
+				return fmt.Errorf("this netshift is a product build, whose agent carries no test hooks: the lab runs a lab build (go build -tags lab ./cmd/netshift)")
+			}
 			o.Tunnel = lab.Tunnel(tunnel)
 			if o.OVN && !cmd.Flags().Changed("tunnel") {
 				o.Tunnel = lab.Geneve

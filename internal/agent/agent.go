@@ -53,6 +53,14 @@ type Agent struct {
 	failOnce                  map[v1alpha1.StepAction]bool
 	// rechecked are the changes whose failed restore this process has checked again.
 	rechecked map[string]bool
+	// doneAt and settled track the pass that aligns, once a change is done, the pods its steps
+	// could not list yet (see settleDelay).
+	doneAt  map[string]time.Time
+	settled map[string]bool
+	// Pods lists the node's pods from its container runtime (see Options).
+	Pods NodePods
+	// IntegrationBridge is the bridge pods are attached to (default br-int).
+	IntegrationBridge string
 	// Work maps an operation kind to what the agent does for it.
 	Work map[v1alpha1.OperationKind]Work
 	// MoveZone moves the node between OVN interconnect zones (see Options).
@@ -116,6 +124,9 @@ type Options struct {
 	PlugMode plug.Mode
 	// IntegrationBridge is the bridge the network controller programs (default br-int).
 	IntegrationBridge string
+	// Pods lists the node's pods (RuntimePods: from its container runtime); nil: the agent
+	// knows no pods, and a pod MTU step fails saying so.
+	Pods NodePods
 	// MoveZone moves the node's ovn-controller between OVN interconnect zones when the operator
 	// asks (NodeNetworkState spec.zone); nil: this agent cannot, and says so in status.zoneError.
 	MoveZone ZoneMover
@@ -210,9 +221,13 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB,
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
 		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Restore: o.Restore, failOnce: map[v1alpha1.StepAction]bool{}, rechecked: map[string]bool{},
+		doneAt: map[string]time.Time{}, settled: map[string]bool{}, Pods: o.Pods, IntegrationBridge: o.IntegrationBridge,
 		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, MoveZone: o.MoveZone}
 	for _, s := range o.FailStepOnce {
 		a.failOnce[s] = true
+	}
+	if a.Pods == nil {
+		a.Pods = noPods{}
 	}
 	if a.MaxClockSkew == 0 {
 		a.MaxClockSkew = 50 * time.Millisecond

@@ -42,6 +42,9 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 		logger.Info("the node carries the change now; restored")
 		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Restore = "Done" })
 	}
+	if rep.Done && plan.Network != nil && a.NetworkConfig != "" && !a.settled[plan.ID] {
+		return a.settle(ctx, plan)
+	}
 	if plan.T0 == nil || rep.Done || !rep.Ready {
 		return ctrl.Result{}, nil
 	}
@@ -71,14 +74,16 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 			return ctrl.Result{}, nil
 		}
 		began := a.now()
-		err := a.runStep(ctx, plan, step)
+		outcome, err := a.runStep(ctx, plan, step)
 		res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),
-			LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(a.now().Sub(began).Milliseconds())}
+			LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(a.now().Sub(began).Milliseconds()),
+			Changed: int32(outcome.changed), Skipped: outcome.report()}
 		if err != nil {
 			res.Error = err.Error()
 			logger.Error(err, "step failed", "step", step.Action)
 		} else {
-			logger.Info("step done", "step", step.Action, "value", step.Value, "lateMs", res.LateMs, "tookMs", res.TookMs)
+			logger.Info("step done", "step", step.Action, "value", step.Value, "lateMs", res.LateMs, "tookMs", res.TookMs,
+				"changed", res.Changed, "skipped", outcome.skipped)
 		}
 		if err := a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
 			s.LiveChange.Steps = append(s.LiveChange.Steps, res)
@@ -92,7 +97,35 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 	if rep := nns.Status.LiveChange; rep.Failed && !rep.Done {
 		return ctrl.Result{}, a.restoreAndCheck(ctx, nns, plan)
 	}
-	return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Done = true })
+	a.doneAt[plan.ID] = a.now()
+	return ctrl.Result{RequeueAfter: settleDelay}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Done = true })
+}
+
+// settleDelay is how long after its last step the agent aligns the node's
+// pods once more. The runtime lists a sandbox only once its container runs,
+// tens of milliseconds after netshift-cni set it up: a pod set up with the old
+// configuration just before the rewrite can be missing from the step's list.
+const settleDelay = 2 * time.Second
+
+// settle aligns, once, the pods the change's last step could not see yet.
+func (a *Agent) settle(ctx context.Context, plan *v1alpha1.LiveChangePlan) (ctrl.Result, error) {
+	if at, ok := a.doneAt[plan.ID]; ok {
+		if wait := settleDelay - a.now().Sub(at); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	lock, err := a.lockConfig(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer lock.Unlock()
+	o, err := a.alignPods(ctx, int(plan.Network.MTU))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	a.settled[plan.ID] = true
+	log.FromContext(ctx).Info("pods aligned after the change", "node", a.Node, "change", plan.ID, "changed", o.changed, "skipped", o.skipped)
+	return ctrl.Result{}, nil
 }
 
 // restoreAndCheck restores a node whose step failed with the pluggable
@@ -146,7 +179,7 @@ func (a *Agent) restore(ctx context.Context, plan *v1alpha1.LiveChangePlan) erro
 		return a.Restore(ctx, a.Node, plan)
 	}
 	for _, step := range plan.Steps {
-		if err := a.runStep(ctx, plan, step); err != nil {
+		if _, err := a.runStep(ctx, plan, step); err != nil {
 			return err
 		}
 	}
@@ -157,17 +190,13 @@ func (a *Agent) restore(ctx context.Context, plan *v1alpha1.LiveChangePlan) erro
 func (a *Agent) check(ctx context.Context, plan *v1alpha1.LiveChangePlan) error {
 	for _, step := range plan.Steps {
 		switch step.Action {
-		case v1alpha1.StepPodMTU, v1alpha1.StepHostVethMTU:
-			for _, i := range step.Interfaces {
-				ns := i.Netns
-				if ns == "" {
-					ns = a.NodeNetns
-				}
-				if mtu, err := linkMTU(ns, i.Name); err != nil {
-					return err
-				} else if mtu != int(step.Value) {
-					return fmt.Errorf("%s in %s has MTU %d, want %d", i.Name, ns, mtu, step.Value)
-				}
+		case v1alpha1.StepPodMTU:
+			if err := a.checkPodMTU(ctx, int(step.Value)); err != nil {
+				return err
+			}
+		case v1alpha1.StepHostVethMTU:
+			if err := a.checkHostVethMTU(ctx, int(step.Value)); err != nil {
+				return err
 			}
 		case v1alpha1.StepNetworkConfig:
 			if a.NetworkConfig == "" || plan.Network == nil {
@@ -196,50 +225,46 @@ func (a *Agent) check(ctx context.Context, plan *v1alpha1.LiveChangePlan) error 
 }
 
 // runStep carries out one step. Every step is idempotent.
-func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) error {
+func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (stepOutcome, error) {
 	if a.failOnce[step.Action] {
 		delete(a.failOnce, step.Action)
-		return fmt.Errorf("node %s: %s failed on purpose (--fail-step-once, a test)", a.Node, step.Action)
+		return stepOutcome{}, fmt.Errorf("node %s: %s failed on purpose (a test's fault injection)", a.Node, step.Action)
 	}
 	switch step.Action {
-	case v1alpha1.StepPodMTU, v1alpha1.StepHostVethMTU:
-		var errs []string
-		for _, i := range step.Interfaces {
-			ns := i.Netns
-			if ns == "" {
-				ns = a.NodeNetns
-			}
-			if err := setMTU(ns, i.Name, int(step.Value)); err != nil {
-				errs = append(errs, err.Error())
-			}
+	case v1alpha1.StepPodMTU:
+		lock, err := a.lockConfig(ctx)
+		if err != nil {
+			return stepOutcome{}, err
 		}
-		if len(errs) > 0 {
-			return fmt.Errorf("node %s: %s", a.Node, strings.Join(errs, "; "))
-		}
-		return nil
+		defer lock.Unlock()
+		return a.setPodMTU(ctx, int(step.Value))
+	case v1alpha1.StepHostVethMTU:
+		return a.setHostVethMTU(ctx, int(step.Value))
 	case v1alpha1.StepNodePortMTU:
-		names := make([]string, len(step.Interfaces))
-		for i, ifc := range step.Interfaces {
-			names[i] = ifc.Name
-		}
-		return a.ovsdb().SetMTURequest(ctx, int(step.Value), names...)
+		return a.setNodePortMTU(ctx, int(step.Value))
 	case v1alpha1.StepTunnelPort:
-		_, err := a.ovsdb().SetTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
-		return err
+		names, err := a.ovsdb().SetTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
+		return stepOutcome{changed: len(names)}, err
 	case v1alpha1.StepNetworkConfig:
 		if plan.Network == nil {
-			return fmt.Errorf("node %s: the plan of %s carries no network to write", a.Node, plan.ID)
+			return stepOutcome{}, fmt.Errorf("node %s: the plan of %s carries no network to write", a.Node, plan.ID)
 		}
 		if a.NetworkConfig == "" {
 			// Nothing on this node reads one (no --network-config): the step has nothing to do.
-			return nil
+			return stepOutcome{}, nil
 		}
+		lock, err := a.lockConfig(ctx)
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		defer lock.Unlock()
 		if err := nodeconfig.Write(a.NetworkConfig, nodeconfig.File{NodeNetworkConfig: *plan.Network, Change: plan.ID}); err != nil {
-			return fmt.Errorf("node %s: %w", a.Node, err)
+			return stepOutcome{}, fmt.Errorf("node %s: %w", a.Node, err)
 		}
-		return nil
+		// Pods set up between the MTU steps read the old configuration: give them the new one.
+		return a.alignPods(ctx, int(plan.Network.MTU))
 	}
-	return fmt.Errorf("unknown step %q", step.Action)
+	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Action)
 }
 
 func setMTU(netns, link string, mtu int) error {
@@ -264,6 +289,9 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 	}
 	switch plan.Kind {
 	case v1alpha1.ChangeMTU:
+		if _, _, err := a.Pods.PodNetworks(ctx); err != nil {
+			r.Problems = append(r.Problems, "cannot list the node's pods: "+err.Error())
+		}
 		need := int(plan.To) + int(plan.Encapsulation.Overhead())
 		if a.UnderlayInterface != "" {
 			if mtu, err := linkMTU(a.NodeNetns, a.UnderlayInterface); err != nil {

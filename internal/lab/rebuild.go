@@ -3,11 +3,14 @@ package lab
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/agent"
 	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/nodeconfig"
 	"netshift.io/netshift/internal/ovs"
@@ -21,8 +24,35 @@ func (s *State) NetworkConfigPath(node string) string { return s.Path("nodes", n
 // BootIDPath is the node's boot ID file; RebuildNode, the lab's reboot, renews it.
 func (s *State) BootIDPath(node string) string { return s.Path("nodes", node, "boot_id") }
 
+// PodsFilePath lists the node's pods for its agent (a lab build reads it with
+// --lab-pods): this lab's pods are namespaces with no container runtime.
+func (s *State) PodsFilePath(node string) string { return s.Path("nodes", node, "pods.json") }
+
+// writePodsFile writes the node's pods as its agent reads them.
+func (s *State) writePodsFile(node string) error {
+	n, _ := s.Topology.Node(node)
+	pods := []agent.PodNetwork{}
+	for _, p := range s.Topology.Pods {
+		if p.Node == node {
+			pods = append(pods, agent.PodNetwork{Pod: PodNamespace + "/" + p.Name, Netns: filepath.Join("/run/netns", p.Netns),
+				Interfaces: []string{"eth0"}, HostInterfaces: []string{p.HostPort}})
+		}
+	}
+	data, err := json.MarshalIndent(pods, "", "  ")
+	if err == nil {
+		err = os.WriteFile(s.PodsFilePath(n.Name), data, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("node %s: pods file: %w", node, err)
+	}
+	return nil
+}
+
 // writeNodeFiles records what the node was built with and gives it a boot ID.
 func (s *State) writeNodeFiles(node string) error {
+	if err := s.writePodsFile(node); err != nil {
+		return err
+	}
 	encap := s.Options.Tunnel
 	port := int32(4789)
 	if encap == v1alpha1.EncapGeneve {

@@ -97,9 +97,6 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 			labels[k] = v
 		}
 		annotations := map[string]string{}
-		if !s.Options.OVN {
-			annotations[operator.NodePortsAnnotation] = "br-int" // the node's internal port on br-int
-		}
 		switch s.Options.Zones {
 		case ZonesSingle:
 			annotations[zones.ZoneAnnotation] = zones.GlobalZone
@@ -143,8 +140,7 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 	}
 	for _, p := range s.Topology.Pods {
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: PodNamespace, Labels: map[string]string{"app": "probe"},
-				Annotations: map[string]string{operator.PodNetnsAnnotation: p.Netns, operator.PodHostInterfaceAnnotation: p.HostPort}},
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: PodNamespace, Labels: map[string]string{"app": "probe"}},
 			Spec: corev1.PodSpec{NodeName: p.Node, Containers: []corev1.Container{{Name: "probe", Image: "netshift-lab/probe"}}},
 		}
 		if err := c.Create(ctx, pod); err != nil {
@@ -198,7 +194,10 @@ func (s *State) startNetshift(ctx context.Context, cp *controlplane.ControlPlane
 		}
 		// The agent runs in the root namespace and reaches its node as a host-network
 		// DaemonSet pod would: through the node's namespace and its OVSDB socket.
+		// This lab's pods are bare namespaces with no container runtime: the agent reads them
+		// from the node's pod file the lab writes (a lab build's hook), never from the API.
 		args := append([]string{"agent", "--node", n.Name, "--node-netns", n.Netns, "--ovsdb", s.OVSDB(n.Name),
+			"--cri-endpoint", "", "--lab-pods", s.PodsFilePath(n.Name),
 			"--underlay-interface", "eth0", "--operator-time-url", "http://" + timeAddr + "/time",
 			"--network-config", s.NetworkConfigPath(n.Name), "--boot-id-file", s.BootIDPath(n.Name),
 			"--restore-command", fmt.Sprintf("%q lab --name %q rebuild-node %q", binary, s.Options.Name, n.Name)}, s.Options.AgentArgs[n.Name]...)

@@ -75,16 +75,6 @@ func (c Change) Apply(applied v1alpha1.AppliedNetwork) v1alpha1.AppliedNetwork {
 	return applied
 }
 
-// NodeTargets are the interfaces of one node an MTU change sets.
-type NodeTargets struct {
-	// PodInterfaces are the pods' eth0, each in its pod's namespace.
-	PodInterfaces []v1alpha1.Interface
-	// HostVeths are the node ends of the pods' veths, in the node's namespace.
-	HostVeths []v1alpha1.Interface
-	// NodePorts are the node's own OVS ports into the pod network (set through OVSDB mtu_request).
-	NodePorts []v1alpha1.Interface
-}
-
 // Schedule is a node's steps for a change, at fixed offsets from T0 spaced
 // by spacing. Lowering the MTU shrinks what pods send first, then the path
 // (host veths, then node ports); raising it widens the path first and the
@@ -92,8 +82,10 @@ type NodeTargets struct {
 // step writes the node's network configuration, so the pods created after the
 // change (the nodes are cordoned until then) get the new values. A change
 // without node steps (an OVN tunnel port, set in the southbound database)
-// has that step only.
-func Schedule(c Change, t NodeTargets, spacing time.Duration) []v1alpha1.ScheduledStep {
+// has that step only. Which interfaces each MTU step sets is the node's to
+// find when it runs (its pods from its container runtime, its own ports from
+// its OVS): a step with nothing to set on a node changes nothing there.
+func Schedule(c Change, spacing time.Duration) []v1alpha1.ScheduledStep {
 	var steps []v1alpha1.ScheduledStep
 	at := func(i int) int32 { return int32(time.Duration(i) * spacing / time.Millisecond) }
 	// The configuration step's offset is fixed too: one spacing after the last slot.
@@ -105,18 +97,12 @@ func Schedule(c Change, t NodeTargets, spacing time.Duration) []v1alpha1.Schedul
 		configAt = 1
 	default:
 		configAt = 3
-		order := []struct {
-			action v1alpha1.StepAction
-			ifs    []v1alpha1.Interface
-		}{{v1alpha1.StepPodMTU, t.PodInterfaces}, {v1alpha1.StepHostVethMTU, t.HostVeths}, {v1alpha1.StepNodePortMTU, t.NodePorts}}
+		order := []v1alpha1.StepAction{v1alpha1.StepPodMTU, v1alpha1.StepHostVethMTU, v1alpha1.StepNodePortMTU}
 		if c.To > c.From {
 			order[0], order[2] = order[2], order[0]
 		}
-		for i, o := range order {
-			if len(o.ifs) == 0 {
-				continue
-			}
-			steps = append(steps, v1alpha1.ScheduledStep{Action: o.action, OffsetMs: at(i), Value: c.To, Interfaces: o.ifs})
+		for i, action := range order {
+			steps = append(steps, v1alpha1.ScheduledStep{Action: action, OffsetMs: at(i), Value: c.To})
 		}
 	}
 	return append(steps, v1alpha1.ScheduledStep{Action: v1alpha1.StepNetworkConfig, OffsetMs: at(configAt), Value: c.To})

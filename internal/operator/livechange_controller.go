@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -24,18 +23,8 @@ import (
 	"netshift.io/netshift/internal/livechange"
 )
 
-// Pod and Node annotations that tell the live change where a pod's
-// interfaces are (set by the CNI integration; the lab sets them).
-const (
-	// PodNetnsAnnotation names the pod's network namespace (its interface is eth0).
-	PodNetnsAnnotation = "netshift.io/netns"
-	// PodHostInterfaceAnnotation names the node end of the pod's veth, in the node's namespace.
-	PodHostInterfaceAnnotation = "netshift.io/host-interface"
-	// NodePortsAnnotation lists, comma-separated, the node's own OVS ports into the pod network.
-	NodePortsAnnotation = "netshift.io/node-ports"
-	// AbortAnnotation on ClusterNetwork asks to abort the change it names (`netshift abort`).
-	AbortAnnotation = "netshift.io/abort"
-)
+// AbortAnnotation on ClusterNetwork asks to abort the change it names (`netshift abort`).
+const AbortAnnotation = "netshift.io/abort"
 
 // abortMargin is how long before T0 an abort is still accepted: every agent
 // must see its plan gone before its first step.
@@ -298,33 +287,6 @@ func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.NodeNe
 // writes each node's steps.
 func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.ClusterNetwork, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState) error {
 	ch := cn.Status.Change
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods); err != nil {
-		return err
-	}
-	targets := map[string]*livechange.NodeTargets{}
-	for _, n := range nodes {
-		t := &livechange.NodeTargets{}
-		for _, port := range strings.Split(n.Annotations[NodePortsAnnotation], ",") {
-			if port = strings.TrimSpace(port); port != "" {
-				t.NodePorts = append(t.NodePorts, v1alpha1.Interface{Name: port})
-			}
-		}
-		targets[n.Name] = t
-	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	for _, p := range pods.Items {
-		t := targets[p.Spec.NodeName]
-		if t == nil || !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if ns := p.Annotations[PodNetnsAnnotation]; ns != "" {
-			t.PodInterfaces = append(t.PodInterfaces, v1alpha1.Interface{Netns: ns, Name: "eth0"})
-		}
-		if host := p.Annotations[PodHostInterfaceAnnotation]; host != "" {
-			t.HostVeths = append(t.HostVeths, v1alpha1.Interface{Name: host})
-		}
-	}
 	// Cordon first (recorded before the cordon, as the drain controller does): no new pods
 	// during the change.
 	for i := range nodes {
@@ -358,7 +320,7 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Cluste
 		plan := nns.Spec.LiveChange.DeepCopy()
 		plan.T0 = &t0
 		plan.Network = &network
-		plan.Steps = livechange.Schedule(c, *targets[n.Name], r.Spacing)
+		plan.Steps = livechange.Schedule(c, r.Spacing)
 		if err := r.setPlan(ctx, nns, plan); err != nil {
 			return err
 		}

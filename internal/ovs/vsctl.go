@@ -119,3 +119,86 @@ func (d DB) SetMTURequest(ctx context.Context, mtu int, ifaces ...string) error 
 	_, err := d.vsctl(ctx, args[1:]...)
 	return err
 }
+
+// PodPort is an interface pods may be attached through.
+type PodPort struct {
+	Bridge string
+	Type   string // "" for a system device (a veth), "internal", "patch", ...
+}
+
+// PodPorts are the node's interfaces that pods may be attached through: every
+// interface of the integration bridge and of netshift's per-port bridges
+// (pbr-*), by name.
+func (d DB) PodPorts(ctx context.Context, integration string) (map[string]PodPort, error) {
+	out, err := d.vsctl(ctx, "--format=json", "--", "--columns=name,ports", "list", "bridge",
+		"--", "--columns=_uuid,name,interfaces", "list", "port",
+		"--", "--columns=_uuid,name,type", "list", "interface")
+	if err != nil {
+		return nil, err
+	}
+	tables, err := decodeTables(out)
+	if err != nil || len(tables) != 3 {
+		return nil, fmt.Errorf("OVSDB %s: bridges, ports and interfaces: unreadable answer: %v", d.Socket, err)
+	}
+	ifaceType := map[string][2]string{} // interface uuid -> name, type
+	for _, row := range tables[2] {
+		if len(row) == 3 {
+			ifaceType[uuidOf(row[0])] = [2]string{str(row[1]), str(row[2])}
+		}
+	}
+	portIfaces := map[string][]string{} // port uuid -> interface uuids
+	for _, row := range tables[1] {
+		if len(row) == 3 {
+			portIfaces[uuidOf(row[0])] = uuidSet(row[2])
+		}
+	}
+	found := map[string]PodPort{}
+	for _, row := range tables[0] {
+		if len(row) != 2 {
+			continue
+		}
+		name := str(row[0])
+		if name != integration && !strings.HasPrefix(name, "pbr-") {
+			continue
+		}
+		for _, port := range uuidSet(row[1]) {
+			for _, i := range portIfaces[port] {
+				if it, ok := ifaceType[i]; ok {
+					found[it[0]] = PodPort{Bridge: name, Type: it[1]}
+				}
+			}
+		}
+	}
+	return found, nil
+}
+
+// uuidOf reads ["uuid","..."].
+func uuidOf(raw json.RawMessage) string {
+	var pair []string
+	if json.Unmarshal(raw, &pair) == nil && len(pair) == 2 && pair[0] == "uuid" {
+		return pair[1]
+	}
+	return ""
+}
+
+// uuidSet reads a set of uuids: ["uuid","..."] or ["set",[["uuid","..."],...]].
+func uuidSet(raw json.RawMessage) []string {
+	if u := uuidOf(raw); u != "" {
+		return []string{u}
+	}
+	var set []json.RawMessage
+	if json.Unmarshal(raw, &set) != nil || len(set) != 2 {
+		return nil
+	}
+	var members []json.RawMessage
+	if json.Unmarshal(set[1], &members) != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range members {
+		if u := uuidOf(m); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}

@@ -40,6 +40,9 @@ func (n Node) Validate() error {
 		return fmt.Errorf("node %s: directory %q: want an absolute path", n.Name, n.Dir)
 	case !filepath.IsAbs(n.CgroupRoot) || filepath.Clean(n.CgroupRoot) != n.CgroupRoot || n.CgroupRoot == "/":
 		return fmt.Errorf("node %s: cgroup root %q: want a clean absolute path below /", n.Name, n.CgroupRoot)
+	case len(n.Socket()) > 107:
+		return fmt.Errorf("node %s: directory %q is too long: the containerd socket below it, %s, would pass the 107 bytes a unix socket path may have",
+			n.Name, n.Dir, n.Socket())
 	}
 	return nil
 }
