@@ -239,4 +239,3 @@ func (a *Agent) integration() string {
 	}
 	return a.IntegrationBridge
 }
-

@@ -141,7 +141,7 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 	for _, p := range s.Topology.Pods {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: PodNamespace, Labels: map[string]string{"app": "probe"}},
-			Spec: corev1.PodSpec{NodeName: p.Node, Containers: []corev1.Container{{Name: "probe", Image: "netshift-lab/probe"}}},
+			Spec:       corev1.PodSpec{NodeName: p.Node, Containers: []corev1.Container{{Name: "probe", Image: "netshift-lab/probe"}}},
 		}
 		if err := c.Create(ctx, pod); err != nil {
 			return fmt.Errorf("pod %s: %w", p.Name, err)
