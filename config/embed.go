@@ -17,3 +17,10 @@ var Install embed.FS
 //
 //go:embed samples/*.yaml
 var Samples embed.FS
+
+// Kustomize is every kustomization (default, lab, portpools) with what they
+// reference, for the lab to install netshift the way users do:
+// `kubectl apply -k` of a directory it writes them into.
+//
+//go:embed crd/*.yaml rbac/*.yaml policy/*.yaml manager/*.yaml agent/*.yaml default/*.yaml lab/*.yaml portpools/*.yaml
+var Kustomize embed.FS

@@ -22,6 +22,7 @@ binaries=(kube-apiserver:k8s.io/kubernetes/cmd/kube-apiserver
           kubectl:k8s.io/kubernetes/cmd/kubectl
           kube-scheduler:k8s.io/kubernetes/cmd/kube-scheduler
           kube-controller-manager:k8s.io/kubernetes/cmd/kube-controller-manager
+          kube-proxy:k8s.io/kubernetes/cmd/kube-proxy
           kubelet:k8s.io/kubernetes/cmd/kubelet)
 built=1
 for target in "${binaries[@]}"; do

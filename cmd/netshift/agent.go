@@ -16,6 +16,7 @@ func agentCmd(g *globals) *cobra.Command {
 	var node, health, netns, ovsdb, underlay, timeURL string
 	var maxSkew time.Duration
 	var restoreCommand, networkConfig, bootIDFile, criEndpoint string
+	var cniInstall agent.CNIInstall
 	var hold time.Duration
 	var labHooks func(*agent.Options)
 	var plugPorts bool
@@ -52,6 +53,11 @@ func agentCmd(g *globals) *cobra.Command {
 				NetworkConfig: networkConfig, BootIDFile: bootIDFile,
 				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration, MoveZone: moveZone,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}}
+			o.CNI = cniInstall
+			o.CNI.NetworkConfig = networkConfig
+			if o.CNI.Plugin != "" && networkConfig == "" {
+				return errors.New("--cni-plugin: needs --network-config, the file the plugin reads the node's MTU from")
+			}
 			if criEndpoint != "" {
 				o.Pods = agent.RuntimePods{Endpoint: criEndpoint}
 			}
@@ -83,6 +89,9 @@ func agentCmd(g *globals) *cobra.Command {
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
 	f.StringVar(&criEndpoint, "cri-endpoint", cri.DefaultEndpoint, "the node's container runtime (CRI socket): where the agent finds its node's pods and their network namespaces; "+
 		"it shares the node's process namespace (hostPID) to enter them (empty: no runtime, no pods)")
+	f.StringVar(&cniInstall.Plugin, "cni-plugin", "", "the netshift-cni binary to install into the node's CNI binary directory and chain into its CNI configuration, kept so (empty: not installed)")
+	f.StringVar(&cniInstall.ConfDir, "cni-conf-dir", "/etc/cni/net.d", "the node's CNI configuration directory (its first .conflist gets netshift-cni chained)")
+	f.StringVar(&cniInstall.BinDir, "cni-bin-dir", "/opt/cni/bin", "the node's CNI binary directory")
 	labHooks = labAgentFlags(f)
 	return cmd
 }

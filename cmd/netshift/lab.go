@@ -87,6 +87,7 @@ func labUpCmd(name *string) *cobra.Command {
 	f.IntVar(&o.UnderlayMTU, "underlay-mtu", 1500, "underlay MTU (1280..9000)")
 	f.IntVar(&o.MTU, "mtu", 0, "pod MTU (default: underlay MTU minus the tunnel overhead, 50 for VXLAN, 58 for Geneve)")
 	f.StringArrayVar(&labels, "node-label", nil, "a label for a node, NODE:KEY=VALUE (repeatable)")
+	f.BoolVar(&o.RealNodes, "real-nodes", false, "make every node a real Kubernetes node (its own containerd, kubelet and kube-proxy), the pods real pods, and install netshift from config/lab (needs hack/build.sh's binaries side by side)")
 	f.StringArrayVar(&agentArgs, "agent-arg", nil, "an extra flag for a node's agent, NODE:--FLAG=VALUE (repeatable; e.g. node-2:--clock-offset=200ms)")
 	return cmd
 }
@@ -159,11 +160,14 @@ func labExecCmd(name *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			netns, env, err := s.ExecTarget(args[0])
+			netns, env, err := s.ExecTarget(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			c := exec.CommandContext(cmd.Context(), "ip", append([]string{"netns", "exec", netns}, args[1:]...)...)
+			if strings.HasPrefix(netns, "/") { // a real pod's namespace, through its sandbox's process
+				c = exec.CommandContext(cmd.Context(), "nsenter", append([]string{"--net=" + netns, "--"}, args[1:]...)...)
+			}
 			c.Env = append(os.Environ(), env...)
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
 			return c.Run()

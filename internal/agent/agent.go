@@ -127,6 +127,8 @@ type Options struct {
 	// Pods lists the node's pods (RuntimePods: from its container runtime); nil: the agent
 	// knows no pods, and a pod MTU step fails saying so.
 	Pods NodePods
+	// CNI, when its Plugin is set, installs netshift-cni on the node and keeps it chained.
+	CNI CNIInstall
 	// MoveZone moves the node's ovn-controller between OVN interconnect zones when the operator
 	// asks (NodeNetworkState spec.zone); nil: this agent cannot, and says so in status.zoneError.
 	MoveZone ZoneMover
@@ -237,6 +239,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if o.PlugPorts {
 		if err := addPortPlugger(mgr, o); err != nil {
+			return nil, err
+		}
+	}
+	if o.CNI.Plugin != "" {
+		if err := mgr.Add(o.CNI); err != nil {
 			return nil, err
 		}
 	}

@@ -127,6 +127,20 @@ func StartWith(o Options) (*ControlPlane, error) {
 				Set("kubelet-preferred-address-types", "InternalIP,Hostname")
 			if o.ServiceCIDR != "" {
 				api.Configure().Set("service-cluster-ip-range", o.ServiceCIDR)
+				// In-cluster clients verify the kubernetes Service's address: the serving
+				// certificate must name it (envtest's names only its listen address).
+				svc, err := kubernetesServiceIP(o.ServiceCIDR)
+				if err != nil {
+					return nil, err
+				}
+				ips := []net.IP{svc}
+				if o.Address != "" {
+					ips = append(ips, net.ParseIP(o.Address))
+				}
+				api.CertDir = filepath.Join(o.Dir, "pki")
+				if api.SecureServing.CA, err = writeServingCerts(api.CertDir, ips); err != nil {
+					return nil, fmt.Errorf("API server certificates: %w", err)
+				}
 			}
 		}
 	}

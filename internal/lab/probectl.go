@@ -15,15 +15,20 @@ import (
 	"netshift.io/netshift/internal/lab/probe"
 )
 
-// ProbeConfig is the probe of the lab's pods that are still there.
-func (s *State) ProbeConfig(d time.Duration) probe.Config {
+// ProbeConfig is the probe of the lab's pods that are still there (on real
+// nodes: the workload pods the API lists, entered through their sandboxes).
+func (s *State) ProbeConfig(ctx context.Context, d time.Duration) (probe.Config, error) {
 	cfg := probe.Config{Duration: d, InNetns: netdev.InNetns}
-	for _, p := range s.Topology.Pods {
-		if !slices.Contains(s.Removed, p.Name) {
+	pods, err := s.Pods(ctx)
+	if err != nil {
+		return cfg, err
+	}
+	for _, p := range pods {
+		if !slices.Contains(s.Removed, p.Name) && p.Netns != "" {
 			cfg.Pods = append(cfg.Pods, probe.Pod{Name: p.Name, Node: p.Node, Netns: p.Netns, IP: p.IP})
 		}
 	}
-	return cfg
+	return cfg, nil
 }
 
 // ProbeReportPath is where a background probe writes its report.
@@ -86,7 +91,11 @@ func RunProbe(ctx context.Context, name string, d time.Duration, reportFile stri
 	if err != nil {
 		return probe.Report{}, err
 	}
-	r, err := probe.Run(ctx, s.ProbeConfig(d))
+	cfg, err := s.ProbeConfig(ctx, d)
+	if err != nil {
+		return probe.Report{}, err
+	}
+	r, err := probe.Run(ctx, cfg)
 	if err != nil {
 		return r, err
 	}

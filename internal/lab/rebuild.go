@@ -19,7 +19,16 @@ import (
 // NetworkConfigPath is the node's network configuration file: what its pods
 // are built with (the lab's stand-in for the CNI configuration a real node's
 // new pods are set up from). The agent rewrites it at the end of a live change.
-func (s *State) NetworkConfigPath(node string) string { return s.Path("nodes", node, "network.json") }
+//
+// On real nodes it is the agent's, at its standard path inside the node
+// (/var/lib/netshift/network.json), which netshift-cni reads.
+func (s *State) NetworkConfigPath(node string) string {
+	if s.Options.RealNodes {
+		n, _ := s.Topology.Node(node)
+		return s.kubeNode(n, "").Path("/var/lib/netshift/network.json")
+	}
+	return s.Path("nodes", node, "network.json")
+}
 
 // BootIDPath is the node's boot ID file; RebuildNode, the lab's reboot, renews it.
 func (s *State) BootIDPath(node string) string { return s.Path("nodes", node, "boot_id") }
@@ -50,8 +59,10 @@ func (s *State) writePodsFile(node string) error {
 
 // writeNodeFiles records what the node was built with and gives it a boot ID.
 func (s *State) writeNodeFiles(node string) error {
-	if err := s.writePodsFile(node); err != nil {
-		return err
+	if !s.Options.RealNodes {
+		if err := s.writePodsFile(node); err != nil {
+			return err
+		}
 	}
 	encap := s.Options.Tunnel
 	port := int32(4789)

@@ -78,6 +78,15 @@ func StatusOf(ctx context.Context, name string) (Status, error) {
 		}
 		st.Nodes = append(st.Nodes, ns)
 	}
+	if s.Options.RealNodes && s.Ready {
+		pods, err := s.Pods(ctx)
+		if err != nil {
+			return st, err
+		}
+		for _, p := range pods {
+			st.Pods = append(st.Pods, PodStatus{Name: p.Name, Node: p.Node, Netns: p.Netns, IP: p.IP, Present: p.Netns != ""})
+		}
+	}
 	for _, p := range s.Topology.Pods {
 		_, err := os.Stat(filepath.Join("/run/netns", p.Netns))
 		present := err == nil
@@ -130,16 +139,41 @@ func (st Status) WriteText(w io.Writer) error {
 	return tw.Flush()
 }
 
-// ExecTarget resolves a node or pod name to its namespace and the environment
-// that points OVS tools at the node's own OVS.
-func (s *State) ExecTarget(name string) (string, []string, error) {
+// ExecTarget resolves a node or pod name to its network namespace (a name
+// under /run/netns, or a path for a real pod) and the environment that points
+// OVS tools at the node's own OVS.
+func (s *State) ExecTarget(ctx context.Context, name string) (string, []string, error) {
 	if n, ok := s.Topology.Node(name); ok {
 		return n.Netns, append(s.ovsEnv(n.Name), "OVN_RUNDIR="+s.nodeDir(n.Name)), nil
 	}
 	if p, ok := s.Topology.Pod(name); ok {
 		return p.Netns, nil, nil
 	}
+	if s.Options.RealNodes {
+		pods, err := s.Pods(ctx)
+		if err != nil {
+			return "", nil, err
+		}
+		for _, p := range pods {
+			if p.Name == name && p.Netns != "" {
+				return p.Netns, nil, nil
+			}
+		}
+	}
 	return "", nil, fmt.Errorf("lab %s has no node or pod named %q", s.Options.Name, name)
+}
+
+// Pods are the lab's workload pods: the topology's, or on real nodes those
+// the API lists, each with the network namespace its node's runtime holds.
+func (s *State) Pods(ctx context.Context) ([]PodSpec, error) {
+	if !s.Options.RealNodes {
+		return s.Topology.Pods, nil
+	}
+	c, err := s.Client()
+	if err != nil {
+		return nil, err
+	}
+	return s.realPods(ctx, c)
 }
 
 // rssMiB reads a process's resident memory.

@@ -41,6 +41,9 @@ func Serve(ctx context.Context, name, binary string) error {
 	if err := s.record(func() { s.Processes = append(s.Processes, self) }); err != nil {
 		return err
 	}
+	if s.Options.RealNodes {
+		return s.serveRealNodes(ctx, binary)
+	}
 	cp, err := controlplane.Start()
 	if err != nil {
 		return err
@@ -91,7 +94,11 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: PodNamespace}}); err != nil {
 		return err
 	}
+	// Real nodes register themselves (their kubelets), with the lab's labels.
 	for _, n := range s.Topology.Nodes {
+		if s.Options.RealNodes {
+			break
+		}
 		labels := map[string]string{"kubernetes.io/hostname": n.Name, "netshift.io/lab": s.Options.Name}
 		for k, v := range s.Options.NodeLabels[n.Name] {
 			labels[k] = v

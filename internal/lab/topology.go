@@ -41,6 +41,9 @@ type Options struct {
 	// Zones is the OVN interconnect layout to build: legacy (central, no zones), single (one
 	// zone "global" with interconnect) or multi (a zone per node). OVN only; default single.
 	Zones string `json:"zones,omitempty"`
+	// RealNodes makes every node a real Kubernetes node (its own containerd and kubelet), the
+	// pods real pods, and installs netshift from config/lab.
+	RealNodes bool `json:"realNodes,omitempty"`
 }
 
 var labName = regexp.MustCompile(`^[a-z][a-z0-9]{0,7}$`)
@@ -88,6 +91,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--zones: OVN interconnect zones need --ovn")
 	case o.OVN && o.Zones != ZonesLegacy && o.Zones != ZonesSingle && o.Zones != ZonesMulti:
 		return fmt.Errorf("--zones: %q is not legacy, single or multi", o.Zones)
+	case o.RealNodes && o.OVN:
+		return fmt.Errorf("--real-nodes: the OVN mode does not run on real nodes yet; use --real-nodes with --tunnel vxlan or geneve")
+	case o.RealNodes && len(o.AgentArgs) > 0:
+		return fmt.Errorf("--agent-arg: the agents of a lab of real nodes are DaemonSet pods installed from config/lab, with no extra flags")
 	case o.OVN && o.Tunnel != Geneve:
 		return fmt.Errorf("--tunnel: OVN mode uses geneve, not %s", o.Tunnel)
 	case o.UnderlayMTU < 1280 || o.UnderlayMTU > 9000:
@@ -156,6 +163,9 @@ func Plan(o Options) Topology {
 			UnderlayPort: fmt.Sprintf("ul%d", i),
 		}
 		t.Nodes = append(t.Nodes, n)
+		if o.RealNodes {
+			continue // real pods, created through the API and named by their DaemonSets
+		}
 		for j := 1; j <= o.PodsPerNode; j++ {
 			t.Pods = append(t.Pods, PodSpec{
 				Name:     fmt.Sprintf("pod-%d-%d", i, j),

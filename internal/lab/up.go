@@ -108,11 +108,22 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 		}
 		progress("multizone: every node in its own zone, the central zone retired")
 	}
-	progress("starting the supervisor: kube-apiserver and etcd, Nodes and Pods, operator and agents")
+	if o.RealNodes {
+		if err := s.joinUnderlay(ctx, sh); err != nil {
+			return s, err
+		}
+		progress("starting the supervisor: kube-apiserver, etcd, kube-controller-manager, kube-scheduler; on every node containerd, the kubelet and kube-proxy; netshift from config/lab; the probe's pods")
+	} else {
+		progress("starting the supervisor: kube-apiserver and etcd, Nodes and Pods, operator and agents")
+	}
 	if err := s.startSupervisor(ctx, binary); err != nil {
 		return s, err
 	}
-	progress("lab %s is up: %d nodes, %d pods, %s%s; KUBECONFIG=%s", o.Name, o.Nodes, len(s.Topology.Pods), o.Tunnel,
+	pods := len(s.Topology.Pods)
+	if o.RealNodes {
+		pods = o.Nodes * o.PodsPerNode
+	}
+	progress("lab %s is up: %d nodes, %d pods, %s%s; KUBECONFIG=%s", o.Name, o.Nodes, pods, o.Tunnel,
 		map[bool]string{true: " (OVN)", false: ""}[o.OVN], s.Kubeconfig)
 	return s, nil
 }
@@ -131,14 +142,18 @@ func (s *State) startSupervisor(ctx context.Context, binary string) error {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.After(90 * time.Second)
+	limit := 90 * time.Second
+	if s.Options.RealNodes {
+		limit = 6 * time.Minute // images imported into every node, kubelets, netshift installed, pods started
+	}
+	deadline := time.After(limit)
 	for {
 		select {
 		case err := <-exited:
 			tail, _ := os.ReadFile(logf.Name())
 			return fmt.Errorf("the lab supervisor exited (%v); its log %s ends:\n%s", err, logf.Name(), lastLines(string(tail), 15))
 		case <-deadline:
-			return fmt.Errorf("the lab supervisor was not ready after 90 s; see %s", logf.Name())
+			return fmt.Errorf("the lab supervisor was not ready after %s; see %s", limit, logf.Name())
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):

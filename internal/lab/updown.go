@@ -68,6 +68,10 @@ func Down(ctx context.Context, name string, out io.Writer) error {
 // directory. It goes on past errors and reports them all.
 func (s *State) teardown(ctx context.Context, out io.Writer) error {
 	var errs []error
+	// What the lab's other processes (the supervisor) recorded since this one read the state.
+	if err := s.reload(); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
 	if s.Probe != nil {
 		s.Probe.Stop(5 * time.Second)
 	}
@@ -78,6 +82,11 @@ func (s *State) teardown(ctx context.Context, out io.Writer) error {
 		if p.Role == "supervisor" {
 			p.Stop(15 * time.Second)
 		}
+	}
+	// Real nodes next, in the order that leaves nothing behind: kubelets, their pods' processes,
+	// the runtime, the mount namespace holders, the nodes' cgroups.
+	if err := s.stopKubeNodes(); err != nil {
+		errs = append(errs, err)
 	}
 	sh, err := newShell(s.Path("commands.log"))
 	if err != nil {

@@ -65,11 +65,15 @@ func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport
 		return rep, fmt.Errorf("lab %s: the zone benchmark starts from a single-zone lab, but only %v are in the global zone", name, nodes)
 	}
 	quiet := func(string, ...any) {}
+	cfg, err := s.ProbeConfig(ctx, 0)
+	if err != nil {
+		return rep, err
+	}
 	measure := func(node, step string, do func() error) error {
 		pctx, cancel := context.WithCancel(ctx)
 		done := make(chan probe.Report, 1)
 		go func() {
-			r, _ := probe.Run(pctx, s.ProbeConfig(0))
+			r, _ := probe.Run(pctx, cfg)
 			done <- r
 		}()
 		time.Sleep(time.Second)

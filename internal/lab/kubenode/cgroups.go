@@ -14,14 +14,15 @@ import (
 
 const cgroupFS = "/sys/fs/cgroup"
 
-// hierarchies lists the machine's cgroup v1 hierarchies (the kubelet runs on
-// cgroupfs with cgroup v1 here); the v2 "unified" mount holds no controllers.
+// hierarchies lists the machine's cgroup hierarchies: the v1 controllers the
+// kubelet runs on here (cgroupfs), and the v2 "unified" mount, where runc
+// makes each container's cgroup too.
 func hierarchies() []string {
 	entries, _ := os.ReadDir(cgroupFS)
 	var out []string
 	for _, e := range entries {
 		p := filepath.Join(cgroupFS, e.Name())
-		if _, err := os.Stat(filepath.Join(p, "cgroup.procs")); err != nil || e.Name() == "unified" {
+		if _, err := os.Stat(filepath.Join(p, "cgroup.procs")); err != nil {
 			continue
 		}
 		out = append(out, p)

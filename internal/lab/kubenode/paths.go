@@ -95,6 +95,11 @@ func (n Node) binds() ([][2]string, error) {
 		out = append(out, [2]string{src, p})
 	}
 	for src, dst := range n.Binds {
+		for _, d := range []string{src, dst} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, fmt.Errorf("node %s: %w", n.Name, err)
+			}
+		}
 		out = append(out, [2]string{src, dst})
 	}
 	for key, value := range kernelSettings {

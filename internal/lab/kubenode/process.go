@@ -56,16 +56,15 @@ func (n Node) StartHolder(ctx context.Context, record Recorder) (int, error) {
 	}
 	pid := cmd.Process.Pid
 	go func() { _ = cmd.Wait() }() // reaped here; the lab tracks it by pid and start time
-	if err := record(Proc{Role: "holder:" + n.Name, Pid: pid}); err != nil {
-		return pid, err
-	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if data, err := os.ReadFile(ready); err == nil && strings.TrimSpace(string(data)) == strconv.Itoa(pid) {
-			return pid, nil
+		// Recorded once it is the holder for good (sleep): the lab knows a process by its
+		// command name and start time, and nsenter, unshare and sh come before.
+		if data, err := os.ReadFile(ready); err == nil && strings.TrimSpace(string(data)) == strconv.Itoa(pid) && waitExec(pid, "sleep") {
+			return pid, record(Proc{Role: "holder:" + n.Name, Pid: pid})
 		}
 		if cmd.ProcessState != nil || syscall.Kill(pid, 0) != nil {
-			return pid, fmt.Errorf("node %s: mount namespace holder exited; see %s", n.Name, logf.Name())
+			return pid, fmt.Errorf("node %s: mount namespace holder exited; %s ends:\n%s", n.Name, logf.Name(), lastLines(logf.Name(), 10))
 		}
 		if time.Now().After(deadline) {
 			return pid, fmt.Errorf("node %s: mount namespace holder not ready after 10 s; see %s", n.Name, logf.Name())
@@ -92,7 +91,29 @@ func (n Node) startInNode(holder int, role string, record Recorder, bin string, 
 		return 0, fmt.Errorf("node %s: start %s: %w", n.Name, role, err)
 	}
 	go func() { _ = cmd.Wait() }()
-	return cmd.Process.Pid, record(Proc{Role: role + ":" + n.Name, Pid: cmd.Process.Pid})
+	pid := cmd.Process.Pid
+	if !waitExec(pid, filepath.Base(bin)) {
+		return pid, fmt.Errorf("node %s: %s (pid %d) did not start; %s ends:\n%s", n.Name, role, pid, n.LogPath(role), lastLines(n.LogPath(role), 15))
+	}
+	return pid, record(Proc{Role: role + ":" + n.Name, Pid: pid})
+}
+
+// waitExec waits, briefly, until process pid runs the program named comm (a
+// command name has at most 15 bytes) rather than nsenter, which execs it.
+func waitExec(pid int, comm string) bool {
+	if len(comm) > 15 {
+		comm = comm[:15]
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			return false
+		}
+		if strings.TrimSpace(string(data)) == comm {
+			return true
+		}
+	}
+	return false
 }
 
 // LogPath is where a node process's output goes.

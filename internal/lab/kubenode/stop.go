@@ -11,7 +11,7 @@ import (
 
 // Running are the node's processes the lab recorded and still found alive
 // (0: not running).
-type Running struct{ Holder, Containerd, Kubelet int }
+type Running struct{ Holder, Containerd, Kubelet, KubeProxy int }
 
 // Stop stops the node as its power going off would, in the order that leaves
 // nothing behind: the kubelet (so nothing restarts), every process of its
@@ -20,8 +20,10 @@ type Running struct{ Holder, Containerd, Kubelet int }
 // The node's directory stays: its state is what a restart starts from.
 func (n Node) Stop(r Running) error {
 	var errs []error
-	if r.Kubelet > 0 {
-		terminate(r.Kubelet, 5*time.Second)
+	for _, p := range []int{r.Kubelet, r.KubeProxy} {
+		if p > 0 {
+			terminate(p, 5*time.Second)
+		}
 	}
 	if err := n.killCgroup(10 * time.Second); err != nil {
 		errs = append(errs, err)

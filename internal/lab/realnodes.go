@@ -1,0 +1,430 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/config"
+	"netshift.io/netshift/internal/controlplane"
+	"netshift.io/netshift/internal/cri"
+	"netshift.io/netshift/internal/images"
+	"netshift.io/netshift/internal/lab/kubenode"
+	"netshift.io/netshift/internal/lab/labcni"
+)
+
+// A lab of real nodes (--real-nodes): the machine joins the underlay at
+// hostIP, where the API server serves; Services get addresses from
+// serviceCIDR, and each node's kube-proxy carries them.
+const (
+	hostIP      = "198.19.0.254"
+	serviceCIDR = "198.19.128.0/24"
+	hostLink    = "h0"
+)
+
+// hostLinkName is the machine's end of its link into the underlay.
+func (s *State) hostLinkName() string { return "ns-" + s.Options.Name + "-h" }
+
+// joinUnderlay links the machine to the lab's underlay, so that the kubelets
+// reach the API server and the API server reaches the kubelets. Its veth goes
+// with the underlay namespace.
+func (s *State) joinUnderlay(ctx context.Context, sh *shell) error {
+	if out, _ := exec.CommandContext(ctx, "ip", "-o", "addr", "show", "to", hostIP).Output(); len(out) > 0 {
+		return fmt.Errorf("another lab of real nodes holds %s on this machine (%s): one at a time", hostIP, strings.Fields(string(out))[1])
+	}
+	ul := s.Topology.UnderlayNetns
+	for _, args := range [][]string{
+		{"link", "add", s.hostLinkName(), "mtu", fmt.Sprint(s.Options.UnderlayMTU), "type", "veth", "peer", "name", hostLink, "netns", ul},
+		{"-n", ul, "link", "set", hostLink, "master", "ulbr", "up"},
+		{"addr", "add", hostIP + "/24", "dev", s.hostLinkName()},
+		{"link", "set", s.hostLinkName(), "up"},
+	} {
+		if err := sh.ip(ctx, args...); err != nil {
+			return fmt.Errorf("the machine's link into the underlay: %w", err)
+		}
+	}
+	// The nodes' underlay ends are ports of OVS's userspace datapath, which passes on the
+	// partial checksums of a veth's offload unfilled: TCP would die past its handshake.
+	if _, err := sh.run(ctx, nil, "ethtool", "-K", s.hostLinkName(), "tx", "off"); err != nil {
+		return err
+	}
+	if _, err := sh.inNetns(ctx, ul, nil, "ethtool", "-K", hostLink, "tx", "off"); err != nil {
+		return err
+	}
+	// The machine is the nodes' way out, as a node's gateway is: a Service address is routed
+	// there before kube-proxy rewrites it to its endpoint.
+	for _, n := range s.Topology.Nodes {
+		if err := sh.ip(ctx, "-n", n.Netns, "route", "add", "default", "via", hostIP); err != nil {
+			return fmt.Errorf("node %s: default route: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
+// kubeNode is a lab node's Kubernetes side. Its OVS (the lab's files of the
+// node) is bound at the standard /run/openvswitch inside it.
+func (s *State) kubeNode(n NodeSpec, assets string) kubenode.Node {
+	labels := map[string]string{"netshift.io/lab": s.Options.Name}
+	for k, v := range s.Options.NodeLabels[n.Name] {
+		labels[k] = v
+	}
+	return kubenode.Node{Name: n.Name, Netns: n.Netns, IP: n.UnderlayIP, Dir: s.Path("nodes", n.Name, "kube"),
+		CgroupRoot: "/netshift-lab-" + s.Options.Name + "-" + n.Name, Binds: map[string]string{s.nodeDir(n.Name): "/run/openvswitch"},
+		Kubelet: filepath.Join(assets, "kubelet"), Labels: labels,
+		Kubeconfig: s.Path("identities", "system-node-"+n.Name+".kubeconfig")}
+}
+
+// labCNIConfig is a node's CNI configuration: the lab's stand-in network
+// plugin, addresses from the node's part of the flat pod network. The agent
+// chains netshift-cni after it once it runs on the node.
+func (s *State) labCNIConfig(n NodeSpec) []byte {
+	conf := map[string]any{"cniVersion": "1.0.0", "name": "lab", "plugins": []any{map[string]any{
+		"type": labcni.Name, "bridge": "br-int", "ovsdb": "unix:/run/openvswitch/db.sock", "mtu": s.Options.MTU,
+		"ipam": map[string]any{"type": "host-local", "ranges": [][]map[string]string{{{
+			"subnet": podNet.String(), "rangeStart": fmt.Sprintf("198.18.%d.10", n.Index), "rangeEnd": fmt.Sprintf("198.18.%d.250", n.Index)}}}},
+	}}}
+	data, _ := json.MarshalIndent(conf, "", "  ")
+	return data
+}
+
+// buildImages writes the lab's images from the binaries beside the lab's own
+// (hack/build.sh lays them out): netshift itself (a lab build), netshift-cni
+// and the pause program; the workload is Debian's static busybox.
+func (s *State) buildImages(binary string) ([]string, error) {
+	dir := filepath.Dir(binary)
+	b := images.Binaries{Netshift: binary, CNI: filepath.Join(dir, "netshift-cni"), Pause: filepath.Join(dir, "netshift-pause"), Busybox: "/bin/busybox"}
+	imgs, err := images.Lab(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w (hack/build.sh builds netshift, netshift-cni and netshift-pause side by side)", err)
+	}
+	if err := os.MkdirAll(s.Path("images"), 0o755); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, img := range imgs {
+		name := strings.NewReplacer("/", "_", ":", "_").Replace(img.Ref) + ".tar"
+		path := s.Path("images", name)
+		if _, err := img.WriteArchiveFile(path); err != nil {
+			return nil, err
+		}
+		out = append(out, path)
+	}
+	return out, nil
+}
+
+// recordKube records a node process the moment it starts.
+func (s *State) recordKube(p kubenode.Proc) error {
+	proc, err := Identify(p.Role, p.Pid)
+	if err != nil {
+		return fmt.Errorf("%s (pid %d) exited at once: %w", p.Role, p.Pid, err)
+	}
+	return s.record(func() { s.Processes = append(s.Processes, proc) })
+}
+
+// startKubeNode brings a node's Kubernetes side up: its mount namespace, the
+// stand-in network plugin, its network configuration, containerd with the
+// lab's images, the kubelet and kube-proxy.
+func (s *State) startKubeNode(ctx context.Context, cp *controlplane.ControlPlane, n NodeSpec, binary string, archives []string, proxyKubeconfig string) error {
+	kn := s.kubeNode(n, cp.AssetsDir)
+	if _, err := cp.UserKubeconfig(s.Path("identities"), "system:node:"+n.Name, "system:nodes"); err != nil {
+		return err
+	}
+	holder, err := kn.StartHolder(ctx, s.recordKube)
+	if err != nil {
+		return err
+	}
+	if err := kn.InstallCNI(s.labCNIConfig(n), map[string]string{labcni.Name: binary,
+		"host-local": filepath.Join(kubenode.SystemCNIPlugins, "host-local"), "loopback": filepath.Join(kubenode.SystemCNIPlugins, "loopback")}); err != nil {
+		return err
+	}
+	if _, err := kn.StartContainerd(ctx, holder, images.PauseRef, s.recordKube); err != nil {
+		return err
+	}
+	if err := kn.ImportImages(ctx, archives...); err != nil {
+		return err
+	}
+	if _, err := kn.StartKubelet(ctx, holder, s.recordKube); err != nil {
+		return err
+	}
+	_, err = kn.StartKubeProxy(ctx, holder, filepath.Join(cp.AssetsDir, "kube-proxy"), proxyKubeconfig, podNet.String(), s.recordKube)
+	return err
+}
+
+// running finds a node's recorded processes still alive.
+func (s *State) nodeRunning(node string) kubenode.Running {
+	var r kubenode.Running
+	for _, p := range s.Processes {
+		if !p.Alive() {
+			continue
+		}
+		switch p.Role {
+		case "holder:" + node:
+			r.Holder = p.Pid
+		case "containerd:" + node:
+			r.Containerd = p.Pid
+		case "kubelet:" + node:
+			r.Kubelet = p.Pid
+		case "kube-proxy:" + node:
+			r.KubeProxy = p.Pid
+		}
+	}
+	return r
+}
+
+// stopKubeNodes stops every real node (their pods' processes included), for
+// the teardown.
+func (s *State) stopKubeNodes() error {
+	if !s.Options.RealNodes {
+		return nil
+	}
+	var errs []error
+	for _, n := range s.Topology.Nodes {
+		if err := s.kubeNode(n, "").Stop(s.nodeRunning(n.Name)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// installNetshift installs netshift as a user does, `kubectl apply -k` of the
+// lab's overlay of config/default, written out from the manifests this binary
+// carries.
+func (s *State) installNetshift(ctx context.Context, cp *controlplane.ControlPlane, kubeconfig string) error {
+	dir := s.Path("config")
+	err := fs.WalkDir(config.Kustomize, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := config.Kustomize.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		return fmt.Errorf("write the manifests: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(cp.AssetsDir, "kubectl"), "--kubeconfig", kubeconfig, "apply", "-k", filepath.Join(dir, "lab")).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubectl apply -k %s: %w: %s", filepath.Join(dir, "lab"), err, out)
+	}
+	return os.WriteFile(s.Path("install.log"), out, 0o644)
+}
+
+// workloads are the probe's pods: one DaemonSet per rank, so every node runs
+// PodsPerNode of them.
+func (s *State) createWorkloads(ctx context.Context, c client.Client) error {
+	for j := 1; j <= s.Options.PodsPerNode; j++ {
+		labels := map[string]string{"app": "probe", "netshift.io/rank": fmt.Sprint(j)}
+		ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", j), Namespace: PodNamespace},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: new(int64),
+					Containers: []corev1.Container{{Name: "workload", Image: images.WorkloadRef, ImagePullPolicy: corev1.PullIfNotPresent,
+						Command: []string{"/bin/sleep", "2147483647"}}}}}}}
+		if err := c.Create(ctx, ds); err != nil {
+			return fmt.Errorf("DaemonSet %s: %w", ds.Name, err)
+		}
+	}
+	return nil
+}
+
+// waitInstalled waits until every node is Ready, every agent and the
+// operator run, and every workload pod runs.
+func (s *State) waitInstalled(ctx context.Context, c client.Client, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		last = s.notInstalled(ctx, c)
+		if last == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s: %s", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// notInstalled says what is not ready yet ("" when everything is).
+func (s *State) notInstalled(ctx context.Context, c client.Client) string {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return err.Error()
+	}
+	ready := 0
+	for _, n := range nodes.Items {
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	if ready < len(s.Topology.Nodes) {
+		return fmt.Sprintf("%d of %d nodes Ready", ready, len(s.Topology.Nodes))
+	}
+	var sets appsv1.DaemonSetList
+	if err := c.List(ctx, &sets); err != nil {
+		return err.Error()
+	}
+	want := map[string]bool{"netshift-system/netshift-agent": true}
+	for j := 1; j <= s.Options.PodsPerNode; j++ {
+		want[fmt.Sprintf("%s/probe-%d", PodNamespace, j)] = true
+	}
+	for _, ds := range sets.Items {
+		key := ds.Namespace + "/" + ds.Name
+		if want[key] {
+			if int(ds.Status.NumberReady) < len(s.Topology.Nodes) {
+				return fmt.Sprintf("DaemonSet %s: %d of %d pods ready", key, ds.Status.NumberReady, len(s.Topology.Nodes))
+			}
+			delete(want, key)
+		}
+	}
+	for key := range want {
+		return "DaemonSet " + key + " not created"
+	}
+	var dep appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "netshift-system", Name: "netshift-operator"}, &dep); err != nil {
+		return "the operator's Deployment: " + err.Error()
+	}
+	if dep.Status.ReadyReplicas < 1 {
+		return "no operator replica ready"
+	}
+	return ""
+}
+
+// realPods lists the lab's workload pods with the network namespace their
+// node's runtime holds them in (through the sandbox's process).
+func (s *State) realPods(ctx context.Context, c client.Client) ([]PodSpec, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(PodNamespace)); err != nil {
+		return nil, err
+	}
+	netns := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range s.Topology.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rc, err := cri.Dial(s.kubeNode(n, "").Socket())
+			if err != nil {
+				return
+			}
+			defer rc.Close()
+			list, err := rc.Sandboxes(ctx)
+			if err != nil {
+				return
+			}
+			for _, sb := range list {
+				if path, err := sb.NetnsPath("/proc"); err == nil {
+					mu.Lock()
+					netns[sb.Namespace+"/"+sb.Name] = path
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var out []PodSpec
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+			continue
+		}
+		out = append(out, PodSpec{Name: p.Name, Node: p.Spec.NodeName, Netns: netns[p.Namespace+"/"+p.Name], IP: p.Status.PodIP})
+	}
+	return out, nil
+}
+
+// serveRealNodes is the supervisor of a lab of real nodes: the control plane
+// (API server, etcd, controller manager, scheduler), every node's Kubernetes
+// side, netshift installed from config/lab, the probe's workload pods.
+func (s *State) serveRealNodes(ctx context.Context, binary string) error {
+	cp, err := controlplane.StartWith(controlplane.Options{Address: hostIP, Cluster: true, ServiceCIDR: serviceCIDR, Dir: s.Path("cp")})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	for _, c := range childrenOf(os.Getpid()) {
+		switch c.Comm {
+		case "kube-apiserver", "etcd", "kube-controller", "kube-scheduler": // comm: 15 bytes at most
+			c := c
+			if err := s.record(func() { s.Processes = append(s.Processes, c) }); err != nil {
+				return err
+			}
+		}
+	}
+	kubeconfig := s.Path("admin.kubeconfig")
+	data, err := os.ReadFile(cp.Kubeconfig)
+	if err == nil {
+		err = os.WriteFile(kubeconfig, data, 0o600)
+	}
+	if err != nil {
+		return err
+	}
+	c := cp.Client
+	if err := s.createObjects(ctx, c); err != nil {
+		return err
+	}
+	archives, err := s.buildImages(binary)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.Path("identities"), 0o700); err != nil {
+		return err
+	}
+	proxy, err := cp.UserKubeconfig(s.Path("identities"), "system:kube-proxy")
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(s.Topology.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range s.Topology.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.startKubeNode(ctx, cp, n, binary, archives, proxy)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := s.installNetshift(ctx, cp, kubeconfig); err != nil {
+		return err
+	}
+	if err := s.createWorkloads(ctx, c); err != nil {
+		return err
+	}
+	if err := s.waitInstalled(ctx, c, 5*time.Minute); err != nil {
+		return fmt.Errorf("lab %s: %w", s.Options.Name, err)
+	}
+	if err := s.record(func() { s.Kubeconfig, s.Ready = kubeconfig, true }); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
