@@ -247,6 +247,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
+	if o.NetworkConfig != "" && o.Pods != nil {
+		if err := mgr.Add(podAligner{a}); err != nil {
+			return nil, err
+		}
+	}
 	return mgr, nil
 }
 

@@ -316,13 +316,14 @@ func (s *State) notInstalled(ctx context.Context, c client.Client) string {
 	return ""
 }
 
-// realPods lists the lab's workload pods with the network namespace their
-// node's runtime holds them in (through the sandbox's process).
-func (s *State) realPods(ctx context.Context, c client.Client) ([]PodSpec, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(PodNamespace)); err != nil {
-		return nil, err
-	}
+// RuntimeNetns is a pod's network namespace as its node's runtime holds it,
+// through its sandbox's process ("" when no node's runtime has it).
+func (s *State) RuntimeNetns(ctx context.Context, namespace, name string) string {
+	return s.runtimeNetns(ctx)[namespace+"/"+name]
+}
+
+// runtimeNetns maps every sandbox of every node to its network namespace.
+func (s *State) runtimeNetns(ctx context.Context) map[string]string {
 	netns := map[string]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -349,6 +350,17 @@ func (s *State) realPods(ctx context.Context, c client.Client) ([]PodSpec, error
 		}()
 	}
 	wg.Wait()
+	return netns
+}
+
+// realPods lists the lab's workload pods with the network namespace their
+// node's runtime holds them in (through the sandbox's process).
+func (s *State) realPods(ctx context.Context, c client.Client) ([]PodSpec, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(PodNamespace)); err != nil {
+		return nil, err
+	}
+	netns := s.runtimeNetns(ctx)
 	var out []PodSpec
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {

@@ -86,6 +86,10 @@ func newState(o Options, t Topology) (*State, error) {
 	return s, s.Save()
 }
 
+// Reload re-reads the state from disk: another process of the lab (its
+// supervisor) may have recorded something since.
+func (s *State) Reload() error { return s.reload() }
+
 // reload re-reads the state from disk (another process of the lab may have
 // recorded something).
 func (s *State) reload() error {

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "netshift")
-	if out, err := exec.Command("go", "build", "-tags", "lab", "-o", binary, "../../cmd/netshift").CombinedOutput(); err != nil {
+	if out, err := exec.Command("../../hack/build.sh", dir).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build netshift: %v\n%s", err, out)
 		os.Exit(1)
 	}

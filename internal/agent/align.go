@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/nodeconfig"
+)
+
+// alignEvery is how often the agent checks that every pod of its node has
+// the node's MTU. A pod set up with the old configuration just before a
+// change rewrote it is listed by the runtime only once its sandbox runs,
+// which on a loaded node can be seconds later than the change's own
+// alignment: this pass catches it, and any pod whose MTU drifted otherwise.
+const alignEvery = 5 * time.Second
+
+// podAligner is the agent's periodic alignment (a controller-runtime Runnable).
+type podAligner struct{ a *Agent }
+
+func (p podAligner) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("align").WithValues("node", p.a.Node)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(alignEvery):
+		}
+		if o, err := p.a.alignNow(ctx); err != nil {
+			logger.Error(err, "aligning the node's pods to its MTU")
+		} else if o.changed > 0 {
+			logger.Info("pods aligned to the node's MTU", "changed", o.changed, "skipped", o.skipped)
+		}
+	}
+}
+
+// alignNow aligns the node's pods to its configuration's MTU, unless a live
+// change is under way on the node: between its steps the pods are meant to
+// differ from the configuration, which the change rewrites last.
+func (a *Agent) alignNow(ctx context.Context) (stepOutcome, error) {
+	var nns v1alpha1.NodeNetworkState
+	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err == nil {
+		if plan, rep := nns.Spec.LiveChange, nns.Status.LiveChange; plan != nil && (rep == nil || rep.ID != plan.ID || !rep.Done) {
+			return stepOutcome{}, nil
+		}
+	}
+	lock, err := a.lockConfig(ctx)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	defer lock.Unlock()
+	f, err := nodeconfig.Read(a.NetworkConfig)
+	if errors.Is(err, fs.ErrNotExist) {
+		return stepOutcome{}, nil // netshift has not configured this node yet
+	}
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	return a.alignPods(ctx, int(f.MTU))
+}

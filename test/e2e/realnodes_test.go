@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/images"
+	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/netdev"
+)
+
+// alignPeriod is the agents' alignment period (internal/agent alignEvery).
+const alignPeriod = 5 * time.Second
+
+func mtuIn(t *testing.T, netns, link string) int {
+	t.Helper()
+	h, err := netdev.Open(netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	m, err := h.MTU(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func tenantPod(name, node string, mutate func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant"},
+		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: new(int64), Containers: []corev1.Container{{Name: "c",
+			Image: images.WorkloadRef, ImagePullPolicy: corev1.PullNever, Command: []string{"/bin/sleep", "3600"}}}}}
+	if mutate != nil {
+		mutate(p)
+	}
+	return p
+}
+
+// TestRealNodeLab: a lab of real nodes (kubelet, containerd, the CNI chain)
+// with netshift installed from config/lab; a live MTU change under the probe,
+// with tenants' hostile pods on the nodes and pods created on the nodes all
+// through the change, ends with every pod on the new MTU, the nodes' own
+// links untouched, no node restored; a pod created afterwards gets the new
+// MTU through the real chain; lab down leaves nothing.
+func TestRealNodeLab(t *testing.T) {
+	const name = "e2ern"
+	up(t, name, "--real-nodes")
+	s, err := lab.LoadState(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 3 {
+		t.Fatalf("%d nodes registered, want 3", len(nodes.Items))
+	}
+	for _, n := range nodes.Items {
+		if info := n.Status.NodeInfo; info.KubeletVersion != "v1.36.3" || !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") {
+			t.Errorf("node %s: kubelet %s, runtime %s; want kubelet v1.36.3 on containerd", n.Name, info.KubeletVersion, info.ContainerRuntimeVersion)
+		}
+	}
+	var system corev1.PodList
+	if err := c.List(ctx, &system, client.InNamespace("netshift-system")); err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]int{}
+	for _, p := range system.Items {
+		if len(p.OwnerReferences) == 1 {
+			owners[p.OwnerReferences[0].Kind]++
+		}
+		if p.Spec.Containers[0].Image != images.NetshiftRef {
+			t.Errorf("pod %s runs %s, want the lab's %s", p.Name, p.Spec.Containers[0].Image, images.NetshiftRef)
+		}
+	}
+	if owners["DaemonSet"] != 3 || owners["ReplicaSet"] < 1 {
+		t.Errorf("netshift-system pods by owner %v: want an agent per node (DaemonSet) and the operator (Deployment)", owners)
+	}
+
+	// Tenants: pods that carry the old annotations with hostile values, and a host-network one.
+	tenant := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}
+	if err := c.Create(ctx, tenant); err != nil {
+		t.Fatal(err)
+	}
+	hostile := map[string]string{"netshift.io/host-interface": "eth0", "netshift.io/netns": "../proc/1/ns/net"}
+	waitFor(t, "the tenant namespace's ServiceAccount", func() bool {
+		var sa corev1.ServiceAccount
+		return c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "default"}, &sa) == nil
+	})
+	for _, p := range []*corev1.Pod{
+		tenantPod("annotated", "node-1", func(p *corev1.Pod) { p.Annotations = hostile }),
+		tenantPod("missing-netns", "node-2", func(p *corev1.Pod) { p.Annotations = map[string]string{"netshift.io/netns": "does-not-exist"} }),
+		tenantPod("hostnet", "node-3", func(p *corev1.Pod) { p.Spec.HostNetwork = true; p.Annotations = hostile }),
+	} {
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the tenants' pods to run", func() bool {
+		var pods corev1.PodList
+		_ = c.List(ctx, &pods, client.InNamespace("tenant"))
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 3
+	})
+	nodeLinks := map[string]map[string]int{}
+	for _, n := range s.Topology.Nodes {
+		nodeLinks[n.Name] = map[string]int{"eth0": mtuIn(t, n.Netns, "eth0"), "br-phy": mtuIn(t, n.Netns, "br-phy")}
+	}
+
+	// Pods created on every node, one after another, all through the change (one a second: the
+	// machine's two cores run the three nodes, the control plane and the probe too).
+	stop := make(chan struct{})
+	var churn sync.WaitGroup
+	var created []string
+	churn.Add(1)
+	go func() {
+		defer churn.Done()
+		for i := 0; i < 30; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Second):
+			}
+			name := fmt.Sprintf("churn-%d", i)
+			if err := c.Create(ctx, tenantPod(name, fmt.Sprintf("node-%d", i%3+1), nil)); err == nil {
+				created = append(created, name)
+			}
+		}
+	}()
+	report := underProbe(t, name, func() {
+		edit(t, c, `{"spec":{"mtu":1350}}`)
+		cn := waitChange(t, c)
+		if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
+			t.Fatalf("the change ended %s: %s", cn.Status.Change.Phase, cn.Status.Change.Message)
+		}
+	})
+	close(stop)
+	churn.Wait()
+	if !report.OK {
+		t.Errorf("the probe saw a connection die or a request fail: %+v", report)
+	}
+	t.Logf("MTU 1450 -> 1350 on real nodes: longest gap %.1f ms, %d pods created during the change", maxGap(report), len(created))
+
+	var states v1alpha1.NodeNetworkStateList
+	if err := c.List(ctx, &states); err != nil {
+		t.Fatal(err)
+	}
+	for _, nns := range states.Items {
+		r := nns.Status.LiveChange
+		if r == nil || r.Failed || r.Restore != "" {
+			t.Errorf("node %s: report %+v; want every step done and no restore", nns.Name, r)
+		}
+	}
+	for _, n := range s.Topology.Nodes {
+		for link, mtu := range nodeLinks[n.Name] {
+			if got := mtuIn(t, n.Netns, link); got != mtu {
+				t.Errorf("node %s: %s MTU %d -> %d; a change of the pod MTU must leave the node's own links", n.Name, link, mtu, got)
+			}
+		}
+	}
+
+	// Every pod with a network of its own ends on the node's MTU: the probe's, the tenants',
+	// and those created through the change once they run.
+	waitFor(t, "the pods created through the change to run", func() bool {
+		var pods corev1.PodList
+		_ = c.List(ctx, &pods, client.InNamespace("tenant"))
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(2 * alignPeriod) // the agents' periodic alignment catches pods the runtime listed late
+	for _, ns := range []string{lab.PodNamespace, "tenant"} {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.Spec.HostNetwork {
+				continue
+			}
+			netns := podNetns(t, s, p.Namespace, p.Name)
+			if got := mtuIn(t, netns, "eth0"); got != 1350 {
+				t.Errorf("pod %s/%s on %s: eth0 MTU %d, want the node's 1350", p.Namespace, p.Name, p.Spec.NodeName, got)
+			}
+		}
+	}
+
+	// A pod created through the API after the change gets the new MTU from the real chain.
+	if err := c.Create(ctx, tenantPod("late", "", func(p *corev1.Pod) { p.Namespace = "tenant" })); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the late pod to run", func() bool {
+		var p corev1.Pod
+		return c.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "late"}, &p) == nil && p.Status.Phase == corev1.PodRunning
+	})
+	if got := mtuIn(t, podNetns(t, s, "tenant", "late"), "eth0"); got != 1350 {
+		t.Errorf("a pod created after the change: eth0 MTU %d, want 1350", got)
+	}
+
+	// lab down leaves nothing of the nodes: no process, no cgroup, no namespace.
+	recorded := append([]lab.Process(nil), s.Processes...)
+	if err := s.Reload(); err == nil {
+		recorded = s.Processes
+	}
+	mustNetshift(t, "lab", "down", "--name", name)
+	for _, p := range recorded {
+		if p.Alive() {
+			t.Errorf("process %s (pid %d) still runs after lab down", p.Role, p.Pid)
+		}
+	}
+	for _, h := range []string{"pids", "memory", "unified"} {
+		if entries, _ := os.ReadDir("/sys/fs/cgroup/" + h); len(entries) > 0 {
+			for _, e := range entries {
+				if strings.HasPrefix(e.Name(), "netshift-lab-"+name) {
+					t.Errorf("cgroup %s/%s left after lab down", h, e.Name())
+				}
+			}
+		}
+	}
+}
+
+// podNetns finds a real pod's network namespace through its node's runtime.
+func podNetns(t *testing.T, s *lab.State, ns, name string) string {
+	t.Helper()
+	var netns string
+	waitFor(t, "pod "+ns+"/"+name+" in its node's runtime", func() bool {
+		netns = s.RuntimeNetns(context.Background(), ns, name)
+		return netns != ""
+	})
+	return netns
+}
