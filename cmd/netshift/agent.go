@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
@@ -18,7 +19,7 @@ func agentCmd(g *globals) *cobra.Command {
 	var restoreCommand, networkConfig, bootIDFile, criEndpoint string
 	var cniInstall agent.CNIInstall
 	var hold time.Duration
-	var labHooks func(*agent.Options)
+	var labHooks func(*agent.Options, *rest.Config) error
 	var plugPorts bool
 	var plugMode, integration, zoneMove string
 	cmd := &cobra.Command{
@@ -61,7 +62,9 @@ func agentCmd(g *globals) *cobra.Command {
 			if criEndpoint != "" {
 				o.Pods = agent.RuntimePods{Endpoint: criEndpoint}
 			}
-			labHooks(&o)
+			if err := labHooks(&o, cfg); err != nil {
+				return err
+			}
 			mgr, err := agent.NewManager(cfg, o)
 			if err != nil {
 				return err

@@ -42,6 +42,9 @@ func main() {
 	root.PersistentFlags().StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster config, or ~/.kube/config)")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "human-readable debug logs")
 	root.AddCommand(operatorCmd(g), agentCmd(g), planCmd(g), statusCmd(g), reconfigureCmd(g), demoCmd(g), labCmd(g), abortCmd(g), portpoolCmd(g))
+	for _, c := range labCommands {
+		root.AddCommand(c())
+	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

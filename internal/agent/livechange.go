@@ -144,6 +144,13 @@ func (a *Agent) restoreAndCheck(ctx context.Context, nns *v1alpha1.NodeNetworkSt
 	switch prev := nns.Status.LiveChange.Restore; {
 	case strings.HasPrefix(prev, "Running on boot ") && prev != running:
 		logger.Info("the node restarted during its restore; checking it", "before", prev)
+		// Its pods came back through the CNI chain as the node started, some perhaps before
+		// this agent chained netshift-cni again: they get the node's MTU before the check.
+		if plan.Network != nil && a.NetworkConfig != "" {
+			if err := a.alignAfterBoot(ctx, int(plan.Network.MTU)); err != nil {
+				logger.Error(err, "aligning the pods after the restart")
+			}
+		}
 	default:
 		if prev != running {
 			if err := a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Restore = running }); err != nil {
@@ -169,6 +176,17 @@ func (a *Agent) restoreAndCheck(ctx context.Context, nns *v1alpha1.NodeNetworkSt
 	return a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
 		s.LiveChange.Restore, s.LiveChange.Done = outcome, true
 	})
+}
+
+// alignAfterBoot aligns the node's pods to mtu under the configuration's lock.
+func (a *Agent) alignAfterBoot(ctx context.Context, mtu int) error {
+	lock, err := a.lockConfig(ctx)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	_, err = a.alignPods(ctx, mtu)
+	return err
 }
 
 // restore runs the node-restore action: the configured command (a reboot in

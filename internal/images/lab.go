@@ -72,8 +72,14 @@ func binaryFile(src, dst string) (File, error) {
 
 // NetshiftImage is the product's image: the operator, the agent and the CLI
 // (one binary), the CNI plugin the agent's DaemonSet installs on each node,
-// and the OVS and OVN clients netshift still runs, with their libraries.
+// the OVS and OVN clients netshift still runs, with their libraries, and a
+// static busybox for the shell and nsenter the node-restore command runs
+// with.
 func NetshiftImage(netshift, cni string) (Image, error) {
+	return netshiftImage(netshift, cni, "/bin/busybox")
+}
+
+func netshiftImage(netshift, cni, busybox string) (Image, error) {
 	img := Image{Ref: NetshiftRef, Entrypoint: []string{"/usr/local/bin/netshift"}, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}}
 	for src, dst := range map[string]string{netshift: "/usr/local/bin/netshift", cni: "/usr/local/bin/netshift-cni"} {
 		f, err := binaryFile(src, dst)
@@ -87,6 +93,14 @@ func NetshiftImage(netshift, cni string) (Image, error) {
 		return img, err
 	}
 	img.Files = append(img.Files, tools...)
+	bb, err := binaryFile(busybox, "/bin/busybox")
+	if err != nil {
+		return img, err
+	}
+	img.Files = append(img.Files, bb)
+	for _, a := range []string{"sh", "nsenter", "sleep", "cat"} {
+		img.Files = append(img.Files, File{Path: "/bin/" + a, Link: "busybox"})
+	}
 	return img, nil
 }
 

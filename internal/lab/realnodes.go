@@ -24,6 +24,8 @@ import (
 	"netshift.io/netshift/internal/images"
 	"netshift.io/netshift/internal/lab/kubenode"
 	"netshift.io/netshift/internal/lab/labcni"
+	"netshift.io/netshift/internal/nodeconfig"
+	"netshift.io/netshift/internal/ovs"
 )
 
 // A lab of real nodes (--real-nodes): the machine joins the underlay at
@@ -74,6 +76,42 @@ func (s *State) joinUnderlay(ctx context.Context, sh *shell) error {
 	return nil
 }
 
+// hookLabel prefixes the node labels a lab build's agent reads its test hooks
+// from (cmd/netshift's LabHookLabel).
+const hookLabel = "lab.netshift.io/"
+
+// hookLabels are a real node's agent's test hooks, given as --agent-arg and
+// set as node labels: that agent is a DaemonSet pod installed from config/lab,
+// with no flags of its own.
+func hookLabels(args []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, a := range args {
+		flag, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		switch flag {
+		case "clock-offset", "fail-step-once":
+			if flag == "fail-step-once" && out[hookLabel+flag] != "" {
+				value = out[hookLabel+flag] + "_" + value
+			}
+			if value == "" || strings.HasPrefix(value, "-") {
+				return nil, fmt.Errorf("--agent-arg: %q: on real nodes the value must be a non-empty label value (no negative offsets)", a)
+			}
+			out[hookLabel+flag] = strings.ReplaceAll(value, ",", "_")
+		default:
+			return nil, fmt.Errorf("--agent-arg: %q: on real nodes an agent takes only --clock-offset and --fail-step-once (set as its node's labels)", a)
+		}
+	}
+	return out, nil
+}
+
+func hookLabelsErr(byNode map[string][]string) error {
+	for _, args := range byNode {
+		if _, err := hookLabels(args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // kubeNode is a lab node's Kubernetes side. Its OVS (the lab's files of the
 // node) is bound at the standard /run/openvswitch inside it.
 func (s *State) kubeNode(n NodeSpec, assets string) kubenode.Node {
@@ -81,10 +119,108 @@ func (s *State) kubeNode(n NodeSpec, assets string) kubenode.Node {
 	for k, v := range s.Options.NodeLabels[n.Name] {
 		labels[k] = v
 	}
+	hooks, _ := hookLabels(s.Options.AgentArgs[n.Name]) // validated with the options
+	for k, v := range hooks {
+		labels[k] = v
+	}
 	return kubenode.Node{Name: n.Name, Netns: n.Netns, IP: n.UnderlayIP, Dir: s.Path("nodes", n.Name, "kube"),
-		CgroupRoot: "/netshift-lab-" + s.Options.Name + "-" + n.Name, Binds: map[string]string{s.nodeDir(n.Name): "/run/openvswitch"},
+		CgroupRoot: "/netshift-lab-" + s.Options.Name + "-" + n.Name,
+		Binds:      map[string]string{s.nodeDir(n.Name): "/run/openvswitch", s.labDir(n.Name): "/run/netshift-lab"},
 		Kubelet: filepath.Join(assets, "kubelet"), Labels: labels,
 		Kubeconfig: s.Path("identities", "system-node-"+n.Name+".kubeconfig")}
+}
+
+// labDir is a real node's lab directory, /run/netshift-lab inside it: its boot
+// ID, and the reboot request its agent's node-restore command writes.
+func (s *State) labDir(node string) string { return s.Path("nodes", node, "lab") }
+
+// watchReboots reboots a real node when its agent asks (its node-restore
+// action), one node at a time per node.
+func (s *State) watchReboots(ctx context.Context, reboot func(node string) error) {
+	busy := map[string]bool{}
+	var mu sync.Mutex
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		for _, n := range s.Topology.Nodes {
+			req := filepath.Join(s.labDir(n.Name), "reboot")
+			if _, err := os.Stat(req); err != nil {
+				continue
+			}
+			mu.Lock()
+			if busy[n.Name] {
+				mu.Unlock()
+				continue
+			}
+			busy[n.Name] = true
+			mu.Unlock()
+			_ = os.Remove(req)
+			go func() {
+				defer func() { mu.Lock(); delete(busy, n.Name); mu.Unlock() }()
+				start := time.Now()
+				if err := reboot(n.Name); err != nil {
+					fmt.Fprintf(os.Stderr, "lab: reboot of node %s: %v\n", n.Name, err)
+					return
+				}
+				fmt.Fprintf(os.Stderr, "lab: node %s rebooted in %.1f s\n", n.Name, time.Since(start).Seconds())
+			}()
+		}
+	}
+}
+
+// rebootRealNode is the lab's reboot of a real node, what a power cycle is
+// to a machine: its kubelet, kube-proxy, every pod, containerd and its mount
+// namespace stop; its OVS, which persists its database as a node's would,
+// keeps its bridges and comes back to its network configuration (the
+// internal port's MTU, the tunnels' port); the node gets a new boot ID; its
+// daemons start again, and the kubelet recreates its pods through the CNI
+// chain. Nothing of the machine (its boot ID, its uptime) changes.
+func (s *State) rebootRealNode(ctx context.Context, cp *controlplane.ControlPlane, node, binary string, archives []string, proxyKubeconfig string) error {
+	n, ok := s.Topology.Node(node)
+	if !ok {
+		return fmt.Errorf("no node %q in lab %s", node, s.Options.Name)
+	}
+	if err := s.reload(); err != nil {
+		return err
+	}
+	kn := s.kubeNode(n, cp.AssetsDir)
+	if err := kn.Stop(s.nodeRunning(node)); err != nil {
+		return err
+	}
+	// What a machine keeps in memory goes with the power: the runtime's state (its /run).
+	if err := os.RemoveAll(kn.Path("/run/containerd")); err != nil {
+		return err
+	}
+	roles := map[string]bool{"holder:" + node: true, "containerd:" + node: true, "kubelet:" + node: true, "kube-proxy:" + node: true}
+	if err := s.record(func() {
+		kept := s.Processes[:0]
+		for _, p := range s.Processes {
+			if !roles[p.Role] {
+				kept = append(kept, p)
+			}
+		}
+		s.Processes = kept
+	}); err != nil {
+		return err
+	}
+	cfg, err := nodeconfig.Read(s.NetworkConfigPath(node))
+	if err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
+	}
+	db := ovs.DB{Socket: s.OVSDB(node)}
+	if err := db.SetMTURequest(ctx, int(cfg.MTU), "br-int"); err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
+	}
+	if _, err := db.SetTunnelPort(ctx, string(cfg.Encapsulation), int(cfg.TunnelPort)); err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
+	}
+	if err := s.renewBootID(node); err != nil {
+		return err
+	}
+	return s.startKubeNode(ctx, cp, n, binary, archives, proxyKubeconfig)
 }
 
 // labCNIConfig is a node's CNI configuration: the lab's stand-in network
@@ -437,6 +573,6 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 	if err := s.record(func() { s.Kubeconfig, s.Ready = kubeconfig, true }); err != nil {
 		return err
 	}
-	<-ctx.Done()
+	s.watchReboots(ctx, func(node string) error { return s.rebootRealNode(ctx, cp, node, binary, archives, proxy) })
 	return nil
 }

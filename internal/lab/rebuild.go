@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
@@ -31,7 +32,13 @@ func (s *State) NetworkConfigPath(node string) string {
 }
 
 // BootIDPath is the node's boot ID file; RebuildNode, the lab's reboot, renews it.
-func (s *State) BootIDPath(node string) string { return s.Path("nodes", node, "boot_id") }
+// On a real node it is in the node's lab directory, where its agent reads it.
+func (s *State) BootIDPath(node string) string {
+	if s.Options.RealNodes {
+		return filepath.Join(s.labDir(node), "boot_id")
+	}
+	return s.Path("nodes", node, "boot_id")
+}
 
 // PodsFilePath lists the node's pods for its agent (a lab build reads it with
 // --lab-pods): this lab's pods are namespaces with no container runtime.
@@ -80,6 +87,9 @@ func (s *State) renewBootID(node string) error {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	id := fmt.Sprintf("%x-%x-%x-%x-%x\n", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	if err := os.MkdirAll(filepath.Dir(s.BootIDPath(node)), 0o755); err != nil {
+		return fmt.Errorf("node %s: boot ID: %w", node, err)
+	}
 	if err := os.WriteFile(s.BootIDPath(node), []byte(id), 0o644); err != nil {
 		return fmt.Errorf("node %s: boot ID: %w", node, err)
 	}
@@ -93,6 +103,11 @@ func (s *State) renewBootID(node string) error {
 // boot ID and ends its agent, which the supervisor starts again, as a node's
 // agent starts after a reboot.
 func (s *State) RebuildNode(ctx context.Context, node string) error {
+	if s.Options.RealNodes {
+		// A real node's reboot stops its pods too: the lab's supervisor does it (its agents ask
+		// through the node's lab directory), here asked the same way.
+		return os.WriteFile(filepath.Join(s.labDir(node), "reboot"), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644)
+	}
 	n, ok := s.Topology.Node(node)
 	if !ok {
 		return fmt.Errorf("no node %q in lab %s", node, s.Options.Name)

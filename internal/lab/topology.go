@@ -93,8 +93,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--zones: %q is not legacy, single or multi", o.Zones)
 	case o.RealNodes && o.OVN:
 		return fmt.Errorf("--real-nodes: the OVN mode does not run on real nodes yet; use --real-nodes with --tunnel vxlan or geneve")
-	case o.RealNodes && len(o.AgentArgs) > 0:
-		return fmt.Errorf("--agent-arg: the agents of a lab of real nodes are DaemonSet pods installed from config/lab, with no extra flags")
+	case o.RealNodes && hookLabelsErr(o.AgentArgs) != nil:
+		return hookLabelsErr(o.AgentArgs)
 	case o.OVN && o.Tunnel != Geneve:
 		return fmt.Errorf("--tunnel: OVN mode uses geneve, not %s", o.Tunnel)
 	case o.UnderlayMTU < 1280 || o.UnderlayMTU > 9000:

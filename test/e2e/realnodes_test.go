@@ -17,6 +17,7 @@ import (
 	"netshift.io/netshift/internal/images"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/nodeconfig"
 )
 
 // alignPeriod is the agents' alignment period (internal/agent alignEvery).
@@ -253,4 +254,89 @@ func podNetns(t *testing.T, s *lab.State, ns, name string) string {
 		return netns != ""
 	})
 	return netns
+}
+
+// TestRealNodeRestoredByItsReboot: on real nodes, node-2's agent fails a step
+// (its hook set as its node's label); its node-restore action asks the lab to
+// reboot the lab node, which stops its kubelet, containerd and every pod and
+// starts them again with a new boot ID; the agent that comes back checks the
+// node and reports it restored, and the change succeeds. The machine itself
+// is not rebooted: its boot ID and uptime go on.
+func TestRealNodeRestoredByItsReboot(t *testing.T) {
+	const name = "e2err"
+	machineBoot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	up(t, name, "--real-nodes", "--nodes", "2", "--pods-per-node", "1", "--agent-arg", "node-2:--fail-step-once=HostVethMTU")
+	s, _ := lab.LoadState(name)
+	c, err := s.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	bootBefore, _ := os.ReadFile(s.BootIDPath("node-2"))
+	podsBefore := map[string]string{}
+	var pods corev1.PodList
+	_ = c.List(ctx, &pods, client.InNamespace(lab.PodNamespace))
+	for _, p := range pods.Items {
+		podsBefore[p.Name] = string(p.UID)
+	}
+	uptimeBefore := uptime(t)
+
+	edit(t, c, `{"spec":{"mtu":1400}}`)
+	end := waitChange(t, c)
+	if end.Status.Change.Phase != v1alpha1.PhaseSucceeded || !strings.Contains(end.Status.Change.Message, "restored after a failed step: node-2") {
+		t.Fatalf("change %+v", end.Status.Change)
+	}
+	var nns v1alpha1.NodeNetworkState
+	_ = c.Get(ctx, client.ObjectKey{Name: "node-2"}, &nns)
+	if r := nns.Status.LiveChange; r == nil || !r.Failed || r.Restore != "Done" {
+		t.Fatalf("node-2 report %+v", r)
+	}
+	if bootAfter, _ := os.ReadFile(s.BootIDPath("node-2")); len(bootAfter) == 0 || string(bootAfter) == string(bootBefore) {
+		t.Errorf("node-2 boot ID %q (before %q): the lab did not reboot the node", bootAfter, bootBefore)
+	}
+	if now, _ := os.ReadFile("/proc/sys/kernel/random/boot_id"); string(now) != string(machineBoot) {
+		t.Fatalf("the machine's boot ID changed: %s -> %s", machineBoot, now)
+	}
+	if after := uptime(t); after <= uptimeBefore {
+		t.Fatalf("the machine's uptime went from %.0f s to %.0f s", uptimeBefore, after)
+	}
+	// The kubelet came back with the node and started node-2's pods again through the CNI
+	// chain, with the node's MTU in force.
+	waitFor(t, "node-2's pods to run again", func() bool {
+		var ps corev1.PodList
+		_ = c.List(ctx, &ps, client.InNamespace(lab.PodNamespace))
+		running := 0
+		for _, p := range ps.Items {
+			if p.Status.Phase == corev1.PodRunning && s.RuntimeNetns(ctx, p.Namespace, p.Name) != "" {
+				running++
+			}
+		}
+		return running == 2
+	})
+	_ = c.List(ctx, &pods, client.InNamespace(lab.PodNamespace))
+	for _, p := range pods.Items {
+		if got := mtuIn(t, podNetns(t, s, p.Namespace, p.Name), "eth0"); got != 1400 {
+			t.Errorf("pod %s on %s: MTU %d after the restore, want 1400", p.Name, p.Spec.NodeName, got)
+		}
+	}
+	if f, err := nodeconfig.Read(s.NetworkConfigPath("node-2")); err != nil || f.MTU != 1400 {
+		t.Fatalf("node-2 network configuration %+v, %v", f, err)
+	}
+	for n, cordoned := range labNodes(t, c) {
+		if cordoned {
+			t.Errorf("node %s left cordoned", n)
+		}
+	}
+}
+
+// uptime reads the machine's uptime in seconds.
+func uptime(t *testing.T) float64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up float64
+	fmt.Sscan(string(data), &up)
+	return up
 }
