@@ -126,7 +126,7 @@ func (s *State) kubeNode(n NodeSpec, assets string) kubenode.Node {
 	return kubenode.Node{Name: n.Name, Netns: n.Netns, IP: n.UnderlayIP, Dir: s.Path("nodes", n.Name, "kube"),
 		CgroupRoot: "/netshift-lab-" + s.Options.Name + "-" + n.Name,
 		Binds:      map[string]string{s.nodeDir(n.Name): "/run/openvswitch", s.labDir(n.Name): "/run/netshift-lab"},
-		Kubelet: filepath.Join(assets, "kubelet"), Labels: labels,
+		Kubelet:    filepath.Join(assets, "kubelet"), Labels: labels,
 		Kubeconfig: s.Path("identities", "system-node-"+n.Name+".kubeconfig")}
 }
 
