@@ -124,3 +124,10 @@ func TestOpenByPath(t *testing.T) {
 		t.Fatalf("eth0 in the namespace opened by path: MTU %d, %v; want 1234", got, err)
 	}
 }
+
+func TestInNetnsOfTheCallersOwnNamespace(t *testing.T) {
+	ran := false
+	if err := InNetns("", func() error { ran = true; return nil }); err != nil || !ran {
+		t.Fatalf("InNetns(\"\"): %v, ran %v", err, ran)
+	}
+}

@@ -24,10 +24,13 @@ func getNetns(ref string) (netns.NsHandle, error) {
 }
 
 // InNetns runs fn on a thread that has entered a network namespace (a name
-// under /run/netns or an absolute path). Sockets fn opens belong to that namespace for their whole life, so one
+// under /run/netns or an absolute path; "" is the caller's own). Sockets fn opens belong to that namespace for their whole life, so one
 // process in the root namespace can serve and dial inside every pod, as the
 // probe does.
 func InNetns(name string, fn func() error) error {
+	if name == "" { // the caller's own namespace, as Open("") is
+		return fn()
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()

@@ -340,3 +340,63 @@ func uptime(t *testing.T) float64 {
 	fmt.Sscan(string(data), &up)
 	return up
 }
+
+// createPodsUntilReady creates count pods in a namespace of their own and
+// returns, per pod, the time from its creation to the first time it is seen
+// Ready; it deletes them afterwards.
+func createPodsUntilReady(c client.Client, namespace string, count int) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return nil, err
+	}
+	defer c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
+	for {
+		var sa corev1.ServiceAccount
+		if c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "default"}, &sa) == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("namespace %s has no ServiceAccount: %w", namespace, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	created := map[string]time.Time{}
+	for i := 0; i < count; i++ {
+		p := tenantPod(fmt.Sprintf("p%d", i), "", nil)
+		p.Namespace = namespace
+		created[p.Name] = time.Now()
+		if err := c.Create(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	ready := map[string]time.Duration{}
+	for len(ready) < count {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		for _, p := range pods.Items {
+			if _, seen := ready[p.Name]; seen {
+				continue
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					ready[p.Name] = now.Sub(created[p.Name])
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%d of %d pods Ready: %w", len(ready), count, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	out := make([]time.Duration, 0, count)
+	for _, d := range ready {
+		out = append(out, d)
+	}
+	return out, nil
+}
