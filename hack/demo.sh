@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The main job: sets everything up on a fresh machine (as root), builds a
-# 3-node lab (namespaces, Open vSwitch, VXLAN, a real API server, the netshift
-# operator and agents), starts the traffic probe, lowers the pod MTU by 100
-# live while traffic flows, prints netshift status as the change rolls and
-# the probe's report, then takes the lab down. `hack/demo.sh --keep` leaves it up.
+# 3-node lab of real Kubernetes nodes (each a network namespace with its own
+# Open vSwitch, containerd, kubelet and kube-proxy; VXLAN between them; the real
+# control plane) with netshift installed from config/lab, starts the traffic
+# probe between real pods, lowers the pod MTU by 100 live while traffic flows,
+# prints netshift status as the change rolls, the pods' MTUs and the probe's
+# report, then takes the lab down. `hack/demo.sh --keep` leaves it up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 keep=
@@ -11,13 +13,12 @@ keep=
 export PATH=/usr/local/go/bin:$PATH
 export KUBEBUILDER_ASSETS
 KUBEBUILDER_ASSETS=$(hack/setup.sh)
-mkdir -p bin
-go build -tags lab -o bin/netshift ./cmd/netshift   # a lab build: the lab and its test hooks
+hack/build.sh bin   # netshift (a lab build), netshift-cni, the pause program: the lab's images
 ns=bin/netshift
 if [[ -z "$keep" ]]; then trap '$ns lab down --name demo >/dev/null 2>&1 || true' EXIT; fi
 
-echo "== netshift lab up --name demo"
-$ns lab up --name demo
+echo "== netshift lab up --name demo --real-nodes"
+$ns lab up --name demo --real-nodes
 echo
 echo "== netshift lab status --name demo"
 $ns lab status --name demo
@@ -27,6 +28,10 @@ $ns --kubeconfig "$($ns lab kubeconfig --name demo)" status
 echo
 kubeconfig=$($ns lab kubeconfig --name demo)
 kubectl="$KUBEBUILDER_ASSETS/kubectl --kubeconfig $kubeconfig"
+echo "== kubectl get nodes -o wide; netshift as installed from config/lab"
+$kubectl get nodes -o wide
+$kubectl -n netshift-system get pods -o wide
+echo
 echo "== netshift lab probe start: long-lived TCP every 5 ms, short-lived TCP, HTTPS with a 29 KB"
 echo "   certificate, between pods on different nodes"
 $ns lab probe start --name demo
@@ -43,8 +48,11 @@ done
 echo
 $ns --kubeconfig "$kubeconfig" status
 echo
-echo "== pod eth0 MTUs now:"
-for p in pod-1-1 pod-2-1 pod-3-1; do printf '  %s: ' "$p"; $ns lab exec --name demo "$p" -- cat /sys/class/net/eth0/mtu; done
+echo "== pod eth0 MTUs now (from inside each pod):"
+$kubectl -n lab get pods -o wide
+for p in $($kubectl -n lab get pods -o jsonpath='{.items[*].metadata.name}'); do
+  printf '  %s: ' "$p"; $kubectl -n lab exec "$p" -- cat /sys/class/net/eth0/mtu
+done
 sleep 3
 echo
 echo "== netshift lab probe stop: what the change did to live traffic"

@@ -52,10 +52,11 @@ bench() {
   go test -run '^$' -bench 'FullDecision' -benchtime 200x -count 5 ./internal/rollout/ || return 1
   go test -run '^$' -bench 'DrainCycle200' -benchtime 1x -timeout 10m ./internal/operator/ || return 1
   go test -run '^$' -bench 'SetMTU100Pods' -benchtime 20x -count 5 ./internal/netdev/ || return 1
-  go test -run '^$' -bench 'LabUpDown' -benchtime 3x -timeout 10m ./test/e2e/ || return 1
-  go test -run '^$' -bench 'LiveChangeGap' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
+  go test -run '^$' -bench 'LabUpDown' -benchtime 3x -timeout 25m ./test/e2e/ || return 1
+  go test -run '^$' -bench 'LiveChangeGap' -benchtime 1x -timeout 25m ./test/e2e/ || return 1
   go test -run '^$' -bench 'VMMigration' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'ZoneMoves' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
+  go test -run '^$' -bench 'PodCreateToReady' -benchtime 1x -timeout 10m ./test/e2e/ || return 1
   go test -run '^$' -bench 'PortPools' -benchtime 1x -timeout 25m -v ./internal/portpool/poolbench/
 }
 

@@ -18,7 +18,8 @@ func Root() string {
 	if r := os.Getenv("NETSHIFT_LAB_ROOT"); r != "" {
 		return r
 	}
-	return "/var/lib/netshift/labs"
+	// Not below /var/lib/netshift: on a node of real nodes that is the node's own directory.
+	return "/var/lib/netshift-lab/labs"
 }
 
 // Process is a process the lab started, identified beyond its pid: the kernel

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,11 @@ func (n Node) StartHolder(ctx context.Context, record Recorder) (int, error) {
 	}
 	ready := filepath.Join(n.Dir, "holder.ready")
 	_ = os.Remove(ready)
+	// A bind over a directory that holds the node's own directory (the lab's files under
+	// /var/lib/netshift, say) would hide the sources of the binds after it: those go last.
+	sort.SliceStable(binds, func(i, j int) bool {
+		return !holds(binds[i][1], n.Dir) && holds(binds[j][1], n.Dir)
+	})
 	var script strings.Builder
 	script.WriteString("set -e\n")
 	for _, b := range binds {
@@ -168,6 +174,12 @@ func (n Node) waitFor(ctx context.Context, what string, pid int, role string, ti
 		}
 	}
 	return nil
+}
+
+// holds says whether directory dir is path or one of its parents.
+func holds(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
