@@ -50,12 +50,25 @@ func (a *Agent) lockConfig(ctx context.Context) (*nodeconfig.Lock, error) {
 // itself (its interface renamed, the pod gone before the step) skips that
 // pod and never fails the node: the node is the agent's to keep working.
 func (a *Agent) setPodMTU(ctx context.Context, mtu int) (stepOutcome, error) {
-	var o stepOutcome
+	pods, o, err := a.listPods(ctx)
+	if err != nil {
+		return o, err
+	}
+	setPods(pods, mtu, &o)
+	return o, nil
+}
+
+// listPods lists the node's pods, the outcome starting with those it could not read.
+func (a *Agent) listPods(ctx context.Context) ([]PodNetwork, stepOutcome, error) {
 	pods, skipped, err := a.Pods.PodNetworks(ctx)
 	if err != nil {
-		return o, fmt.Errorf("node %s: list pods: %w", a.Node, err)
+		return nil, stepOutcome{}, fmt.Errorf("node %s: list pods: %w", a.Node, err)
 	}
-	o.skipped = skipped
+	return pods, stepOutcome{skipped: skipped}, nil
+}
+
+// setPods sets the pods' interfaces to mtu, skipping (with why) those it cannot set.
+func setPods(pods []PodNetwork, mtu int, o *stepOutcome) {
 	for _, p := range pods {
 		for _, ifc := range p.Interfaces {
 			if err := setMTU(p.Netns, ifc, mtu); err != nil {
@@ -65,7 +78,6 @@ func (a *Agent) setPodMTU(ctx context.Context, mtu int) (stepOutcome, error) {
 			o.changed++
 		}
 	}
-	return o, nil
 }
 
 // hostEnds are the node ends of the pods' links that the agent may set: those
@@ -102,12 +114,10 @@ func (a *Agent) hostEnds(ctx context.Context, pods []PodNetwork, o *stepOutcome)
 
 // setHostVethMTU sets the node ends of the pods' links to mtu.
 func (a *Agent) setHostVethMTU(ctx context.Context, mtu int) (stepOutcome, error) {
-	var o stepOutcome
-	pods, skipped, err := a.Pods.PodNetworks(ctx)
+	pods, o, err := a.listPods(ctx)
 	if err != nil {
-		return o, fmt.Errorf("node %s: list pods: %w", a.Node, err)
+		return o, err
 	}
-	o.skipped = skipped
 	ends, err := a.hostEnds(ctx, pods, &o)
 	if err != nil {
 		return o, err
@@ -159,12 +169,10 @@ func (a *Agent) setNodePortMTU(ctx context.Context, mtu int) (stepOutcome, error
 // change rewrote it (netshift-cni read it under the shared lock, the step's
 // listing came before the runtime listed the pod).
 func (a *Agent) alignPods(ctx context.Context, mtu int) (stepOutcome, error) {
-	var o stepOutcome
-	pods, skipped, err := a.Pods.PodNetworks(ctx)
+	pods, o, err := a.listPods(ctx)
 	if err != nil {
-		return o, fmt.Errorf("node %s: list pods: %w", a.Node, err)
+		return o, err
 	}
-	o.skipped = skipped
 	var differ []PodNetwork
 	for _, p := range pods {
 		for _, ifc := range p.Interfaces {
@@ -186,23 +194,15 @@ func (a *Agent) alignPods(ctx context.Context, mtu int) (stepOutcome, error) {
 			_ = setMTU(a.NodeNetns, e, mtu)
 		}
 	}
-	for _, p := range differ {
-		for _, ifc := range p.Interfaces {
-			if err := setMTU(p.Netns, ifc, mtu); err != nil {
-				o.skip("pod %s: %s: %v", p.Pod, ifc, err)
-				continue
-			}
-			o.changed++
-		}
-	}
+	setPods(differ, mtu, &o)
 	return o, nil
 }
 
 // checkPodMTU verifies every pod interface the node can read has mtu.
 func (a *Agent) checkPodMTU(ctx context.Context, mtu int) error {
-	pods, _, err := a.Pods.PodNetworks(ctx)
+	pods, _, err := a.listPods(ctx)
 	if err != nil {
-		return fmt.Errorf("node %s: list pods: %w", a.Node, err)
+		return err
 	}
 	for _, p := range pods {
 		for _, ifc := range p.Interfaces {
@@ -215,9 +215,9 @@ func (a *Agent) checkPodMTU(ctx context.Context, mtu int) error {
 }
 
 func (a *Agent) checkHostVethMTU(ctx context.Context, mtu int) error {
-	pods, _, err := a.Pods.PodNetworks(ctx)
+	pods, _, err := a.listPods(ctx)
 	if err != nil {
-		return fmt.Errorf("node %s: list pods: %w", a.Node, err)
+		return err
 	}
 	ends, err := a.hostEnds(ctx, pods, &stepOutcome{})
 	if err != nil {

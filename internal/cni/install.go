@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"netshift.io/netshift/internal/atomicfile"
 )
 
 // PluginName is the plugin's type in a CNI configuration list.
@@ -63,7 +65,7 @@ func Install(confDir, binDir, plugin, networkConfig string) (changed bool, err e
 	}
 	dst := filepath.Join(binDir, PluginName)
 	if cur, err := os.ReadFile(dst); err != nil || !bytes.Equal(cur, src) {
-		if err := writeAtomic(dst, src, 0o755); err != nil {
+		if err := atomicfile.Write(dst, src, 0o755); err != nil {
 			return false, fmt.Errorf("install %s into %s: %w", PluginName, binDir, err)
 		}
 		changed = true
@@ -92,29 +94,9 @@ func Install(confDir, binDir, plugin, networkConfig string) (changed bool, err e
 		return changed, fmt.Errorf("%s: %w", path, err)
 	}
 	if diff {
-		if err := writeAtomic(path, next, 0o644); err != nil {
+		if err := atomicfile.Write(path, next, 0o644); err != nil {
 			return changed, fmt.Errorf("chain %s into %s: %w", PluginName, path, err)
 		}
 	}
 	return changed || diff, nil
-}
-
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

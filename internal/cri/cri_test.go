@@ -18,6 +18,7 @@ import (
 	"netshift.io/netshift/internal/cri"
 	"netshift.io/netshift/internal/images"
 	"netshift.io/netshift/internal/lab/kubenode"
+	"netshift.io/netshift/internal/lab/kubenode/kubenodetest"
 	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/nodeconfig"
 	"netshift.io/netshift/internal/testenv"
@@ -35,14 +36,7 @@ func node(t *testing.T) (kubenode.Node, runtimeapi.RuntimeServiceClient) {
 		}
 	}
 	dir := t.TempDir()
-	bins := filepath.Join(dir, "bin")
-	for out, pkg := range map[string]string{"netshift-cni": "netshift.io/netshift/cmd/netshift-cni", "netshift-pause": "netshift.io/netshift/internal/images/pause"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(bins, out), pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	bins, archives := kubenodetest.Build(t, dir)
 	id := fmt.Sprintf("%d", os.Getpid()%100000)
 	n := kubenode.Node{Name: "critest-" + id, Netns: "critest-" + id, IP: "198.19.0.1", Dir: filepath.Join(dir, "node"), CgroupRoot: "/netshift-critest-" + id}
 	if out, err := exec.Command("ip", "netns", "add", n.Netns).CombinedOutput(); err != nil {
@@ -84,15 +78,7 @@ func node(t *testing.T) (kubenode.Node, runtimeapi.RuntimeServiceClient) {
 	if _, err := n.StartContainerd(ctx, holder, images.PauseRef, record); err != nil {
 		t.Fatal(err)
 	}
-	pause, err := os.ReadFile(filepath.Join(bins, "netshift-pause"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(dir, "pause.tar")
-	if _, err := (images.Image{Ref: images.PauseRef, Entrypoint: []string{"/pause"}, Files: []images.File{{Path: "/pause", Mode: 0o755, Data: pause}}}).WriteArchiveFile(archive); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.ImportImages(ctx, archive); err != nil {
+	if err := n.ImportImages(ctx, archives...); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := grpc.NewClient("unix://"+n.Socket(), grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -511,28 +511,11 @@ func (s *State) realPods(ctx context.Context, c client.Client) ([]PodSpec, error
 // (API server, etcd, controller manager, scheduler), every node's Kubernetes
 // side, netshift installed from config/lab, the probe's workload pods.
 func (s *State) serveRealNodes(ctx context.Context, binary string) error {
-	cp, err := controlplane.StartWith(controlplane.Options{Address: hostIP, Cluster: true, ServiceCIDR: serviceCIDR, Dir: s.Path("cp")})
+	cp, kubeconfig, err := s.startControlPlane(controlplane.Options{Address: hostIP, Cluster: true, ServiceCIDR: serviceCIDR, Dir: s.Path("cp")})
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
-	for _, c := range childrenOf(os.Getpid()) {
-		switch c.Comm {
-		case "kube-apiserver", "etcd", "kube-controller", "kube-scheduler": // comm: 15 bytes at most
-			c := c
-			if err := s.record(func() { s.Processes = append(s.Processes, c) }); err != nil {
-				return err
-			}
-		}
-	}
-	kubeconfig := s.Path("admin.kubeconfig")
-	data, err := os.ReadFile(cp.Kubeconfig)
-	if err == nil {
-		err = os.WriteFile(kubeconfig, data, 0o600)
-	}
-	if err != nil {
-		return err
-	}
 	c := cp.Client
 	if err := s.createObjects(ctx, c); err != nil {
 		return err

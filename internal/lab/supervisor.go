@@ -44,29 +44,11 @@ func Serve(ctx context.Context, name, binary string) error {
 	if s.Options.RealNodes {
 		return s.serveRealNodes(ctx, binary)
 	}
-	cp, err := controlplane.Start()
+	cp, kubeconfig, err := s.startControlPlane(controlplane.Options{})
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
-	// The API server and etcd are this process's children; record them too, so `lab down`
-	// can stop them even if this process dies.
-	for _, c := range childrenOf(os.Getpid()) {
-		if c.Comm == "kube-apiserver" || c.Comm == "etcd" {
-			c := c
-			if err := s.record(func() { s.Processes = append(s.Processes, c) }); err != nil {
-				return err
-			}
-		}
-	}
-	kubeconfig := s.Path("admin.kubeconfig")
-	data, err := os.ReadFile(cp.Kubeconfig)
-	if err == nil {
-		err = os.WriteFile(kubeconfig, data, 0o600)
-	}
-	if err != nil {
-		return err
-	}
 	c := cp.Client
 	if err := s.createObjects(ctx, c); err != nil {
 		return err
@@ -88,6 +70,35 @@ func Serve(ctx context.Context, name, binary string) error {
 	}
 	sim.Run(ctx)
 	return nil
+}
+
+// startControlPlane starts the lab's control plane as this process's
+// children, records them (so `lab down` stops them even if this process
+// dies) and writes the admin kubeconfig into the lab's directory.
+func (s *State) startControlPlane(o controlplane.Options) (*controlplane.ControlPlane, string, error) {
+	cp, err := controlplane.StartWith(o)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, c := range childrenOf(os.Getpid()) {
+		switch c.Comm {
+		case "kube-apiserver", "etcd", "kube-controller", "kube-scheduler": // comm: 15 bytes at most
+			if err := s.record(func() { s.Processes = append(s.Processes, c) }); err != nil {
+				cp.Stop()
+				return nil, "", err
+			}
+		}
+	}
+	kubeconfig := s.Path("admin.kubeconfig")
+	data, err := os.ReadFile(cp.Kubeconfig)
+	if err == nil {
+		err = os.WriteFile(kubeconfig, data, 0o600)
+	}
+	if err != nil {
+		cp.Stop()
+		return nil, "", err
+	}
+	return cp, kubeconfig, nil
 }
 
 func (s *State) createObjects(ctx context.Context, c client.Client) error {

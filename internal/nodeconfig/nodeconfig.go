@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/atomicfile"
 )
 
 // File is the file's content.
@@ -27,30 +28,10 @@ func Write(path string, f File) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("network configuration %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("network configuration %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // gone after the rename; removes it after a failure
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("network configuration %s: write: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("network configuration %s: sync: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("network configuration %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("network configuration %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("network configuration %s: %w", path, err)
 	}
 	return nil

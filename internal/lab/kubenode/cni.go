@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"netshift.io/netshift/internal/atomicfile"
 )
 
 // SystemCNIPlugins is where Debian's containernetworking-plugins installs.
@@ -17,7 +19,7 @@ func (n Node) InstallCNI(conflist []byte, plugins map[string]string) error {
 	if err := os.MkdirAll(conf, 0o755); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(conf, "10-lab.conflist"), conflist, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(conf, "10-lab.conflist"), conflist, 0o644); err != nil {
 		return fmt.Errorf("node %s: CNI configuration: %w", n.Name, err)
 	}
 	bin := n.Path("/opt/cni/bin")
@@ -29,31 +31,9 @@ func (n Node) InstallCNI(conflist []byte, plugins map[string]string) error {
 		if err != nil {
 			return fmt.Errorf("node %s: CNI plugin %s: %w", n.Name, name, err)
 		}
-		if err := writeFileAtomic(filepath.Join(bin, name), data, 0o755); err != nil {
+		if err := atomicfile.Write(filepath.Join(bin, name), data, 0o755); err != nil {
 			return fmt.Errorf("node %s: CNI plugin %s: %w", n.Name, name, err)
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic replaces a file by a rename, so a running plugin binary or
-// a configuration being read is never seen half written.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

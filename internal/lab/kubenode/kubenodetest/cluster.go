@@ -81,29 +81,7 @@ func Start(t *testing.T, o Options) *Cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	bins := filepath.Join(dir, "bin")
-	for out, pkg := range map[string]string{"netshift-cni": "netshift.io/netshift/cmd/netshift-cni", "netshift-pause": "netshift.io/netshift/internal/images/pause"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(bins, out), pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, b)
-		}
-	}
-	var archives []string
-	for name, build := range map[string]func() (images.Image, error){
-		"pause":    func() (images.Image, error) { return images.PauseImage(filepath.Join(bins, "netshift-pause")) },
-		"workload": func() (images.Image, error) { return images.WorkloadImage("/bin/busybox") },
-	} {
-		img, err := build()
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := filepath.Join(dir, name+".tar")
-		if _, err := img.WriteArchiveFile(a); err != nil {
-			t.Fatal(err)
-		}
-		archives = append(archives, a)
-	}
+	bins, archives := Build(t, dir)
 
 	id := int(seq.Add(1))*10000 + os.Getpid()%10000
 	bridge := fmt.Sprintf("knb%d", id)
@@ -188,6 +166,36 @@ func Start(t *testing.T, o Options) *Cluster {
 	}
 	c.waitReady(t)
 	return c
+}
+
+// Build builds netshift-cni and the lab's pause program into dir/bin (static,
+// as the images carry them) and writes the pause and workload images into
+// dir; it returns the binaries' directory and the archives.
+func Build(t *testing.T, dir string) (bins string, archives []string) {
+	t.Helper()
+	bins = filepath.Join(dir, "bin")
+	for out, pkg := range map[string]string{"netshift-cni": "netshift.io/netshift/cmd/netshift-cni", "netshift-pause": "netshift.io/netshift/internal/images/pause"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bins, out), pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	for name, build := range map[string]func() (images.Image, error){
+		"pause":    func() (images.Image, error) { return images.PauseImage(filepath.Join(bins, "netshift-pause")) },
+		"workload": func() (images.Image, error) { return images.WorkloadImage("/bin/busybox") },
+	} {
+		img, err := build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := filepath.Join(dir, name+".tar")
+		if _, err := img.WriteArchiveFile(a); err != nil {
+			t.Fatal(err)
+		}
+		archives = append(archives, a)
+	}
+	return bins, archives
 }
 
 // NetworkConfig is node i's applied network configuration, as seen from the machine.
