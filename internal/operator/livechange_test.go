@@ -45,7 +45,7 @@ func TestClockCheckStopsALiveChange(t *testing.T) {
 	}
 	for node, offset := range map[string]time.Duration{"k1": 0, "k2": 200 * time.Millisecond} {
 		m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
-			OperatorTimeURL: "http://" + addr + "/time", ClockOffset: offset})
+			OperatorTimeURL: "http://" + addr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,4 +85,12 @@ func TestClockCheckStopsALiveChange(t *testing.T) {
 			t.Errorf("node k1 did not report its measured clock offset: %+v", nns.Status.LiveChange)
 		}
 	}
+}
+
+// nodeWithoutPods is a node whose runtime runs no pod: this test is about the
+// operator and the clock check, not about pods.
+type nodeWithoutPods struct{}
+
+func (nodeWithoutPods) PodNetworks(context.Context) ([]agent.PodNetwork, []string, error) {
+	return nil, nil, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -109,6 +110,13 @@ func TestRealNodeLab(t *testing.T) {
 		tenantPod("annotated", "node-1", func(p *corev1.Pod) { p.Annotations = hostile }),
 		tenantPod("missing-netns", "node-2", func(p *corev1.Pod) { p.Annotations = map[string]string{"netshift.io/netns": "does-not-exist"} }),
 		tenantPod("hostnet", "node-3", func(p *corev1.Pod) { p.Spec.HostNetwork = true; p.Annotations = hostile }),
+		tenantPod("veth-maker", "node-1", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+		}),
+		tenantPod("renamer", "node-2", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+		}),
+		tenantPod("doomed", "node-3", nil),
 	} {
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
@@ -123,8 +131,16 @@ func TestRealNodeLab(t *testing.T) {
 				running++
 			}
 		}
-		return running == 3
+		return running == 6
 	})
+	// What a pod with NET_ADMIN may do to itself: a veth pair inside it numbered like its node's
+	// eth0, its own eth0 renamed (done here with the machine's ip, in the pods' namespaces).
+	eth0Index := linkIndex(t, "/run/netns/"+s.Topology.Nodes[0].Netns, "eth0")
+	inPodNetns(t, podNetns(t, s, "tenant", "veth-maker"), "ip", "link", "add", "inner0", "index", fmt.Sprint(eth0Index), "mtu", "1480",
+		"type", "veth", "peer", "name", "inner1", "mtu", "1480")
+	renamer := podNetns(t, s, "tenant", "renamer")
+	inPodNetns(t, renamer, "ip", "link", "set", "eth0", "down")
+	inPodNetns(t, renamer, "ip", "link", "set", "eth0", "name", "eth9")
 	nodeLinks := map[string]map[string]int{}
 	for _, n := range s.Topology.Nodes {
 		nodeLinks[n.Name] = map[string]int{"eth0": mtuIn(t, n.Netns, "eth0"), "br-phy": mtuIn(t, n.Netns, "br-phy")}
@@ -152,6 +168,15 @@ func TestRealNodeLab(t *testing.T) {
 	}()
 	report := underProbe(t, name, func() {
 		edit(t, c, `{"spec":{"mtu":1350}}`)
+		// A pod deleted between the plan and its step (T0 is a lead ahead of the schedule).
+		waitFor(t, "the change to be scheduled", func() bool {
+			var cn v1alpha1.ClusterNetwork
+			return c.Get(ctx, client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
+		})
+		doomed := tenantPod("doomed", "", nil)
+		if err := c.Delete(ctx, doomed, client.GracePeriodSeconds(0)); err != nil {
+			t.Errorf("delete the doomed pod: %v", err)
+		}
 		cn := waitChange(t, c)
 		if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
 			t.Fatalf("the change ended %s: %s", cn.Status.Change.Phase, cn.Status.Change.Message)
@@ -201,7 +226,7 @@ func TestRealNodeLab(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range pods.Items {
-			if p.Spec.HostNetwork {
+			if p.Spec.HostNetwork || p.Name == "renamer" || p.DeletionTimestamp != nil {
 				continue
 			}
 			netns := podNetns(t, s, p.Namespace, p.Name)
@@ -209,6 +234,13 @@ func TestRealNodeLab(t *testing.T) {
 				t.Errorf("pod %s/%s on %s: eth0 MTU %d, want the node's 1350", p.Namespace, p.Name, p.Spec.NodeName, got)
 			}
 		}
+	}
+
+	if got := linkMTUsIn(t, podNetns(t, s, "tenant", "veth-maker")); got["inner0"] != 1480 || got["inner1"] != 1480 {
+		t.Errorf("the veth pair a pod made inside itself changed: %v", got)
+	}
+	if got := linkMTUsIn(t, renamer); got["eth9"] != 1450 {
+		t.Errorf("the renamed pod's interface changed: %v (its pod's own doing: the step skips it)", got)
 	}
 
 	// A pod created through the API after the change gets the new MTU from the real chain.
@@ -243,6 +275,48 @@ func TestRealNodeLab(t *testing.T) {
 			}
 		}
 	}
+}
+
+// inPodNetns runs a command of the machine inside a pod's network namespace.
+func inPodNetns(t *testing.T, netns string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("nsenter", append([]string{"--net=" + netns, "--"}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("in %s: %v: %v\n%s", netns, args, err, out)
+	}
+}
+
+// linkIndex is a link's index in a network namespace.
+func linkIndex(t *testing.T, netns, link string) int {
+	t.Helper()
+	out, err := exec.Command("nsenter", "--net="+netns, "--", "ip", "-o", "link", "show", link).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var i int
+	fmt.Sscanf(string(out), "%d:", &i)
+	return i
+}
+
+// linkMTUsIn reads every link's MTU in a network namespace.
+func linkMTUsIn(t *testing.T, netns string) map[string]int {
+	t.Helper()
+	out, err := exec.Command("nsenter", "--net="+netns, "--", "ip", "-o", "link", "show").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtus := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		name := strings.SplitN(strings.TrimSuffix(f[1], ":"), "@", 2)[0]
+		for i := range f {
+			if f[i] == "mtu" && i+1 < len(f) {
+				var m int
+				fmt.Sscan(f[i+1], &m)
+				mtus[name] = m
+			}
+		}
+	}
+	return mtus
 }
 
 // podNetns finds a real pod's network namespace through its node's runtime.
