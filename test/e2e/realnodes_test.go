@@ -133,11 +133,22 @@ func TestRealNodeLab(t *testing.T) {
 		}
 		return running == 6
 	})
-	// What a pod with NET_ADMIN may do to itself: a veth pair inside it numbered like its node's
-	// eth0, its own eth0 renamed (done here with the machine's ip, in the pods' namespaces).
-	eth0Index := linkIndex(t, "/run/netns/"+s.Topology.Nodes[0].Netns, "eth0")
-	inPodNetns(t, podNetns(t, s, "tenant", "veth-maker"), "ip", "link", "add", "inner0", "index", fmt.Sprint(eth0Index), "mtu", "1480",
-		"type", "veth", "peer", "name", "inner1", "mtu", "1480")
+	// What a pod with NET_ADMIN may do to itself: a veth pair inside it whose peer is numbered
+	// like one of its node's own links (eth0, or br-phy when the pod's eth0 holds that number),
+	// its own eth0 renamed (done here with the machine's ip, in the pods' namespaces).
+	maker := podNetns(t, s, "tenant", "veth-maker")
+	taken := map[int]bool{}
+	for name := range linkMTUsIn(t, maker) {
+		taken[linkIndex(t, maker, name)] = true
+	}
+	var nodeIndex int
+	for _, link := range []string{"eth0", "br-phy", "br-int"} {
+		if i := linkIndex(t, "/run/netns/"+s.Topology.Nodes[0].Netns, link); !taken[i] {
+			nodeIndex = i
+			break
+		}
+	}
+	inPodNetns(t, maker, "ip", "link", "add", "inner0", "mtu", "1480", "type", "veth", "peer", "name", "inner1", "index", fmt.Sprint(nodeIndex), "mtu", "1480")
 	renamer := podNetns(t, s, "tenant", "renamer")
 	inPodNetns(t, renamer, "ip", "link", "set", "eth0", "down")
 	inPodNetns(t, renamer, "ip", "link", "set", "eth0", "name", "eth9")
@@ -236,7 +247,7 @@ func TestRealNodeLab(t *testing.T) {
 		}
 	}
 
-	if got := linkMTUsIn(t, podNetns(t, s, "tenant", "veth-maker")); got["inner0"] != 1480 || got["inner1"] != 1480 {
+	if got := linkMTUsIn(t, maker); got["inner0"] != 1480 || got["inner1"] != 1480 {
 		t.Errorf("the veth pair a pod made inside itself changed: %v", got)
 	}
 	if got := linkMTUsIn(t, renamer); got["eth9"] != 1450 {
