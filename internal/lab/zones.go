@@ -18,10 +18,10 @@ import (
 // its own NB, SB, ovn-northd and ovn-ic; the zones are joined by the transit
 // switch ts1 in the interconnect databases, and each zone's router lr0
 // reaches the others through its port on ts1 (198.18.254.0/24), learning
-// their pod subnets from ovn-ic. The order of a move follows
-// ../shared/notes/real-components.md: the new zone is prepared first, the
-// node's switch never exists in two zones at once, and the node's chassis
-// leaves the old southbound database only once it is connected to the new.
+// their pod subnets from ovn-ic. The order of a move: the new zone is
+// prepared first, the node's switch never exists in two zones at once, and
+// the node's chassis leaves the old southbound database only once it is
+// connected to the new.
 
 const (
 	transitSwitch = "ts1"
