@@ -326,12 +326,17 @@ func (s *State) stopKubeNodes() error {
 	if !s.Options.RealNodes {
 		return nil
 	}
-	var errs []error
-	for _, n := range s.Topology.Nodes {
-		if err := s.kubeNode(n, "").Stop(s.nodeRunning(n.Name)); err != nil {
-			errs = append(errs, err)
-		}
+	// The nodes are independent machines: they power off side by side.
+	errs := make([]error, len(s.Topology.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range s.Topology.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.kubeNode(n, "").Stop(s.nodeRunning(n.Name))
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -557,5 +562,10 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 		return err
 	}
 	s.watchReboots(ctx, func(node string) error { return s.rebootRealNode(ctx, cp, node, binary, archives, proxy) })
-	return nil
+	// The nodes go before the control plane: the API server's graceful stop otherwise waits on
+	// every kubelet's and agent's open watches.
+	if err := s.reload(); err != nil {
+		return err
+	}
+	return s.stopKubeNodes()
 }

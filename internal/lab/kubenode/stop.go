@@ -20,9 +20,10 @@ type Running struct{ Holder, Containerd, Kubelet, KubeProxy int }
 // The node's directory stays: its state is what a restart starts from.
 func (n Node) Stop(r Running) error {
 	var errs []error
+	// Power off: nothing gets to clean up after itself, as on a machine that loses power.
 	for _, p := range []int{r.Kubelet, r.KubeProxy} {
 		if p > 0 {
-			terminate(p, 5*time.Second)
+			terminate(p, 0)
 		}
 	}
 	if err := n.killCgroup(10 * time.Second); err != nil {
@@ -37,11 +38,10 @@ func (n Node) Stop(r Running) error {
 			}
 		}
 	}
-	if r.Containerd > 0 {
-		terminate(r.Containerd, 5*time.Second)
-	}
-	if r.Holder > 0 {
-		terminate(r.Holder, 5*time.Second)
+	for _, p := range []int{r.Containerd, r.Holder} {
+		if p > 0 {
+			terminate(p, 0)
+		}
 	}
 	if err := n.removeCgroupRoot(); err != nil {
 		errs = append(errs, err)
@@ -49,12 +49,17 @@ func (n Node) Stop(r Running) error {
 	return errors.Join(errs...)
 }
 
-// terminate sends SIGTERM, then SIGKILL after grace, and waits for the exit.
+// terminate sends SIGTERM, then SIGKILL after grace (at once when grace is
+// 0), and waits for the exit.
 func terminate(pid int, grace time.Duration) {
 	if pid <= 1 {
 		return
 	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
+	sig := syscall.SIGTERM
+	if grace == 0 {
+		sig, grace = syscall.SIGKILL, 5*time.Second
+	}
+	_ = syscall.Kill(pid, sig)
 	deadline := time.Now().Add(grace)
 	for Alive(pid) {
 		if time.Now().After(deadline) {
