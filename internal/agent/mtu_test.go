@@ -24,24 +24,14 @@ import (
 // /run/netns or a path).
 func linkMTUs(t *testing.T, netns string) map[string]int {
 	t.Helper()
-	if !strings.HasPrefix(netns, "/") {
-		netns = "/run/netns/" + netns
-	}
-	out, err := exec.Command("nsenter", "--net="+netns, "--", "ip", "-o", "link", "show").Output()
+	h, err := netdev.Open(netns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mtus := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		name := strings.SplitN(strings.TrimSuffix(f[1], ":"), "@", 2)[0]
-		for i := range f {
-			if f[i] == "mtu" {
-				var m int
-				fmt.Sscan(f[i+1], &m)
-				mtus[name] = m
-			}
-		}
+	defer h.Close()
+	mtus, err := h.MTUs()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return mtus
 }

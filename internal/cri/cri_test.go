@@ -108,18 +108,9 @@ func runSandbox(t *testing.T, n kubenode.Node, rt runtimeapi.RuntimeServiceClien
 	defer cancel()
 	r, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
 	if err != nil {
-		t.Fatalf("run sandbox %s: %v\ncontainerd log ends:\n%s", name, err, tail(n.LogPath("containerd")))
+		t.Fatalf("run sandbox %s: %v\ncontainerd log ends:\n%s", name, err, kubenodetest.Tail(n.LogPath("containerd")))
 	}
 	return r.PodSandboxId
-}
-
-func tail(path string) string {
-	data, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func TestSandboxesFromARealContainerd(t *testing.T) {

@@ -327,13 +327,18 @@ func (s *State) stopKubeNodes() error {
 		return nil
 	}
 	// The nodes are independent machines: they power off side by side.
+	return s.eachNode(func(n NodeSpec) error { return s.kubeNode(n, "").Stop(s.nodeRunning(n.Name)) })
+}
+
+// eachNode runs fn for every node at once and joins their errors.
+func (s *State) eachNode(fn func(NodeSpec) error) error {
 	errs := make([]error, len(s.Topology.Nodes))
 	var wg sync.WaitGroup
 	for i, n := range s.Topology.Nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.kubeNode(n, "").Stop(s.nodeRunning(n.Name))
+			errs[i] = fn(n)
 		}()
 	}
 	wg.Wait()
@@ -536,17 +541,7 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 	if err != nil {
 		return err
 	}
-	errs := make([]error, len(s.Topology.Nodes))
-	var wg sync.WaitGroup
-	for i, n := range s.Topology.Nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.startKubeNode(ctx, cp, n, binary, archives, proxy)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := s.eachNode(func(n NodeSpec) error { return s.startKubeNode(ctx, cp, n, binary, archives, proxy) }); err != nil {
 		return err
 	}
 	if err := s.installNetshift(ctx, cp, kubeconfig); err != nil {

@@ -79,3 +79,16 @@ func (h *Handle) Kind(link string) (string, error) {
 	}
 	return l.Type(), nil
 }
+
+// MTUs reads every link's MTU in the handle's namespace, by name.
+func (h *Handle) MTUs() (map[string]int, error) {
+	links, err := h.h.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("list links%s: %w", map[bool]string{true: " in " + h.netns, false: ""}[h.netns != ""], err)
+	}
+	out := make(map[string]int, len(links))
+	for _, l := range links {
+		out[l.Attrs().Name] = l.Attrs().MTU
+	}
+	return out, nil
+}

@@ -131,3 +131,16 @@ func TestInNetnsOfTheCallersOwnNamespace(t *testing.T) {
 		t.Fatalf("InNetns(\"\"): %v, ran %v", err, ran)
 	}
 }
+
+func TestMTUsListsEveryLink(t *testing.T) {
+	node, _ := pods(t, 2)
+	h, err := Open(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	got, err := h.MTUs()
+	if err != nil || got["vp0"] != 1450 || got["vp1"] != 1450 || got["lo"] != 65536 {
+		t.Fatalf("MTUs = %v, %v", got, err)
+	}
+}

@@ -311,21 +311,14 @@ func linkIndex(t *testing.T, netns, link string) int {
 // linkMTUsIn reads every link's MTU in a network namespace.
 func linkMTUsIn(t *testing.T, netns string) map[string]int {
 	t.Helper()
-	out, err := exec.Command("nsenter", "--net="+netns, "--", "ip", "-o", "link", "show").Output()
+	h, err := netdev.Open(netns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mtus := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		name := strings.SplitN(strings.TrimSuffix(f[1], ":"), "@", 2)[0]
-		for i := range f {
-			if f[i] == "mtu" && i+1 < len(f) {
-				var m int
-				fmt.Sscan(f[i+1], &m)
-				mtus[name] = m
-			}
-		}
+	defer h.Close()
+	mtus, err := h.MTUs()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return mtus
 }
