@@ -17,8 +17,8 @@ hack/build.sh bin   # netshift (a lab build), netshift-cni, the pause program: t
 ns=bin/netshift
 if [[ -z "$keep" ]]; then trap '$ns lab down --name demo >/dev/null 2>&1 || true' EXIT; fi
 
-echo "== netshift lab up --name demo --real-nodes"
-$ns lab up --name demo --real-nodes
+echo "== netshift lab up --name demo"
+$ns lab up --name demo
 echo
 echo "== netshift lab status --name demo"
 $ns lab status --name demo

@@ -47,7 +47,7 @@ static() {
 }
 unit_tests() { go test -count=1 $unit; }
 integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
-e2e_tests() { go test -count=1 -p 1 -timeout 20m -v $e2e | grep -E '^(=== RUN|--- |\s+\S+_test.go:|ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
+e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep -E '^(=== RUN|--- |\s+\S+_test.go:|ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
 bench() {
   go test -run '^$' -bench 'FullDecision' -benchtime 200x -count 5 ./internal/rollout/ || return 1
   go test -run '^$' -bench 'DrainCycle200' -benchtime 1x -timeout 10m ./internal/operator/ || return 1

@@ -37,10 +37,8 @@ const LabHookLabel = "lab.netshift.io/"
 func labAgentFlags(f *pflag.FlagSet) func(*agent.Options, *rest.Config) error {
 	var clockOffset time.Duration
 	var failOnce []string
-	var labPods string
 	f.DurationVar(&clockOffset, "clock-offset", 0, "shift this agent's clock (lab builds: tests of the clock check)")
 	f.StringSliceVar(&failOnce, "fail-step-once", nil, "make the first run of these live-change steps fail (lab builds: tests of the restore action)")
-	f.StringVar(&labPods, "lab-pods", "", "read the node's pods from this file of the process lab instead of a container runtime (lab builds)")
 	return func(o *agent.Options, cfg *rest.Config) error {
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
@@ -61,9 +59,6 @@ func labAgentFlags(f *pflag.FlagSet) func(*agent.Options, *rest.Config) error {
 		o.ClockOffset = clockOffset
 		for _, s := range failOnce {
 			o.FailStepOnce = append(o.FailStepOnce, v1alpha1.StepAction(s))
-		}
-		if labPods != "" {
-			o.Pods = agent.LabPods{File: labPods}
 		}
 		return nil
 	}

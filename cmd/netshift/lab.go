@@ -17,9 +17,9 @@ func labCmd(g *globals) *cobra.Command {
 	var name string
 	cmd := &cobra.Command{
 		Use:   "lab",
-		Short: "A real multi-node cluster network on this machine: namespaces, Open vSwitch, a real API server, netshift",
+		Short: "A real multi-node cluster on this machine: nodes with their own Open vSwitch, containerd, kubelet and kube-proxy, a real control plane, netshift installed from config/",
 	}
-	cmd.PersistentFlags().StringVar(&name, "name", "lab", "lab name (1 to 8 lowercase letters or digits); labs with different names run side by side")
+	cmd.PersistentFlags().StringVar(&name, "name", "lab", "lab name (1 to 8 lowercase letters or digits); one lab runs on a machine at a time")
 	cmd.AddCommand(labUpCmd(&name), labDownCmd(&name), labStatusCmd(&name), labKubeconfigCmd(&name), labExecCmd(&name),
 		labServeCmd(&name), labProbeCmd(&name), labRebuildNodeCmd(&name), labMigrateCmd(&name),
 		labZoneMoveCmd(&name), labZoneCentralCmd(&name), labUpgradeZonesCmd(&name), labZoneBenchCmd(&name))
@@ -32,7 +32,7 @@ func labUpCmd(name *string) *cobra.Command {
 	var labels, agentArgs []string
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Build a lab and start its API server, operator and agents",
+		Short: "Build a lab: its nodes, control plane, netshift (from config/lab) and the probe's pods",
 		Example: `  netshift lab up                         # 3 nodes, 2 pods each, VXLAN, underlay MTU 1500, pod MTU 1450
   netshift lab up --name big --nodes 10 --tunnel geneve
   netshift lab up --ovn --node-label node-1:zone=a`,
@@ -87,8 +87,8 @@ func labUpCmd(name *string) *cobra.Command {
 	f.IntVar(&o.UnderlayMTU, "underlay-mtu", 1500, "underlay MTU (1280..9000)")
 	f.IntVar(&o.MTU, "mtu", 0, "pod MTU (default: underlay MTU minus the tunnel overhead, 50 for VXLAN, 58 for Geneve)")
 	f.StringArrayVar(&labels, "node-label", nil, "a label for a node, NODE:KEY=VALUE (repeatable)")
-	f.BoolVar(&o.RealNodes, "real-nodes", false, "make every node a real Kubernetes node (its own containerd, kubelet and kube-proxy), the pods real pods, and install netshift from config/lab (needs hack/build.sh's binaries side by side)")
-	f.StringArrayVar(&agentArgs, "agent-arg", nil, "an extra flag for a node's agent, NODE:--FLAG=VALUE (repeatable; e.g. node-2:--clock-offset=200ms)")
+	f.StringArrayVar(&o.FailReboots, "fail-reboot", nil, "make this node's reboot, asked by its agent's node-restore action, fail (repeatable; tests of a failed restore)")
+	f.StringArrayVar(&agentArgs, "agent-arg", nil, "a test hook for a node's agent, NODE:--FLAG=VALUE, set as the node's label lab.netshift.io/FLAG (repeatable; --clock-offset=200ms or --fail-step-once=STEP)")
 	return cmd
 }
 
@@ -179,11 +179,11 @@ func labExecCmd(name *string) *cobra.Command {
 func labRebuildNodeCmd(name *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rebuild-node NODE",
-		Short: "Rebuild a lab node's network from its network configuration, as a reboot would (the lab agents' node-restore action)",
-		Long: `Rebuild a lab node's network from its network configuration file (nodes/NODE/network.json in the
-lab's directory): every pod's eth0 and host veth MTU, the node's internal port and, in plain mode,
-the tunnel ports. The node gets a new boot ID and its agent is ended and started again, as after a
-reboot. The lab's agents run this after a failed live-change step.`,
+		Short: "Reboot a lab node, as its agent's node-restore action does, and wait until it runs again",
+		Long: `Reboot a lab node: its kubelet, kube-proxy, pods, containerd and mount namespace stop, its
+Open vSwitch comes back to the node's network configuration, the node gets a new boot ID, and its
+daemons start again; the kubelet recreates its pods through the CNI chain. Nothing of the machine
+changes. The runbook's fix for a node whose restore failed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := lab.LoadState(*name)

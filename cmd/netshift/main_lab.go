@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/lab/labcni"
 )
 
@@ -22,7 +24,36 @@ func init() {
 	}
 }
 
-func init() { labCommands = append(labCommands, labRebootCmd) }
+func init() { labCommands = append(labCommands, labRebootCmd, labCallCmd) }
+
+// labCallCmd is how a real lab node's netshift pods do what the cluster's
+// network plugin does for them in the lab (an OVN zone move, the central
+// zone's start and retirement): the lab runs the command on the machine and
+// answers through the node's lab directory.
+func labCallCmd() *cobra.Command {
+	var dir string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:    "lab-call -- zone-move NODE ZONE | zone-central ensure|retire",
+		Short:  "Ask the lab to run one of its zone commands for this node, and wait for it (lab builds: the zone commands of the operator and agents)",
+		Args:   cobra.MinimumNArgs(1),
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := lab.PlaceCall(cmd.Context(), dir, args, wait)
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), r.Output)
+			if r.ExitCode != 0 {
+				return fmt.Errorf("lab %s: exit code %d", strings.Join(args, " "), r.ExitCode)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "/run/netshift-lab", "the node's lab directory, which the lab watches")
+	cmd.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for the answer")
+	return cmd
+}
 
 // labRebootCmd is the node-restore command of the lab's agents: it asks the
 // lab to reboot this node (a file in the node's lab directory, which the lab
@@ -36,6 +67,9 @@ func labRebootCmd() *cobra.Command {
 		Args:   cobra.NoArgs,
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if why, err := os.ReadFile(filepath.Join(dir, lab.RebootFailsFile)); err == nil {
+				return fmt.Errorf("the lab node's reboot failed: %s", strings.TrimSpace(string(why)))
+			}
 			req := filepath.Join(dir, "reboot")
 			if err := os.WriteFile(req, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
 				return fmt.Errorf("ask the lab to reboot the node: %w", err)

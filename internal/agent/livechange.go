@@ -35,6 +35,13 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 		// The restore failed before this agent started; someone may have fixed the node since (the
 		// runbook's "fix it, restart the agent"): check it once more.
 		a.rechecked[plan.ID] = true
+		// Fixed by a reboot, its pods came back through the CNI chain, some perhaps before this
+		// agent chained netshift-cni again: they get the node's MTU before the check.
+		if plan.Network != nil && a.NetworkConfig != "" {
+			if err := a.alignAfterBoot(ctx, int(plan.Network.MTU)); err != nil {
+				logger.Error(err, "aligning the pods before the check")
+			}
+		}
 		if err := a.check(ctx, plan); err != nil {
 			logger.Info("the node still does not carry the change", "problem", err.Error())
 			return ctrl.Result{}, nil

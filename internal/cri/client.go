@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -89,3 +90,36 @@ func (c *Client) Sandboxes(ctx context.Context) ([]Sandbox, error) {
 }
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// ContainerPid is the host pid of a running container of a pod (0 when the
+// pod has no such container running), from the runtime's verbose status.
+func (c *Client) ContainerPid(ctx context.Context, namespace, pod, container string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	list, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": namespace, "io.kubernetes.pod.name": pod,
+			"io.kubernetes.container.name": container}}})
+	if err != nil {
+		return 0, fmt.Errorf("CRI %s: list containers of pod %s/%s: %w", c.endpoint, namespace, pod, err)
+	}
+	for _, item := range list.Containers {
+		st, err := c.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: item.Id, Verbose: true})
+		if err != nil {
+			if isNotFound(err) {
+				continue
+			}
+			return 0, fmt.Errorf("CRI %s: status of container %s: %w", c.endpoint, shortID(item.Id), err)
+		}
+		var vi struct {
+			Pid int `json:"pid"`
+		}
+		if err := json.Unmarshal([]byte(st.Info["info"]), &vi); err != nil {
+			return 0, fmt.Errorf("CRI %s: container %s: verbose information: %w", c.endpoint, shortID(item.Id), err)
+		}
+		if vi.Pid > 1 {
+			return vi.Pid, nil
+		}
+	}
+	return 0, nil
+}

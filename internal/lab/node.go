@@ -156,34 +156,6 @@ func (s *State) addTunnels(ctx context.Context, sh *shell, n NodeSpec) error {
 	return nil
 }
 
-// buildPod creates the pod's namespace and its veth into br-int.
-func (s *State) buildPod(ctx context.Context, sh *shell, p PodSpec) error {
-	n, _ := s.Topology.Node(p.Node)
-	if err := s.addNetns(ctx, sh, p.Netns); err != nil {
-		return err
-	}
-	mtu := strconv.Itoa(s.Options.MTU)
-	for _, args := range [][]string{
-		{"-n", n.Netns, "link", "add", p.HostPort, "mtu", mtu, "type", "veth", "peer", "name", "eth0", "netns", p.Netns},
-		{"-n", p.Netns, "link", "set", "eth0", "address", p.MAC, "mtu", mtu, "up"},
-		{"-n", p.Netns, "addr", "add", fmt.Sprintf("%s/%d", p.IP, s.Topology.PodPrefixLen), "dev", "eth0"},
-		{"-n", n.Netns, "link", "set", p.HostPort, "arp", "off", "up"},
-	} {
-		if err := sh.ip(ctx, args...); err != nil {
-			return fmt.Errorf("pod %s: %w", p.Name, err)
-		}
-	}
-	// Without this, TCP segments leave the veth with bad checksums into the userspace
-	// datapath: ping works, TCP does not.
-	if _, err := sh.inNetns(ctx, p.Netns, nil, "ethtool", "-K", "eth0", "tx", "off"); err != nil {
-		return fmt.Errorf("pod %s: %w", p.Name, err)
-	}
-	if _, err := s.vsctl(ctx, sh, n.Name, "add-port", "br-int", p.HostPort); err != nil {
-		return fmt.Errorf("pod %s: %w", p.Name, err)
-	}
-	return nil
-}
-
 func waitLink(ctx context.Context, sh *shell, netns, link string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {

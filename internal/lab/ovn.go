@@ -27,6 +27,23 @@ func (s *State) nbctl(ctx context.Context, sh *shell, args ...string) (string, e
 	return s.nbctlAt(ctx, sh, s.NBDB(), args...)
 }
 
+// centralRemotes are the central databases' addresses for netshift's operator,
+// a pod of a real node: on the machine's address in the underlay, as a
+// cluster's OVN databases listen on a control-plane node's.
+func (s *State) centralRemotes(db string) []string {
+	port := map[string]string{"nb": CentralNBPort, "sb": CentralSBPort}[db]
+	if port == "" {
+		return nil
+	}
+	return []string{"--remote=ptcp:" + port + ":" + hostIP}
+}
+
+// The central databases' TCP ports on the machine's underlay address (real nodes).
+const (
+	CentralNBPort = "6641"
+	CentralSBPort = "6642"
+)
+
 func routerMAC(i int) string { return fmt.Sprintf("0a:58:c6:12:%02x:01", i) }
 
 // buildOVN starts the central NB and SB databases and ovn-northd (in the root
@@ -44,9 +61,9 @@ func (s *State) buildOVN(ctx context.Context, sh *shell, progress func(string, .
 			return err
 		}
 		pid := filepath.Join(dir, db+".pid")
-		if err := s.startDaemon(ctx, sh, "ovsdb-server:ovn-"+db, "", env, pid, "ovsdb-server", file,
-			"--remote=punix:"+filepath.Join(dir, db+".sock"), "--pidfile="+pid, "--unixctl="+filepath.Join(dir, db+".ctl"),
-			"--log-file="+filepath.Join(dir, db+".log"), "--detach"); err != nil {
+		args := append([]string{file, "--remote=punix:" + filepath.Join(dir, db+".sock"), "--pidfile=" + pid, "--unixctl=" + filepath.Join(dir, db+".ctl"),
+			"--log-file=" + filepath.Join(dir, db+".log"), "--detach"}, s.centralRemotes(db)...)
+		if err := s.startDaemon(ctx, sh, "ovsdb-server:ovn-"+db, "", env, pid, "ovsdb-server", args...); err != nil {
 			return err
 		}
 	}
@@ -97,22 +114,4 @@ func routerSwitchArgs(ls, lrp, mac, cidr string) []string {
 		"--", "lsp-set-type", "stor-" + ls, "router",
 		"--", "lsp-set-addresses", "stor-" + ls, "router",
 		"--", "lsp-set-options", "stor-" + ls, "router-port=" + lrp}
-}
-
-// bindOVNPod creates the pod's logical port and binds it to the pod's OVS
-// interface by iface-id; the pod routes through its node switch's router port.
-func (s *State) bindOVNPod(ctx context.Context, sh *shell, p PodSpec) error {
-	n, _ := s.Topology.Node(p.Node)
-	addr := p.MAC + " " + p.IP
-	if _, err := s.nbctl(ctx, sh, "lsp-add", "ls-"+n.Name, p.Name,
-		"--", "lsp-set-addresses", p.Name, addr, "--", "lsp-set-port-security", p.Name, addr); err != nil {
-		return fmt.Errorf("pod %s: logical port: %w", p.Name, err)
-	}
-	if _, err := s.vsctl(ctx, sh, n.Name, "set", "interface", p.HostPort, "external_ids:iface-id="+p.Name); err != nil {
-		return fmt.Errorf("pod %s: %w", p.Name, err)
-	}
-	if err := sh.ip(ctx, "-n", p.Netns, "route", "add", "default", "via", fmt.Sprintf("198.18.%d.1", n.Index)); err != nil {
-		return fmt.Errorf("pod %s: default route: %w", p.Name, err)
-	}
-	return nil
 }

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"netshift.io/netshift/internal/netdev"
 	"os"
 	"os/exec"
-	"slices"
 	"syscall"
 	"time"
+
+	"netshift.io/netshift/internal/netdev"
 
 	"netshift.io/netshift/internal/lab/probe"
 )
@@ -24,7 +24,7 @@ func (s *State) ProbeConfig(ctx context.Context, d time.Duration) (probe.Config,
 		return cfg, err
 	}
 	for _, p := range pods {
-		if !slices.Contains(s.Removed, p.Name) && p.Netns != "" {
+		if p.Netns != "" {
 			cfg.Pods = append(cfg.Pods, probe.Pod{Name: p.Name, Node: p.Node, Netns: p.Netns, IP: p.IP})
 		}
 	}

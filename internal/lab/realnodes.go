@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/config"
+	"netshift.io/netshift/internal/atomicfile"
 	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/cri"
 	"netshift.io/netshift/internal/images"
@@ -28,7 +29,7 @@ import (
 	"netshift.io/netshift/internal/ovs"
 )
 
-// A lab of real nodes (--real-nodes): the machine joins the underlay at
+// The machine joins the lab's underlay at
 // hostIP, where the API server serves; Services get addresses from
 // serviceCIDR, and each node's kube-proxy carries them.
 const (
@@ -134,17 +135,73 @@ func (s *State) kubeNode(n NodeSpec, assets string) kubenode.Node {
 // ID, and the reboot request its agent's node-restore command writes.
 func (s *State) labDir(node string) string { return s.Path("nodes", node, "lab") }
 
-// watchReboots reboots a real node when its agent asks (its node-restore
-// action), one node at a time per node.
-func (s *State) watchReboots(ctx context.Context, reboot func(node string) error) {
+// RebootFailsFile, in a node's lab directory, makes its reboot requests fail
+// (lab up --fail-reboot): lab-reboot reads it.
+const RebootFailsFile = "reboot-fails"
+
+// writeLabDir prepares a real node's lab directory: its boot ID, and whether
+// its reboots are made to fail.
+func (s *State) writeLabDir(node string) error {
+	calls := filepath.Join(s.labDir(node), CallsDir)
+	if err := os.MkdirAll(calls, 0o755); err != nil {
+		return err
+	}
+	// The operator calls as a user of its own (its pod runs as non-root).
+	if err := os.Chmod(calls, 0o1777); err != nil {
+		return err
+	}
+	for _, n := range s.Options.FailReboots {
+		if n == node {
+			msg := "the lab makes this node's reboots fail (lab up --fail-reboot " + node + ")\n"
+			return os.WriteFile(filepath.Join(s.labDir(node), RebootFailsFile), []byte(msg), 0o644)
+		}
+	}
+	return nil
+}
+
+// rebootAndWait asks the supervisor to reboot a real node, as its agent does,
+// and waits until the node runs again on its new boot.
+func (s *State) rebootAndWait(ctx context.Context, node string) error {
+	if _, ok := s.Topology.Node(node); !ok {
+		return fmt.Errorf("no node %q in lab %s", node, s.Options.Name)
+	}
+	before, _ := os.ReadFile(s.BootIDPath(node))
+	if err := os.WriteFile(filepath.Join(s.labDir(node), "reboot"), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("node %s: ask the lab to reboot it: %w", node, err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if err := s.reload(); err != nil {
+			return err
+		}
+		now, _ := os.ReadFile(s.BootIDPath(node))
+		if string(now) != string(before) && s.nodeRunning(node).Kubelet != 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: not back from its reboot after 3 minutes; see %s", node, s.Path("supervisor.log"))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// watchNodes reboots a real node when its agent asks (its node-restore
+// action), one reboot at a time per node, and answers its pods' lab calls.
+func (s *State) watchNodes(ctx context.Context, binary string, reboot func(node string) error) {
 	busy := map[string]bool{}
 	var mu sync.Mutex
+	var calls sync.Map
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
+		s.answerCalls(ctx, binary, &calls)
 		for _, n := range s.Topology.Nodes {
 			req := filepath.Join(s.labDir(n.Name), "reboot")
 			if _, err := os.Stat(req); err != nil {
@@ -227,13 +284,61 @@ func (s *State) rebootRealNode(ctx context.Context, cp *controlplane.ControlPlan
 // plugin, addresses from the node's part of the flat pod network. The agent
 // chains netshift-cni after it once it runs on the node.
 func (s *State) labCNIConfig(n NodeSpec) []byte {
-	conf := map[string]any{"cniVersion": "1.0.0", "name": "lab", "plugins": []any{map[string]any{
-		"type": labcni.Name, "bridge": "br-int", "ovsdb": "unix:/run/openvswitch/db.sock", "mtu": s.Options.MTU,
-		"ipam": map[string]any{"type": "host-local", "ranges": [][]map[string]string{{{
-			"subnet": podNet.String(), "rangeStart": fmt.Sprintf("198.18.%d.10", n.Index), "rangeEnd": fmt.Sprintf("198.18.%d.250", n.Index)}}}},
-	}}}
+	plugin := map[string]any{"type": labcni.Name, "bridge": "br-int", "ovsdb": "unix:/run/openvswitch/db.sock", "mtu": s.Options.MTU}
+	subnet := podNet.String()
+	if s.Options.OVN {
+		// Routed: the node's own /24 behind its switch's router port, the switch the node's
+		// zone's northbound database holds (the lab keeps its address in the node's lab file).
+		subnet = fmt.Sprintf("198.18.%d.0/24", n.Index)
+		plugin["ovn"] = map[string]string{"nbFile": "/run/netshift-lab/" + ovnNBFile, "switch": "ls-" + n.Name,
+			"gateway": fmt.Sprintf("198.18.%d.1", n.Index)}
+	}
+	plugin["ipam"] = map[string]any{"type": "host-local", "ranges": [][]map[string]string{{{
+		"subnet": subnet, "rangeStart": fmt.Sprintf("198.18.%d.10", n.Index), "rangeEnd": fmt.Sprintf("198.18.%d.250", n.Index)}}}}
+	conf := map[string]any{"cniVersion": "1.0.0", "name": "lab", "plugins": []any{plugin}}
 	data, _ := json.MarshalIndent(conf, "", "  ")
 	return data
+}
+
+// ovnNBFile, in a real node's lab directory, holds the address of the
+// northbound database of the node's zone, where the stand-in network plugin
+// creates its pods' logical ports.
+const ovnNBFile = "ovn-nb"
+
+// setNodeNB records the northbound database a real node's new pods' logical
+// ports go into.
+func (s *State) setNodeNB(node, nb string) error {
+	if err := os.MkdirAll(s.labDir(node), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(s.labDir(node), ovnNBFile), []byte(nb+"\n"), 0o644)
+}
+
+// nodeLogicalPorts are the pods' logical ports on a node's switch, with their
+// addresses, as a northbound database holds them (ports created by the
+// stand-in network plugin).
+func (s *State) nodeLogicalPorts(ctx context.Context, sh *shell, nb string, n NodeSpec) (map[string]string, error) {
+	ports, err := s.nbctlAt(ctx, sh, nb, "--if-exists", "get", "logical_switch", "ls-"+n.Name, "ports")
+	if err != nil {
+		return nil, err
+	}
+	onSwitch := map[string]bool{}
+	for _, u := range strings.FieldsFunc(ports, func(r rune) bool { return strings.ContainsRune("[], \n", r) }) {
+		onSwitch[u] = true
+	}
+	// The pods' ports are the switch's ports of no type (not its router port).
+	rows, err := s.nbctlAt(ctx, sh, nb, "--data=bare", "--no-headings", "--format=csv", "--columns=_uuid,name,addresses",
+		"find", "logical_switch_port", `type=""`)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(rows), "\n") {
+		if f := strings.SplitN(l, ",", 3); len(f) == 3 && onSwitch[f[0]] {
+			found[f[1]] = strings.Trim(f[2], `"`)
+		}
+	}
+	return found, nil
 }
 
 // buildImages writes the lab's images from the binaries beside the lab's own
@@ -323,9 +428,6 @@ func (s *State) nodeRunning(node string) kubenode.Running {
 // stopKubeNodes stops every real node (their pods' processes included), for
 // the teardown.
 func (s *State) stopKubeNodes() error {
-	if !s.Options.RealNodes {
-		return nil
-	}
 	// The nodes are independent machines: they power off side by side.
 	return s.eachNode(func(n NodeSpec) error { return s.kubeNode(n, "").Stop(s.nodeRunning(n.Name)) })
 }
@@ -369,11 +471,31 @@ func (s *State) installNetshift(ctx context.Context, cp *controlplane.ControlPla
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, filepath.Join(cp.AssetsDir, "kubectl"), "--kubeconfig", kubeconfig, "apply", "-k", filepath.Join(dir, "lab")).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("kubectl apply -k %s: %w: %s", filepath.Join(dir, "lab"), err, out)
+	overlay := "lab"
+	switch {
+	case s.Options.OVN && s.Options.Zones == ZonesLegacy:
+		overlay = "lab-ovn" // no zone controller until `lab upgrade-zones`
+	case s.Options.OVN:
+		overlay = "lab-ovn-zones"
 	}
-	return os.WriteFile(s.Path("install.log"), out, 0o644)
+	return s.applyOverlay(ctx, cp.AssetsDir, kubeconfig, overlay)
+}
+
+// applyOverlay is `kubectl apply -k` of one of the lab's overlays, as written
+// out at install.
+func (s *State) applyOverlay(ctx context.Context, assets, kubeconfig, overlay string) error {
+	dir := s.Path("config", overlay)
+	out, err := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), "--kubeconfig", kubeconfig, "apply", "-k", dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubectl apply -k %s: %w: %s", dir, err, out)
+	}
+	f, err := os.OpenFile(s.Path("install.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = fmt.Fprintf(f, "kubectl apply -k %s\n%s", dir, out)
+	return err
 }
 
 // workloads are the probe's pods: one DaemonSet per rank, so every node runs
@@ -556,7 +678,7 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 	if err := s.record(func() { s.Kubeconfig, s.Ready = kubeconfig, true }); err != nil {
 		return err
 	}
-	s.watchReboots(ctx, func(node string) error { return s.rebootRealNode(ctx, cp, node, binary, archives, proxy) })
+	s.watchNodes(ctx, binary, func(node string) error { return s.rebootRealNode(ctx, cp, node, binary, archives, proxy) })
 	// The nodes go before the control plane: the API server's graceful stop otherwise waits on
 	// every kubelet's and agent's open watches.
 	if err := s.reload(); err != nil {

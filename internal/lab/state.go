@@ -34,20 +34,16 @@ type Process struct {
 
 // State is everything a lab created, written before each thing is created.
 type State struct {
-	Options    Options   `json:"options"`
-	Topology   Topology  `json:"topology"`
-	Created    time.Time `json:"created"`
-	Netns      []string  `json:"netns"`     // namespaces created, in order
-	Processes  []Process `json:"processes"` // processes started
-	Kubeconfig string    `json:"kubeconfig,omitempty"`
-	Ready      bool      `json:"ready"`
-	Removed    []string  `json:"removedPods,omitempty"` // pods evicted and torn down
-	Probe      *Process  `json:"probe,omitempty"`
-	// ZoneMigration runs the operator's zone controller (OVN labs built with zones; a legacy lab
-	// gets it with `lab upgrade-zones`).
-	ZoneMigration bool       `json:"zoneMigration,omitempty"`
-	mu            sync.Mutex `json:"-"`
-	dir           string
+	Options    Options    `json:"options"`
+	Topology   Topology   `json:"topology"`
+	Created    time.Time  `json:"created"`
+	Netns      []string   `json:"netns"`     // namespaces created, in order
+	Processes  []Process  `json:"processes"` // processes started
+	Kubeconfig string     `json:"kubeconfig,omitempty"`
+	Ready      bool       `json:"ready"`
+	Probe      *Process   `json:"probe,omitempty"`
+	mu         sync.Mutex `json:"-"`
+	dir        string
 }
 
 // Dir is the lab's state directory.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -78,22 +76,16 @@ func StatusOf(ctx context.Context, name string) (Status, error) {
 		}
 		st.Nodes = append(st.Nodes, ns)
 	}
-	if s.Options.RealNodes && s.Ready {
+	if s.Ready {
 		pods, err := s.Pods(ctx)
 		if err != nil {
 			return st, err
 		}
 		for _, p := range pods {
+			// A pod the API has with an address but its node's runtime has not is unhealthy.
 			st.Pods = append(st.Pods, PodStatus{Name: p.Name, Node: p.Node, Netns: p.Netns, IP: p.IP, Present: p.Netns != ""})
+			st.Healthy = st.Healthy && p.Netns != ""
 		}
-	}
-	for _, p := range s.Topology.Pods {
-		_, err := os.Stat(filepath.Join("/run/netns", p.Netns))
-		present := err == nil
-		if !present && !slices.Contains(s.Removed, p.Name) {
-			st.Healthy = false
-		}
-		st.Pods = append(st.Pods, PodStatus{Name: p.Name, Node: p.Node, Netns: p.Netns, IP: p.IP, Present: present})
 	}
 	for _, p := range s.Processes {
 		alive := p.Alive()
@@ -146,29 +138,21 @@ func (s *State) ExecTarget(ctx context.Context, name string) (string, []string, 
 	if n, ok := s.Topology.Node(name); ok {
 		return n.Netns, append(s.ovsEnv(n.Name), "OVN_RUNDIR="+s.nodeDir(n.Name)), nil
 	}
-	if p, ok := s.Topology.Pod(name); ok {
-		return p.Netns, nil, nil
+	pods, err := s.Pods(ctx)
+	if err != nil {
+		return "", nil, err
 	}
-	if s.Options.RealNodes {
-		pods, err := s.Pods(ctx)
-		if err != nil {
-			return "", nil, err
-		}
-		for _, p := range pods {
-			if p.Name == name && p.Netns != "" {
-				return p.Netns, nil, nil
-			}
+	for _, p := range pods {
+		if p.Name == name && p.Netns != "" {
+			return p.Netns, nil, nil
 		}
 	}
 	return "", nil, fmt.Errorf("lab %s has no node or pod named %q", s.Options.Name, name)
 }
 
-// Pods are the lab's workload pods: the topology's, or on real nodes those
-// the API lists, each with the network namespace its node's runtime holds.
+// Pods are the lab's workload pods the API lists, each with the network
+// namespace its node's runtime holds.
 func (s *State) Pods(ctx context.Context) ([]PodSpec, error) {
-	if !s.Options.RealNodes {
-		return s.Topology.Pods, nil
-	}
 	c, err := s.Client()
 	if err != nil {
 		return nil, err

@@ -1,10 +1,10 @@
-// Package lab builds a real multi-node cluster network on one machine: every
-// node a network namespace with its own Open vSwitch, tunnels between nodes
-// over an underlay, pods as namespaces wired into their node's integration
-// bridge, a real API server with a Node and a Pod object for each, and the
-// netshift operator and agents as their own processes. Everything it creates
-// is recorded under one state directory so that `lab down` removes it all,
-// and nothing else, even after a crash halfway.
+// Package lab builds a real multi-node Kubernetes cluster on one machine:
+// every node a network namespace with its own Open vSwitch, tunnels between
+// nodes over an underlay (or OVN), and a mount namespace of its own in which
+// its containerd, kubelet and kube-proxy run; the real control plane; netshift
+// installed from config/ as pods; the probe's workload pods. Everything it
+// creates is recorded under one state directory so that `lab down` removes it
+// all, and nothing else, even after a crash halfway.
 package lab
 
 import (
@@ -41,9 +41,20 @@ type Options struct {
 	// Zones is the OVN interconnect layout to build: legacy (central, no zones), single (one
 	// zone "global" with interconnect) or multi (a zone per node). OVN only; default single.
 	Zones string `json:"zones,omitempty"`
-	// RealNodes makes every node a real Kubernetes node (its own containerd and kubelet), the
-	// pods real pods, and installs netshift from config/lab.
-	RealNodes bool `json:"realNodes,omitempty"`
+	// FailReboots are real nodes whose reboot, asked by their agent's node-restore action,
+	// fails (tests of a restore that fails).
+	FailReboots []string `json:"failReboots,omitempty"`
+}
+
+// unknownNode is the first of names that is not a node of the lab ("" if none).
+func unknownNode(o Options, names []string) string {
+	for _, name := range names {
+		var i int
+		if _, err := fmt.Sscanf(name, "node-%d", &i); err != nil || i < 1 || i > o.Nodes || fmt.Sprintf("node-%d", i) != name {
+			return name
+		}
+	}
+	return ""
 }
 
 var labName = regexp.MustCompile(`^[a-z][a-z0-9]{0,7}$`)
@@ -91,9 +102,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--zones: OVN interconnect zones need --ovn")
 	case o.OVN && o.Zones != ZonesLegacy && o.Zones != ZonesSingle && o.Zones != ZonesMulti:
 		return fmt.Errorf("--zones: %q is not legacy, single or multi", o.Zones)
-	case o.RealNodes && o.OVN:
-		return fmt.Errorf("--real-nodes: the OVN mode does not run on real nodes yet; use --real-nodes with --tunnel vxlan or geneve")
-	case o.RealNodes && hookLabelsErr(o.AgentArgs) != nil:
+	case unknownNode(o, o.FailReboots) != "":
+		return fmt.Errorf("--fail-reboot: %q is not a node of this lab (node-1..node-%d)", unknownNode(o, o.FailReboots), o.Nodes)
+	case hookLabelsErr(o.AgentArgs) != nil:
 		return hookLabelsErr(o.AgentArgs)
 	case o.OVN && o.Tunnel != Geneve:
 		return fmt.Errorf("--tunnel: OVN mode uses geneve, not %s", o.Tunnel)
@@ -117,23 +128,19 @@ type NodeSpec struct {
 	UnderlayPort string `json:"underlayPort"`
 }
 
-// PodSpec is one pod of the lab.
+// PodSpec is one of the lab's workload pods, as the API and its node's
+// runtime have it.
 type PodSpec struct {
-	Name     string `json:"name"` // the Kubernetes Pod name (namespace "lab")
-	Node     string `json:"node"`
-	Netns    string `json:"netns"`
-	IP       string `json:"ip"`
-	MAC      string `json:"mac"`
-	HostPort string `json:"hostPort"` // the veth end in the node namespace, a port of br-int
+	Name  string `json:"name"` // the Kubernetes Pod name (namespace "lab")
+	Node  string `json:"node"`
+	Netns string `json:"netns"` // the pod's network namespace, through its sandbox's process
+	IP    string `json:"ip"`
 }
 
 // Topology is every name and address of a lab: a pure function of Options.
 type Topology struct {
 	UnderlayNetns string     `json:"underlayNetns"`
 	Nodes         []NodeSpec `json:"nodes"`
-	Pods          []PodSpec  `json:"pods"`
-	// PodPrefixLen is the prefix length pods use on eth0 (plain mode: one flat /16).
-	PodPrefixLen int `json:"podPrefixLen"`
 }
 
 // PodNamespace is the Kubernetes namespace of the lab's pods.
@@ -149,10 +156,7 @@ var (
 
 // Plan computes the topology.
 func Plan(o Options) Topology {
-	t := Topology{UnderlayNetns: fmt.Sprintf("ns-%s-ul", o.Name), PodPrefixLen: podNet.Bits()}
-	if o.OVN {
-		t.PodPrefixLen = 24
-	}
+	t := Topology{UnderlayNetns: fmt.Sprintf("ns-%s-ul", o.Name)}
 	for i := 1; i <= o.Nodes; i++ {
 		n := NodeSpec{
 			Index:        i,
@@ -163,19 +167,6 @@ func Plan(o Options) Topology {
 			UnderlayPort: fmt.Sprintf("ul%d", i),
 		}
 		t.Nodes = append(t.Nodes, n)
-		if o.RealNodes {
-			continue // real pods, created through the API and named by their DaemonSets
-		}
-		for j := 1; j <= o.PodsPerNode; j++ {
-			t.Pods = append(t.Pods, PodSpec{
-				Name:     fmt.Sprintf("pod-%d-%d", i, j),
-				Node:     n.Name,
-				Netns:    fmt.Sprintf("ns-%s-n%dp%d", o.Name, i, j),
-				IP:       fmt.Sprintf("198.18.%d.%d", i, 10+j),
-				MAC:      fmt.Sprintf("0a:58:c6:12:%02x:%02x", i, 10+j),
-				HostPort: fmt.Sprintf("vp%d", j),
-			})
-		}
 	}
 	return t
 }
@@ -194,14 +185,4 @@ func (t Topology) Node(name string) (NodeSpec, bool) {
 		}
 	}
 	return NodeSpec{}, false
-}
-
-// Pod returns the pod of that name.
-func (t Topology) Pod(name string) (PodSpec, bool) {
-	for _, p := range t.Pods {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return PodSpec{}, false
 }

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"netshift.io/netshift/internal/netdev"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"netshift.io/netshift/internal/netdev"
 )
 
 // Requirements lists what `lab up` needs on the machine, with the package
@@ -78,23 +79,11 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 	if err := s.buildNetwork(ctx, sh, progress); err != nil {
 		return s, err
 	}
-	if err := s.waitConnected(ctx, 20*time.Second); err != nil {
-		return s, err
-	}
-	progress("every node reaches every other node's pods")
 	if o.OVN && o.Zones != ZonesLegacy {
-		// Interconnect joins a network that works already, and is checked again:
-		// built while the ovn-controllers first bind, it slowed them past the check.
 		if err := s.buildIC(ctx, sh); err != nil {
 			return s, fmt.Errorf("OVN interconnect: %w", err)
 		}
-		if err := s.waitConnected(ctx, 60*time.Second); err != nil {
-			return s, err
-		}
 		progress("OVN interconnect: IC databases, transit switch %s, the global zone's ovn-ic", transitSwitch)
-		if err := s.record(func() { s.ZoneMigration = true }); err != nil {
-			return s, err
-		}
 	}
 	if o.OVN && o.Zones == ZonesMulti {
 		// Built as one zone, then each node moved into its own (the network settled first).
@@ -108,21 +97,15 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 		}
 		progress("multizone: every node in its own zone, the central zone retired")
 	}
-	if o.RealNodes {
-		if err := s.joinUnderlay(ctx, sh); err != nil {
-			return s, err
-		}
-		progress("starting the supervisor: kube-apiserver, etcd, kube-controller-manager, kube-scheduler; on every node containerd, the kubelet and kube-proxy; netshift from config/lab; the probe's pods")
-	} else {
-		progress("starting the supervisor: kube-apiserver and etcd, Nodes and Pods, operator and agents")
-	}
+	progress("starting the supervisor: kube-apiserver, etcd, kube-controller-manager, kube-scheduler; on every node containerd, the kubelet and kube-proxy; netshift from config/lab; the probe's pods")
 	if err := s.startSupervisor(ctx, binary); err != nil {
 		return s, err
 	}
-	pods := len(s.Topology.Pods)
-	if o.RealNodes {
-		pods = o.Nodes * o.PodsPerNode
+	if err := s.waitConnected(ctx, 60*time.Second); err != nil {
+		return s, err
 	}
+	progress("every node's pods reach a pod on every other node")
+	pods := o.Nodes * o.PodsPerNode
 	progress("lab %s is up: %d nodes, %d pods, %s%s; KUBECONFIG=%s", o.Name, o.Nodes, pods, o.Tunnel,
 		map[bool]string{true: " (OVN)", false: ""}[o.OVN], s.Kubeconfig)
 	return s, nil
@@ -142,10 +125,7 @@ func (s *State) startSupervisor(ctx context.Context, binary string) error {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	limit := 90 * time.Second
-	if s.Options.RealNodes {
-		limit = 6 * time.Minute // images imported into every node, kubelets, netshift installed, pods started
-	}
+	limit := 6 * time.Minute // images imported into every node, kubelets, netshift installed, pods started
 	deadline := time.After(limit)
 	for {
 		select {
@@ -172,35 +152,46 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// waitConnected waits until the first pod reaches one pod on every other
-// node over TCP (OVS learns, tunnels come up, ovn-controller binds).
+// waitConnected waits until a pod of every node reaches a pod on every
+// other node over TCP (OVS learns, tunnels come up, ovn-controller binds).
 func (s *State) waitConnected(ctx context.Context, timeout time.Duration) error {
-	if len(s.Topology.Pods) < 2 {
-		return nil
-	}
-	from := s.Topology.Pods[0]
-	var targets []PodSpec
-	seen := map[string]bool{from.Node: true}
-	for _, p := range s.Topology.Pods {
-		if !seen[p.Node] {
-			seen[p.Node] = true
-			targets = append(targets, p)
+	deadline := time.Now().Add(timeout)
+	for {
+		err := s.connected(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	deadline := time.Now().Add(timeout)
-	for _, to := range targets {
-		for {
-			err := TCPCheck(from, to, time.Second)
-			if err == nil {
-				break
+}
+
+// connected checks, once, that each node's first pod reaches a pod on every
+// other node.
+func (s *State) connected(ctx context.Context) error {
+	pods, err := s.Pods(ctx)
+	if err != nil {
+		return err
+	}
+	first := map[string]PodSpec{}
+	for _, p := range pods {
+		if _, ok := first[p.Node]; !ok && p.Netns != "" {
+			first[p.Node] = p
+		}
+	}
+	for _, from := range first {
+		for _, to := range first {
+			if from.Node == to.Node {
+				continue
 			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("pod %s cannot reach pod %s over TCP after %s: %w", from.Name, to.Name, timeout, err)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(50 * time.Millisecond):
+			if err := TCPCheck(from, to, time.Second); err != nil {
+				return fmt.Errorf("pod %s on %s cannot reach pod %s on %s over TCP: %w", from.Name, from.Node, to.Name, to.Node, err)
 			}
 		}
 	}

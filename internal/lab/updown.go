@@ -11,7 +11,8 @@ import (
 	"time"
 )
 
-// buildNetwork creates the underlay, every node and every pod.
+// buildNetwork creates the underlay, every node (its namespace and its OVS),
+// the machine's link into the underlay, and the tunnels or OVN.
 func (s *State) buildNetwork(ctx context.Context, sh *shell, progress func(string, ...any)) error {
 	ul := s.Topology.UnderlayNetns
 	if err := s.addNetns(ctx, sh, ul); err != nil {
@@ -29,6 +30,9 @@ func (s *State) buildNetwork(ctx context.Context, sh *shell, progress func(strin
 			return err
 		}
 	}
+	if err := s.joinUnderlay(ctx, sh); err != nil {
+		return err
+	}
 	if s.Options.OVN {
 		if err := s.buildOVN(ctx, sh, progress); err != nil {
 			return err
@@ -40,17 +44,6 @@ func (s *State) buildNetwork(ctx context.Context, sh *shell, progress func(strin
 			}
 		}
 	}
-	for _, p := range s.Topology.Pods {
-		if err := s.buildPod(ctx, sh, p); err != nil {
-			return err
-		}
-		if s.Options.OVN {
-			if err := s.bindOVNPod(ctx, sh, p); err != nil {
-				return err
-			}
-		}
-	}
-	progress("%d pods wired into their nodes' br-int", len(s.Topology.Pods))
 	return nil
 }
 

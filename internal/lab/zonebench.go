@@ -69,6 +69,14 @@ func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport
 	if err != nil {
 		return rep, err
 	}
+	pods, err := s.Pods(ctx)
+	if err != nil {
+		return rep, err
+	}
+	nodeOf := map[string]string{}
+	for _, p := range pods {
+		nodeOf[p.Name] = p.Node
+	}
 	measure := func(node, step string, do func() error) error {
 		pctx, cancel := context.WithCancel(ctx)
 		done := make(chan probe.Report, 1)
@@ -88,9 +96,7 @@ func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport
 		}
 		st := ZoneStep{Node: node, Step: step, TookMs: ms(took), Failures: r.ShortLived.Failures + r.HTTPS.Failures}
 		for _, c := range r.LongLived {
-			from, _ := s.Topology.Pod(c.From)
-			to, _ := s.Topology.Pod(c.To)
-			if node == "" || from.Node == node || to.Node == node {
+			if node == "" || nodeOf[c.From] == node || nodeOf[c.To] == node {
 				st.MovingMaxGapMs = max(st.MovingMaxGapMs, c.MaxGapMs)
 			} else {
 				st.OthersMaxGapMs = max(st.OthersMaxGapMs, c.MaxGapMs)

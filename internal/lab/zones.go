@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"netshift.io/netshift/internal/controlplane"
+
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -84,9 +86,12 @@ func (s *State) startDB(ctx context.Context, sh *shell, role, dir, name, schema 
 		return err
 	}
 	pid := filepath.Join(dir, name+".pid")
-	return s.startDaemon(ctx, sh, role, "", []string{"OVN_RUNDIR=" + dir}, pid, "ovsdb-server", file,
-		"--remote=punix:"+filepath.Join(dir, name+".sock"), "--pidfile="+pid, "--unixctl="+filepath.Join(dir, name+".ctl"),
-		"--log-file="+filepath.Join(dir, name+".log"), "--detach")
+	args := []string{file, "--remote=punix:" + filepath.Join(dir, name+".sock"), "--pidfile=" + pid, "--unixctl=" + filepath.Join(dir, name+".ctl"),
+		"--log-file=" + filepath.Join(dir, name+".log"), "--detach"}
+	if dir == s.ovnDir() {
+		args = append(args, s.centralRemotes(name)...)
+	}
+	return s.startDaemon(ctx, sh, role, "", []string{"OVN_RUNDIR=" + dir}, pid, "ovsdb-server", args...)
 }
 
 // startIC starts a zone's ovn-ic daemon.
@@ -161,17 +166,21 @@ func (s *State) buildIC(ctx context.Context, sh *shell) error {
 // ovn-controller to claim the moment it connects, while the node's subnet is
 // still routed to its old zone (no zone advertises a subnet it has no router
 // port for). Idempotent.
-func (s *State) nodePortsArgs(n NodeSpec) []string {
+func (s *State) nodePortsArgs(ctx context.Context, sh *shell, n NodeSpec, fromNB string) ([]string, error) {
 	ls := "ls-" + n.Name
 	args := []string{"--may-exist", "ls-add", ls}
-	for _, p := range s.Topology.Pods {
-		if p.Node != n.Name || s.removed(p.Name) {
-			continue
-		}
-		addr := p.MAC + " " + p.IP
-		args = append(args, "--", "--may-exist", "lsp-add", ls, p.Name, "--", "lsp-set-addresses", p.Name, addr, "--", "lsp-set-port-security", p.Name, addr)
+	// The pods' ports are the stand-in network plugin's: copied from where they are.
+	if fromNB == "" {
+		return args, nil
 	}
-	return args
+	ports, err := s.nodeLogicalPorts(ctx, sh, fromNB, n)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: its pods' logical ports: %w", n.Name, err)
+	}
+	for name, addr := range ports {
+		args = append(args, "--", "--may-exist", "lsp-add", ls, name, "--", "lsp-set-addresses", name, addr, "--", "lsp-set-port-security", name, addr)
+	}
+	return args, nil
 }
 
 // nodeRouterArgs join a node's switch to the cluster router with the same
@@ -193,7 +202,15 @@ func (s *State) nodeRouterArgs(n NodeSpec) []string {
 // there; its switch and router port out of the old zone; its router port in
 // the new one. fromExtra and toExtra go in the same transactions.
 func (s *State) moveSwitch(ctx context.Context, sh *shell, n NodeSpec, remote []string, fromNB, toNB string, fromExtra, toExtra []string) error {
-	if _, err := s.nbctlAt(ctx, sh, toNB, s.nodePortsArgs(n)...); err != nil {
+	// New pods' ports go to the new zone from now on; those made until now are copied there.
+	if err := s.setNodeNB(n.Name, toNB); err != nil {
+		return err
+	}
+	ports, err := s.nodePortsArgs(ctx, sh, n, fromNB)
+	if err != nil {
+		return err
+	}
+	if _, err := s.nbctlAt(ctx, sh, toNB, ports...); err != nil {
 		return err
 	}
 	if _, err := s.vsctl(ctx, sh, n.Name, remote...); err != nil {
@@ -205,17 +222,8 @@ func (s *State) moveSwitch(ctx context.Context, sh *shell, n NodeSpec, remote []
 			return err
 		}
 	}
-	_, err := s.nbctlAt(ctx, sh, toNB, append(s.nodeRouterArgs(n), toExtra...)...)
+	_, err = s.nbctlAt(ctx, sh, toNB, append(s.nodeRouterArgs(n), toExtra...)...)
 	return err
-}
-
-func (s *State) removed(pod string) bool {
-	for _, r := range s.Removed {
-		if r == pod {
-			return true
-		}
-	}
-	return false
 }
 
 // ZoneOf is the zone a node's ovn-controller is bound in now, read from its
@@ -675,9 +683,16 @@ func (s *State) moveGlobalGateway(ctx context.Context, sh *shell, leaving string
 // checkFrom checks, over TCP, that the node's first pod reaches a pod on
 // every other node: traffic passes between its zone and the others.
 func (s *State) checkFrom(ctx context.Context, n NodeSpec) error {
+	if s.Kubeconfig == "" {
+		return nil // being built: no pods yet
+	}
+	pods, err := s.Pods(ctx)
+	if err != nil {
+		return fmt.Errorf("node %s: the lab's pods: %w", n.Name, err)
+	}
 	var from *PodSpec
-	for _, p := range s.Topology.Pods {
-		if p.Node == n.Name && !s.removed(p.Name) {
+	for _, p := range pods {
+		if p.Node == n.Name && p.Netns != "" {
 			from = &p
 			break
 		}
@@ -687,8 +702,8 @@ func (s *State) checkFrom(ctx context.Context, n NodeSpec) error {
 	}
 	seen := map[string]bool{n.Name: true}
 	deadline := time.Now().Add(15 * time.Second)
-	for _, to := range s.Topology.Pods {
-		if seen[to.Node] || s.removed(to.Name) {
+	for _, to := range pods {
+		if seen[to.Node] || to.Netns == "" {
 			continue
 		}
 		seen[to.Node] = true
@@ -787,9 +802,10 @@ func (s *State) CentralRetire(ctx context.Context) error {
 }
 
 // UpgradeZones turns on the operator's zone controller in a lab built
-// without it (--zones legacy), as installing a zone-aware netshift would:
-// the operator restarts with --zone-migration and, with no ConfigMap, moves
-// the cluster to multizone through single zone.
+// without it (--zones legacy), as installing a zone-aware netshift would
+// (config/lab-ovn-zones applied over config/lab-ovn): the operator rolls out
+// with --zone-migration and, with no ConfigMap, moves the cluster to
+// multizone through single zone.
 func UpgradeZones(name string) error {
 	s, err := LoadState(name)
 	if err != nil {
@@ -798,15 +814,14 @@ func UpgradeZones(name string) error {
 	if !s.Options.OVN {
 		return fmt.Errorf("lab %s: zones need an OVN lab", name)
 	}
-	if err := s.record(func() { s.ZoneMigration = true }); err != nil {
+	// Upgrading the installed netshift to one with the zone controller, as a user would.
+	assets, err := controlplane.AssetsDir()
+	if err != nil {
 		return err
 	}
-	for _, p := range s.Processes {
-		if p.Role == "operator" {
-			p.Stop(10 * time.Second) // the supervisor starts it again, with the zone controller
-		}
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return s.applyOverlay(ctx, assets, s.Kubeconfig, "lab-ovn-zones")
 }
 
 // zoneLock serializes the lab's actuations of one thing (a node's move, the

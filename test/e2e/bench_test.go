@@ -9,50 +9,40 @@ import (
 	"netshift.io/netshift/internal/testenv"
 )
 
-// labKinds are the two labs, measured side by side: nodes as namespaces with
-// the operator and agents as processes, and real Kubernetes nodes (kubelet,
-// containerd, netshift installed from config/lab).
-var labKinds = []struct {
-	name string
-	args []string
-}{{"process", nil}, {"real", []string{"--real-nodes"}}}
-
 // BenchmarkLabUpDown times `lab up` and `lab down` of a plain VXLAN lab with
 // 2 pods per node, and the resident memory of everything the lab runs (OVS
-// daemons, the control plane, on real nodes every node's containerd, kubelet,
-// kube-proxy and pods, the operator and the agents).
+// daemons, the control plane, every node's containerd, kubelet, kube-proxy and
+// pods, the operator and the agents).
 func BenchmarkLabUpDown(b *testing.B) {
 	for _, nodes := range []int{3, 10} {
-		for _, kind := range labKinds {
-			b.Run(fmt.Sprintf("nodes=%d/lab=%s", nodes, kind.name), func(b *testing.B) {
-				testenv.Require(b, missing)
-				var up, down time.Duration
-				var mem float64
-				n := 0
-				for b.Loop() {
-					name := fmt.Sprintf("bench%d", nodes)
-					start := time.Now()
-					if out, err := runNetshift(append([]string{"lab", "up", "--name", name, "--nodes", fmt.Sprint(nodes)}, kind.args...)...); err != nil {
-						b.Fatalf("%v\n%s", err, out)
-					}
-					up += time.Since(start)
-					st, err := labStatus(name)
-					if err != nil {
-						b.Fatal(err)
-					}
-					mem += st.MemoryMiB
-					start = time.Now()
-					if out, err := runNetshift("lab", "down", "--name", name); err != nil {
-						b.Fatalf("%v\n%s", err, out)
-					}
-					down += time.Since(start)
-					n++
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			testenv.Require(b, missing)
+			var up, down time.Duration
+			var mem float64
+			n := 0
+			for b.Loop() {
+				name := fmt.Sprintf("bench%d", nodes)
+				start := time.Now()
+				if out, err := runNetshift("lab", "up", "--name", name, "--nodes", fmt.Sprint(nodes)); err != nil {
+					b.Fatalf("%v\n%s", err, out)
 				}
-				b.ReportMetric(up.Seconds()/float64(n), "up-s")
-				b.ReportMetric(down.Seconds()/float64(n), "down-s")
-				b.ReportMetric(mem/float64(n), "MiB")
-			})
-		}
+				up += time.Since(start)
+				st, err := labStatus(name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				mem += st.MemoryMiB
+				start = time.Now()
+				if out, err := runNetshift("lab", "down", "--name", name); err != nil {
+					b.Fatalf("%v\n%s", err, out)
+				}
+				down += time.Since(start)
+				n++
+			}
+			b.ReportMetric(up.Seconds()/float64(n), "up-s")
+			b.ReportMetric(down.Seconds()/float64(n), "down-s")
+			b.ReportMetric(mem/float64(n), "MiB")
+		})
 	}
 }
 
@@ -63,42 +53,40 @@ func BenchmarkLabUpDown(b *testing.B) {
 // probe request fails the benchmark.
 func BenchmarkLiveChangeGap(b *testing.B) {
 	for _, nodes := range []int{3, 10} {
-		for _, kind := range labKinds {
-			b.Run(fmt.Sprintf("nodes=%d/lab=%s", nodes, kind.name), func(b *testing.B) {
-				testenv.Require(b, missing)
-				name := fmt.Sprintf("gap%d", nodes)
-				if out, err := runNetshift(append([]string{"lab", "up", "--name", name, "--nodes", fmt.Sprint(nodes)}, kind.args...)...); err != nil {
-					b.Fatalf("%v\n%s", err, out)
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			testenv.Require(b, missing)
+			name := fmt.Sprintf("gap%d", nodes)
+			if out, err := runNetshift("lab", "up", "--name", name, "--nodes", fmt.Sprint(nodes)); err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			defer runNetshift("lab", "down", "--name", name)
+			c, err := labClientFor(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			gaps := map[string]float64{}
+			for i := 0; i < b.N; i++ {
+				changes := []struct{ metric, patch string }{
+					{"mtu-down-gap-ms", `{"spec":{"mtu":1350}}`},
+					{"mtu-up-gap-ms", `{"spec":{"mtu":1450}}`},
+					// Alternate, so every round is a real change.
+					{"port-gap-ms", fmt.Sprintf(`{"spec":{"vxlanPort":%d}}`, 4790-i%2)},
 				}
-				defer runNetshift("lab", "down", "--name", name)
-				c, err := labClientFor(name)
-				if err != nil {
-					b.Fatal(err)
-				}
-				gaps := map[string]float64{}
-				for i := 0; i < b.N; i++ {
-					changes := []struct{ metric, patch string }{
-						{"mtu-down-gap-ms", `{"spec":{"mtu":1350}}`},
-						{"mtu-up-gap-ms", `{"spec":{"mtu":1450}}`},
-						// Alternate, so every round is a real change.
-						{"port-gap-ms", fmt.Sprintf(`{"spec":{"vxlanPort":%d}}`, 4790-i%2)},
+				for _, ch := range changes {
+					r, err := changeUnderProbe(name, c, ch.patch)
+					if err != nil {
+						b.Fatal(err)
 					}
-					for _, ch := range changes {
-						r, err := changeUnderProbe(name, c, ch.patch)
-						if err != nil {
-							b.Fatal(err)
-						}
-						if !r.OK {
-							b.Fatalf("%s: %v", ch.patch, r.Failed())
-						}
-						gaps[ch.metric] = max(gaps[ch.metric], maxGap(r))
+					if !r.OK {
+						b.Fatalf("%s: %v", ch.patch, r.Failed())
 					}
+					gaps[ch.metric] = max(gaps[ch.metric], maxGap(r))
 				}
-				for m, g := range gaps {
-					b.ReportMetric(g, m)
-				}
-			})
-		}
+			}
+			for m, g := range gaps {
+				b.ReportMetric(g, m)
+			}
+		})
 	}
 }
 
@@ -109,7 +97,7 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 func BenchmarkPodCreateToReady(b *testing.B) {
 	testenv.Require(b, missing)
 	const name = "podready"
-	if out, err := runNetshift("lab", "up", "--name", name, "--real-nodes", "--pods-per-node", "1"); err != nil {
+	if out, err := runNetshift("lab", "up", "--name", name, "--pods-per-node", "1"); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
 	defer runNetshift("lab", "down", "--name", name)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -49,21 +50,27 @@ func TestLabModes(t *testing.T) {
 			if err := c.List(context.Background(), &nodes); err != nil {
 				t.Fatal(err)
 			}
-			if len(nodes.Items) != 3 || nodes.Items[0].Status.Conditions[0].Type != corev1.NodeReady {
-				t.Errorf("nodes: %d, want 3 Ready", len(nodes.Items))
-			}
-			waitFor(t, "pods Running with their IPs", func() bool {
-				if c.List(context.Background(), &pods, client.InNamespace(lab.PodNamespace)) != nil || len(pods.Items) != 6 {
-					return false
-				}
-				for _, p := range pods.Items {
-					spec, _ := s.Topology.Pod(p.Name)
-					if p.Status.Phase != corev1.PodRunning || p.Status.PodIP != spec.IP {
-						return false
+			ready := 0
+			for _, n := range nodes.Items {
+				for _, c := range n.Status.Conditions {
+					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+						ready++
 					}
 				}
-				return true
-			})
+			}
+			if len(nodes.Items) != 3 || ready != 3 {
+				t.Errorf("nodes: %d, %d Ready; want 3 Ready", len(nodes.Items), ready)
+			}
+			// Every pod runs on its node with an address of that node's part of the pod network.
+			if err := c.List(context.Background(), &pods, client.InNamespace(lab.PodNamespace)); err != nil || len(pods.Items) != 6 {
+				t.Fatalf("pods: %d, %v; want 6", len(pods.Items), err)
+			}
+			for _, p := range pods.Items {
+				n, _ := s.Topology.Node(p.Spec.NodeName)
+				if p.Status.Phase != corev1.PodRunning || !strings.HasPrefix(p.Status.PodIP, fmt.Sprintf("198.18.%d.", n.Index)) {
+					t.Errorf("pod %s on %s: %s, IP %q", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.PodIP)
+				}
+			}
 			start := time.Now()
 			mustNetshift(t, "lab", "down", "--name", name)
 			t.Logf("lab down: %.1f s", time.Since(start).Seconds())
@@ -104,8 +111,8 @@ func TestLabStatusJSONAndExec(t *testing.T) {
 			t.Errorf("pod ip %v has a prefix length", p["ip"])
 		}
 	}
-	if out, err := exec.Command("ip", "netns", "exec", st.Pods[0].Netns, "ip", "-o", "addr", "show", "eth0").CombinedOutput(); err != nil || !strings.Contains(string(out), st.Pods[0].IP) {
-		t.Errorf("ip netns exec %s: %v %s", st.Pods[0].Netns, err, out)
+	if out, err := netshift(t, "lab", "exec", "--name", "e2est", st.Pods[0].Name, "--", "ip", "-o", "addr", "show", "eth0"); err != nil || !strings.Contains(out, st.Pods[0].IP) {
+		t.Errorf("lab exec %s -- ip addr: %v %s", st.Pods[0].Name, err, out)
 	}
 	if out := mustNetshift(t, "lab", "exec", "--name", "e2est", "node-1", "--", "ovs-vsctl", "br-exists", "br-int"); out != "" {
 		t.Errorf("lab exec node-1 ovs-vsctl: %q", out)
@@ -162,16 +169,22 @@ func TestProbeDetectsABrokenTunnel(t *testing.T) {
 	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	s, _ := lab.LoadState("e2eft")
+	nodeOf := map[string]string{}
+	for _, p := range labPods(t, s) {
+		nodeOf[p.Name] = p.Node
+	}
 	crossing := 0
 	for _, l := range r.LongLived {
-		// pod-1-x -> pod-2-x gets its echoes back through node-1's tun2.
-		if strings.HasPrefix(l.From, "pod-1-") {
+		from, to := nodeOf[l.From], nodeOf[l.To]
+		// node-1 -> node-2 gets its echoes back through node-1's tun2.
+		if from == "node-1" && to == "node-2" {
 			crossing++
 			if l.MaxGapMs < 1500 {
 				t.Errorf("%s -> %s: longest gap %.0f ms while its tunnel was down for 2 s", l.From, l.To, l.MaxGapMs)
 			}
-		} else if strings.HasPrefix(l.From, "pod-3-") && l.MaxGapMs > 1000 {
-			t.Errorf("%s -> %s does not cross the broken tunnel but saw a %.0f ms gap", l.From, l.To, l.MaxGapMs)
+		} else if from != "node-1" && to != "node-1" && l.MaxGapMs > 1000 {
+			t.Errorf("%s (%s) -> %s (%s) does not cross the broken tunnel but saw a %.0f ms gap", l.From, from, l.To, to, l.MaxGapMs)
 		}
 	}
 	if crossing == 0 {
@@ -202,23 +215,27 @@ func TestDownAfterACrashHalfway(t *testing.T) {
 	waitGone(t, before)
 }
 
-// TestEvictedPodIsRemoved: the lab plays the kubelet: a pod evicted through
-// the Eviction API is removed, its namespace too.
+// TestEvictedPodIsRemoved: a pod evicted through the Eviction API is stopped
+// by its node's kubelet: gone from the API and from its node's runtime, its
+// network namespace with it.
 func TestEvictedPodIsRemoved(t *testing.T) {
 	st := up(t, "e2eev", "--nodes", "2", "--pods-per-node", "1")
+	s, _ := lab.LoadState("e2eev")
 	c := labClient(t, "e2eev")
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: st.Pods[0].Name, Namespace: lab.PodNamespace}}
+	victim := st.Pods[0]
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: lab.PodNamespace}}
 	if err := c.SubResource("eviction").Create(context.Background(), pod, &policyv1.Eviction{ObjectMeta: pod.ObjectMeta}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the evicted pod and its namespace gone", func() bool {
+	waitFor(t, "the evicted pod gone from the API and from its node's runtime", func() bool {
 		err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{})
-		_, statErr := os.Stat("/run/netns/" + st.Pods[0].Netns)
-		return err != nil && os.IsNotExist(statErr)
+		return err != nil && s.RuntimeNetns(context.Background(), lab.PodNamespace, victim.Name) == ""
 	})
-	if st := status(t, "e2eev"); st.Pods[0].Present || !st.Healthy {
-		t.Errorf("lab status after eviction: present=%v healthy=%v", st.Pods[0].Present, st.Healthy)
+	if _, err := os.Stat(victim.Netns); !os.IsNotExist(err) {
+		t.Errorf("the evicted pod's namespace %s is still there: %v", victim.Netns, err)
 	}
+	// Its DaemonSet replaces it, and the lab is healthy again.
+	waitFor(t, "the replacement pod", func() bool { st := status(t, "e2eev"); return st.Healthy && len(st.Pods) == 2 })
 }
 
 func labClient(t *testing.T, name string) client.Client {
@@ -257,28 +274,22 @@ func gaps(r probe.Report) []float64 {
 	return out
 }
 
-// TestTwoLabsSideBySide: labs with different names run at once, each with
-// its own namespaces, state and processes; taking one down leaves the other
-// working.
-func TestTwoLabsSideBySide(t *testing.T) {
+// TestOneLabOfRealNodesAtATime: the machine joins one lab's underlay at a
+// time; a second lab of real nodes is refused with the reason, removes what it
+// had created, and leaves the first one working.
+func TestOneLabOfRealNodesAtATime(t *testing.T) {
 	up(t, "e2ea", "--nodes", "2", "--pods-per-node", "1")
-	up(t, "e2eb", "--nodes", "2", "--pods-per-node", "1", "--tunnel", "geneve")
-	check := func(name string) {
-		s, err := lab.LoadState(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := lab.TCPCheck(s.Topology.Pods[0], s.Topology.Pods[1], 3*time.Second); err != nil {
-			t.Errorf("lab %s: %v", name, err)
-		}
+	out, err := netshift(t, "lab", "up", "--name", "e2eb", "--nodes", "2", "--pods-per-node", "1")
+	if err == nil || !strings.Contains(out, "another lab of real nodes holds 198.19.0.254") {
+		t.Errorf("a second lab of real nodes: %v\n%s", err, out)
 	}
-	check("e2ea")
-	check("e2eb")
-	mustNetshift(t, "lab", "down", "--name", "e2ea")
-	if st := status(t, "e2eb"); !st.Healthy {
-		t.Errorf("lab e2eb unhealthy after e2ea went down: %+v", st)
+	if _, err := lab.LoadState("e2eb"); err == nil {
+		t.Error("the refused lab left its state behind")
 	}
-	check("e2eb")
+	if st := status(t, "e2ea"); !st.Healthy {
+		t.Errorf("lab e2ea unhealthy after the refused one: %+v", st)
+	}
+	everyPodReachesEveryOther(t, "e2ea")
 }
 
 // everyPodReachesEveryOther checks every pair of the lab's pods over TCP.
@@ -288,8 +299,9 @@ func everyPodReachesEveryOther(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, from := range s.Topology.Pods {
-		for _, to := range s.Topology.Pods {
+	pods := labPods(t, s)
+	for _, from := range pods {
+		for _, to := range pods {
 			if from.Name != to.Name {
 				if err := lab.TCPCheck(from, to, 3*time.Second); err != nil {
 					t.Errorf("%s -> %s over TCP: %v", from.Name, to.Name, err)
@@ -297,4 +309,14 @@ func everyPodReachesEveryOther(t *testing.T, name string) {
 			}
 		}
 	}
+}
+
+// labPods are the lab's workload pods with their network namespaces.
+func labPods(t *testing.T, s *lab.State) []lab.PodSpec {
+	t.Helper()
+	pods, err := s.Pods(context.Background())
+	if err != nil {
+		t.Fatalf("the lab's pods: %v", err)
+	}
+	return pods
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -76,7 +75,7 @@ func maxGap(r probe.Report) float64 {
 func podMTUs(t *testing.T, s *lab.State) map[int]int {
 	t.Helper()
 	seen := map[int]int{}
-	for _, p := range s.Topology.Pods {
+	for _, p := range labPods(t, s) {
 		h, err := netdev.Open(p.Netns)
 		if err != nil {
 			t.Fatal(err)
@@ -153,7 +152,7 @@ func TestLiveChanges(t *testing.T) {
 					}
 				}
 			}
-			if got := podMTUs(t, s); got[mode.mtu] != len(s.Topology.Pods) {
+			if got := podMTUs(t, s); got[mode.mtu] != s.Options.Nodes*s.Options.PodsPerNode {
 				t.Errorf("pod MTUs after down and up: %v, want all %d", got, mode.mtu)
 			}
 			if mode.name == "ovn" {
@@ -290,7 +289,7 @@ func TestAbortBeforeT0(t *testing.T) {
 	}
 	_ = syscall.Kill(agentPid, syscall.SIGCONT)
 	time.Sleep(time.Second)
-	if got := podMTUs(t, s); got[1450] != len(s.Topology.Pods) {
+	if got := podMTUs(t, s); got[1450] != s.Options.Nodes*s.Options.PodsPerNode {
 		t.Fatalf("pod MTUs after an abort: %v, want all unchanged at 1450", got)
 	}
 	for n, cordoned := range labNodes(t, c) {
@@ -382,7 +381,7 @@ func TestRestartsDuringAChange(t *testing.T) {
 	if !r.OK {
 		t.Errorf("probe: %v", r.Failed())
 	}
-	if got := podMTUs(t, s); got[1350] != len(s.Topology.Pods) {
+	if got := podMTUs(t, s); got[1350] != s.Options.Nodes*s.Options.PodsPerNode {
 		t.Errorf("pod MTUs: %v, want all 1350", got)
 	}
 	var nns v1alpha1.NodeNetworkState
@@ -434,7 +433,7 @@ func TestRestartsBeforeT0(t *testing.T) {
 	if p := livePid(t, "e2erb", "operator"); p == 0 || p == operatorPid {
 		t.Errorf("operator not restarted (pid %d)", p)
 	}
-	if got := podMTUs(t, s); got[1400] != len(s.Topology.Pods) {
+	if got := podMTUs(t, s); got[1400] != s.Options.Nodes*s.Options.PodsPerNode {
 		t.Errorf("pod MTUs: %v, want all 1400", got)
 	}
 	for n, cordoned := range labNodes(t, c) {
@@ -526,70 +525,21 @@ func TestSilentNodeConverges(t *testing.T) {
 	}
 }
 
-// TestFailedStepRestored: node-2's host-veth step fails (injected). Its agent
-// still writes the new network configuration, then runs the lab's
-// node-restore action, its reboot: the node's network is rebuilt from that
-// configuration, the node gets a new boot ID and the agent is ended. The agent
-// that comes back sees the new boot, only checks the node, and reports it
-// restored; the change succeeds naming it, and nothing is left cordoned.
-func TestFailedStepRestored(t *testing.T) {
-	up(t, "e2efs", "--nodes", "2", "--pods-per-node", "1", "--agent-arg", "node-2:--fail-step-once=HostVethMTU")
-	s, _ := lab.LoadState("e2efs")
-	c := labClient(t, "e2efs")
-	agentBefore := livePid(t, "e2efs", "agent:node-2")
-	bootBefore, _ := os.ReadFile(s.BootIDPath("node-2"))
-	edit(t, c, `{"spec":{"mtu":1400}}`)
-	end := waitChange(t, c)
-	if end.Status.Change.Phase != v1alpha1.PhaseSucceeded || !strings.Contains(end.Status.Change.Message, "restored after a failed step: node-2") {
-		t.Fatalf("change %+v", end.Status.Change)
-	}
-	var nns v1alpha1.NodeNetworkState
-	_ = c.Get(context.Background(), client.ObjectKey{Name: "node-2"}, &nns)
-	if r := nns.Status.LiveChange; r == nil || !r.Failed || r.Restore != "Done" {
-		t.Fatalf("node-2 report %+v", r)
-	}
-	if bootAfter, _ := os.ReadFile(s.BootIDPath("node-2")); string(bootAfter) == string(bootBefore) {
-		t.Errorf("node-2 boot ID unchanged (%s): the restore did not rebuild the node", bootAfter)
-	}
-	if p := livePid(t, "e2efs", "agent:node-2"); p == 0 || p == agentBefore {
-		t.Errorf("node-2 agent pid %d (before %d): the restore did not restart it", p, agentBefore)
-	}
-	if log, _ := os.ReadFile(s.Path("agent-node-2.log")); !strings.Contains(string(log), "the node restarted during its restore; checking it") {
-		t.Errorf("node-2's agent did not come back to a new boot and check the node; its log:\n%s", log)
-	}
-	if got := podMTUs(t, s); got[1400] != 2 {
-		t.Fatalf("pod MTUs %v", got)
-	}
-	h, _ := netdev.Open(s.Topology.Nodes[1].Netns)
-	defer h.Close()
-	if m, _ := h.MTU("vp1"); m != 1400 {
-		t.Fatalf("node-2 host veth MTU %d after the restore, want 1400", m)
-	}
-	if f, err := nodeconfig.Read(s.NetworkConfigPath("node-2")); err != nil || f.MTU != 1400 {
-		t.Fatalf("node-2 network configuration %+v, %v", f, err)
-	}
-	for n, cordoned := range labNodes(t, c) {
-		if cordoned {
-			t.Errorf("node %s left cordoned", n)
-		}
-	}
-}
-
 // TestFailedRestoreFixedByHand: node-2's step fails and its restore action
 // fails too. The change ends Failed, Degraded names node-2, which stays
-// cordoned (the other node is uncordoned). The runbook's fix: rebuild the node
-// by hand (here `netshift lab rebuild-node`, which also restarts its agent);
-// the agent that comes back checks the node, reports it restored, and the
-// operator uncordons it and clears Degraded.
+// cordoned (the other node is uncordoned). The runbook's fix: reboot the node
+// by hand (here `netshift lab rebuild-node`, the lab node's reboot); the agent
+// that comes back on the new boot checks the node, reports it restored, and
+// the operator uncordons it and clears Degraded.
 func TestFailedRestoreFixedByHand(t *testing.T) {
 	up(t, "e2efr", "--nodes", "2", "--pods-per-node", "1",
-		"--agent-arg", "node-2:--fail-step-once=HostVethMTU", "--agent-arg", "node-2:--restore-command=false")
+		"--agent-arg", "node-2:--fail-step-once=HostVethMTU", "--fail-reboot", "node-2")
 	c := labClient(t, "e2efr")
 	edit(t, c, `{"spec":{"mtu":1400}}`)
 	end := waitChange(t, c)
 	deg := meta.FindStatusCondition(end.Status.Conditions, "Degraded")
 	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" ||
-		!strings.Contains(deg.Message, `node node-2: HostVethMTU`) || !strings.Contains(deg.Message, `restore: Failed: restore command "false"`) {
+		!strings.Contains(deg.Message, `node node-2: HostVethMTU`) || !strings.Contains(deg.Message, `restore: Failed`) || !strings.Contains(deg.Message, "lab up --fail-reboot node-2") {
 		t.Fatalf("change %+v, Degraded %+v", end.Status.Change, deg)
 	}
 	if cordons := labNodes(t, c); !cordons["node-2"] || cordons["node-1"] {
@@ -613,6 +563,13 @@ func livePid(t *testing.T, name, role string) int {
 	st, err := lab.LoadState(name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if role == "operator" || strings.HasPrefix(role, "agent:") {
+		pid, err := st.NetshiftPid(context.Background(), role)
+		if err != nil {
+			t.Fatalf("pid of the lab's %s: %v", role, err)
+		}
+		return pid
 	}
 	for _, p := range st.Processes {
 		if p.Role == role && p.Alive() {

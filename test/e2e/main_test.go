@@ -1,6 +1,7 @@
-// Package e2e runs netshift end to end in the lab: real namespaces, real Open
-// vSwitch and OVN, a real API server, the operator and agents as processes,
-// and real traffic. Each test builds its own lab with its own name.
+// Package e2e runs netshift end to end in the lab: real nodes (their own
+// network namespace, Open vSwitch, containerd, kubelet and kube-proxy), OVN,
+// a real control plane, netshift installed from config/lab as pods, and real
+// traffic between real pods. Each test builds its own lab with its own name.
 package e2e
 
 import (
@@ -141,7 +142,8 @@ type footprint struct {
 }
 
 var daemonNames = map[string]bool{"ovsdb-server": true, "ovs-vswitchd": true, "ovn-controller": true, "ovn-northd": true,
-	"kube-apiserver": true, "etcd": true}
+	"kube-apiserver": true, "etcd": true, "kube-controller": true, "kube-scheduler": true, "kubelet": true, "kube-proxy": true,
+	"containerd": true, "containerd-shim": true, "ovn-ic": true}
 
 func takeFootprint(t *testing.T) footprint {
 	t.Helper()

@@ -56,7 +56,7 @@ func tenantPod(name, node string, mutate func(*corev1.Pod)) *corev1.Pod {
 // MTU through the real chain; lab down leaves nothing.
 func TestRealNodeLab(t *testing.T) {
 	const name = "e2ern"
-	up(t, name, "--real-nodes")
+	up(t, name)
 	s, err := lab.LoadState(name)
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func podNetns(t *testing.T, s *lab.State, ns, name string) string {
 func TestRealNodeRestoredByItsReboot(t *testing.T) {
 	const name = "e2err"
 	machineBoot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	up(t, name, "--real-nodes", "--nodes", "2", "--pods-per-node", "1", "--agent-arg", "node-2:--fail-step-once=HostVethMTU")
+	up(t, name, "--nodes", "2", "--pods-per-node", "1", "--agent-arg", "node-2:--fail-step-once=HostVethMTU")
 	s, _ := lab.LoadState(name)
 	c, err := s.Client()
 	if err != nil {

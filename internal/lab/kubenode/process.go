@@ -42,7 +42,8 @@ func (n Node) StartHolder(ctx context.Context, record Recorder) (int, error) {
 		return !holds(binds[i][1], n.Dir) && holds(binds[j][1], n.Dir)
 	})
 	var script strings.Builder
-	script.WriteString("set -e\n")
+	// A machine of its own has its own host name: the node's, which its host-network pods see.
+	fmt.Fprintf(&script, "set -e\nhostname %s\n", shellQuote(n.Name))
 	for _, b := range binds {
 		fmt.Fprintf(&script, "mount --bind %s %s\n", shellQuote(b[0]), shellQuote(b[1]))
 	}
@@ -54,7 +55,7 @@ func (n Node) StartHolder(ctx context.Context, record Recorder) (int, error) {
 	defer logf.Close()
 	// nsenter -F and unshare without --fork exec in place: the pid started is the holder's.
 	cmd := exec.Command("nsenter", "-F", "--net=/run/netns/"+n.Netns, "--",
-		"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script.String())
+		"unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c", script.String())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -90,7 +91,7 @@ func (n Node) startInNode(holder int, role string, record Recorder, bin string, 
 		return 0, err
 	}
 	defer logf.Close()
-	cmd := exec.Command("nsenter", append([]string{"-F", fmt.Sprintf("--mount=/proc/%d/ns/mnt", holder), "--net=/run/netns/" + n.Netns, "--", bin}, args...)...)
+	cmd := exec.Command("nsenter", append([]string{"-F", fmt.Sprintf("--mount=/proc/%d/ns/mnt", holder), fmt.Sprintf("--uts=/proc/%d/ns/uts", holder), "--net=/run/netns/" + n.Netns, "--", bin}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -135,7 +136,7 @@ func (n Node) logFile(role string) (*os.File, error) {
 // InNode runs a command inside the node's mount and network namespaces and
 // returns its combined output.
 func (n Node) InNode(ctx context.Context, holder int, bin string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "nsenter", append([]string{fmt.Sprintf("--mount=/proc/%d/ns/mnt", holder), "--net=/run/netns/" + n.Netns, "--", bin}, args...)...)
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{fmt.Sprintf("--mount=/proc/%d/ns/mnt", holder), fmt.Sprintf("--uts=/proc/%d/ns/uts", holder), "--net=/run/netns/" + n.Netns, "--", bin}, args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("node %s: %s %s: %w: %s", n.Name, bin, strings.Join(args, " "), err, strings.TrimSpace(string(out)))

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 
@@ -42,7 +43,9 @@ type Config struct {
 	MTU int `json:"mtu"`
 	// OVN, when set, makes the pod's logical switch port.
 	OVN *struct {
-		NB      string `json:"nb"`      // the northbound database the node's switch is in
+		// NBFile holds the address of the northbound database the node's switch is in now
+		// (the node's zone's: a zone move rewrites it).
+		NBFile  string `json:"nbFile"`
 		Switch  string `json:"switch"`  // the node's logical switch
 		Gateway string `json:"gateway"` // the switch's router port address: the pod's default route
 	} `json:"ovn,omitempty"`
@@ -173,8 +176,12 @@ func add(args *skel.CmdArgs) (err error) {
 		return fmt.Errorf("%s: add %s to %s: %w: %s", Name, host, c.Bridge, err, out)
 	}
 	if c.OVN != nil {
+		nb, err := northbound(c.OVN.NBFile)
+		if err != nil {
+			return err
+		}
 		a := mac.String() + " " + addr.IP.String()
-		if out, err := exec.Command("ovn-nbctl", "--db="+c.OVN.NB, "--timeout=20", "--may-exist", "lsp-add", c.OVN.Switch, port,
+		if out, err := exec.Command("ovn-nbctl", "--db="+nb, "--timeout=20", "--may-exist", "lsp-add", c.OVN.Switch, port,
 			"--", "lsp-set-addresses", port, a, "--", "lsp-set-port-security", port, a).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: logical port %s: %w: %s", Name, port, err, out)
 		}
@@ -183,6 +190,16 @@ func add(args *skel.CmdArgs) (err error) {
 	idx := 1
 	res.IPs[0].Interface = &idx
 	return types.PrintResult(res, c.CNIVersion)
+}
+
+// northbound reads the address of the northbound database the node's switch
+// is in now.
+func northbound(file string) (string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil || strings.TrimSpace(string(data)) == "" {
+		return "", fmt.Errorf("%s: the node's northbound database (from %s): %v", Name, file, err)
+	}
+	return strings.TrimSpace(string(data)), nil
 }
 
 func del(args *skel.CmdArgs) error {
@@ -199,7 +216,9 @@ func del(args *skel.CmdArgs) error {
 		_ = netlink.LinkDel(l)
 	}
 	if c.OVN != nil {
-		if out, err := exec.Command("ovn-nbctl", "--db="+c.OVN.NB, "--timeout=20", "--if-exists", "lsp-del", port).CombinedOutput(); err != nil {
+		if nb, err := northbound(c.OVN.NBFile); err != nil {
+			errs = append(errs, err)
+		} else if out, err := exec.Command("ovn-nbctl", "--db="+nb, "--timeout=20", "--if-exists", "lsp-del", port).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("lsp-del %s: %w: %s", port, err, out))
 		}
 	}
