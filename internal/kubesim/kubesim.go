@@ -3,7 +3,8 @@
 // and Ready; a pod being deleted is finished off, as the kubelet does once its
 // containers stop) and the disruption controller (each PodDisruptionBudget's
 // status is computed from its pods, so the Eviction API really enforces it).
-// The tests, the demo and the lab run it against a real API server.
+// The operator's envtest-level tests and the drain demo run it against a bare
+// API server; the lab has the real kubelets and controller manager instead.
 package kubesim
 
 import (
@@ -25,12 +26,6 @@ type Sim struct {
 	Namespaces []string
 	// Interval between rounds; 25 ms when zero.
 	Interval time.Duration
-	// PodIP, when set, gives a pod its IP as it becomes Running.
-	PodIP func(*corev1.Pod) string
-	// Remove, when set, tears down what a deleted pod had on its node (the lab removes its
-	// network namespace) before the pod object goes; on an error the pod stays, and the next
-	// round tries again.
-	Remove func(context.Context, *corev1.Pod) error
 }
 
 // Run plays until ctx ends.
@@ -63,9 +58,6 @@ func (s *Sim) round(ctx context.Context, ns string) {
 		p := &pods.Items[i]
 		switch {
 		case !p.DeletionTimestamp.IsZero():
-			if s.Remove != nil && s.Remove(ctx, p) != nil {
-				continue
-			}
 			_ = s.Client.Delete(ctx, p, client.GracePeriodSeconds(0))
 		case p.Spec.NodeName != "" && p.Status.Phase != corev1.PodRunning:
 			now := metav1.Now()
@@ -83,11 +75,6 @@ func (s *Sim) round(ctx context.Context, ns string) {
 				p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
 					Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(true),
 					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
-			}
-			if s.PodIP != nil {
-				if ip := s.PodIP(p); ip != "" {
-					p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-				}
 			}
 			_ = s.Client.Status().Update(ctx, p)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -109,6 +110,13 @@ func (s *State) teardown(ctx context.Context, out io.Writer) error {
 			if f := strings.Fields(line); len(f) > 0 {
 				existing[f[0]] = true
 			}
+		}
+	}
+	// The machine's link into the underlay goes now, not with its namespace's deferred cleanup:
+	// the next lab checks the machine's underlay address is free.
+	if _, err := os.Stat(filepath.Join("/sys/class/net", s.hostLinkName())); err == nil {
+		if err := sh.ip(ctx, "link", "del", s.hostLinkName()); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	ns := slices.Clone(s.Netns)

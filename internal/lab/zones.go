@@ -177,8 +177,8 @@ func (s *State) nodePortsArgs(ctx context.Context, sh *shell, n NodeSpec, fromNB
 	if err != nil {
 		return nil, fmt.Errorf("node %s: its pods' logical ports: %w", n.Name, err)
 	}
-	for name, addr := range ports {
-		args = append(args, "--", "--may-exist", "lsp-add", ls, name, "--", "lsp-set-addresses", name, addr, "--", "lsp-set-port-security", name, addr)
+	for _, port := range ports {
+		args = append(args, port...)
 	}
 	return args, nil
 }

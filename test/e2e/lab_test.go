@@ -193,21 +193,34 @@ func TestProbeDetectsABrokenTunnel(t *testing.T) {
 	t.Logf("broken tunnel: max gaps %v ms", gaps(r))
 }
 
-// TestDownAfterACrashHalfway: `lab up` killed while it builds; `lab down`
-// still removes all it had created.
+// TestDownAfterACrashHalfway: `lab up` and its supervisor killed while the
+// nodes start (a kubelet already runs); `lab down` still removes all they had
+// created: namespaces, links, every daemon of the nodes and the control plane.
 func TestDownAfterACrashHalfway(t *testing.T) {
 	testenv.Require(t, missing)
 	before := takeFootprint(t)
-	cmd := exec.Command(binary, "lab", "up", "--name", "e2ecr", "--nodes", "6")
+	cmd := exec.Command(binary, "lab", "up", "--name", "e2ecr", "--nodes", "4")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill it once it has started daemons (its state lists processes).
+	// Kill it once a node's kubelet runs (its state lists it).
+	var supervisor int
 	waitFor(t, "lab up to get halfway", func() bool {
 		s, err := lab.LoadState("e2ecr")
-		return err == nil && len(s.Processes) >= 4
+		if err != nil {
+			return false
+		}
+		kubelet := false
+		for _, p := range s.Processes {
+			kubelet = kubelet || strings.HasPrefix(p.Role, "kubelet:")
+			if p.Role == "supervisor" {
+				supervisor = p.Pid
+			}
+		}
+		return kubelet && supervisor != 0
 	})
 	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = syscall.Kill(supervisor, syscall.SIGKILL)
 	_ = cmd.Wait()
 	s, _ := lab.LoadState("e2ecr")
 	t.Logf("killed with %d namespaces and %d processes recorded", len(s.Netns), len(s.Processes))

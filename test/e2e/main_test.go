@@ -78,7 +78,11 @@ func mustNetshift(t *testing.T, args ...string) string {
 	t.Helper()
 	out, err := netshift(t, args...)
 	if err != nil {
-		t.Fatalf("netshift %s: %v\n%s", strings.Join(args, " "), err, out)
+		// A line each: the test tier's filter keeps only lines that carry the file:line prefix.
+		for _, l := range strings.Split(lastLines(out, 25), "\n") {
+			t.Logf("  %s", l)
+		}
+		t.Fatalf("netshift %s: %v", strings.Join(args, " "), err)
 	}
 	return out
 }
@@ -101,6 +105,12 @@ func up(t *testing.T, name string, args ...string) lab.Status {
 		}
 	})
 	return status(t, name)
+}
+
+// lastLines is the end of a command's output.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // keepLabFiles copies a failed test's lab files (logs, state, databases;

@@ -181,8 +181,11 @@ func add(args *skel.CmdArgs) (err error) {
 			return err
 		}
 		a := mac.String() + " " + addr.IP.String()
+		// The port records the sandbox it is for: a pod's port outlives none of its sandboxes, and
+		// the DEL of an older sandbox of the pod must leave the newer one's port alone.
 		if out, err := exec.Command("ovn-nbctl", "--db="+nb, "--timeout=20", "--may-exist", "lsp-add", c.OVN.Switch, port,
-			"--", "lsp-set-addresses", port, a, "--", "lsp-set-port-security", port, a).CombinedOutput(); err != nil {
+			"--", "lsp-set-addresses", port, a, "--", "lsp-set-port-security", port, a,
+			"--", "set", "logical_switch_port", port, "external_ids:"+SandboxKey+"="+args.ContainerID).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s: logical port %s: %w: %s", Name, port, err, out)
 		}
 	}
@@ -202,6 +205,27 @@ func northbound(file string) (string, error) {
 	return strings.TrimSpace(string(data)), nil
 }
 
+// SandboxKey is the logical port's external ID naming the sandbox it is for.
+const SandboxKey = "netshift-lab-sandbox"
+
+// delPort deletes the pod's logical port if it is this sandbox's.
+func delPort(nb, port, sandbox string) error {
+	out, err := exec.Command("ovn-nbctl", "--db="+nb, "--timeout=20", "--if-exists", "get", "logical_switch_port", port, "external_ids:"+SandboxKey).CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "no row") || strings.Contains(string(out), "no key") {
+			return nil
+		}
+		return fmt.Errorf("logical port %s: %w: %s", port, err, out)
+	}
+	if strings.Trim(strings.TrimSpace(string(out)), `"`) != sandbox {
+		return nil // a newer sandbox's, or none of ours
+	}
+	if out, err := exec.Command("ovn-nbctl", "--db="+nb, "--timeout=20", "--if-exists", "lsp-del", port).CombinedOutput(); err != nil {
+		return fmt.Errorf("lsp-del %s: %w: %s", port, err, out)
+	}
+	return nil
+}
+
 func del(args *skel.CmdArgs) error {
 	c, err := parse(args.StdinData)
 	if err != nil {
@@ -218,8 +242,8 @@ func del(args *skel.CmdArgs) error {
 	if c.OVN != nil {
 		if nb, err := northbound(c.OVN.NBFile); err != nil {
 			errs = append(errs, err)
-		} else if out, err := exec.Command("ovn-nbctl", "--db="+nb, "--timeout=20", "--if-exists", "lsp-del", port).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("lsp-del %s: %w: %s", port, err, out))
+		} else if err := delPort(nb, port, args.ContainerID); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := invoke.DelegateDel(context.Background(), c.IPAM.Type, args.StdinData, nil); err != nil {
