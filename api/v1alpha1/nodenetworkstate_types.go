@@ -147,6 +147,11 @@ type LiveChangePlan struct {
 	// writes into the node's network configuration for new pods.
 	// +optional
 	Network *NodeNetworkConfig `json:"network,omitempty"`
+	// TimeURL is the elected operator's /time endpoint, which the agent checks its clock against
+	// before it answers (T0 must be one instant on every node). Set by the operator when it
+	// advertises one (--time-advertise-url); an agent's own --operator-time-url takes precedence.
+	// +optional
+	TimeURL string `json:"timeURL,omitempty"`
 	// T0 is set once every node passed its preconditions: the agent runs its steps from then.
 	// Before T0 is set, the agent only checks its preconditions.
 	// +optional

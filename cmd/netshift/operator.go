@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,11 @@ func operatorCmd(g *globals) *cobra.Command {
 			}
 			if o.AdmissionSettle < 0 || o.AdmissionSettle > time.Minute {
 				return fmt.Errorf("--admission-settle: %s is outside 0s..1m", o.AdmissionSettle)
+			}
+			if o.TimeAdvertiseURL != "" {
+				if u, err := url.Parse(o.TimeAdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return fmt.Errorf("--time-advertise-url: %q is not an http:// or https:// URL with a host", o.TimeAdvertiseURL)
+				}
 			}
 			if o.ZoneMigration {
 				if central.EnsureCommand == "" || central.RetireCommand == "" {
@@ -59,6 +65,7 @@ func operatorCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "address of /healthz and /readyz (\"0\" disables it)")
 	f.DurationVar(&o.EvictionRetry, "eviction-retry", o.EvictionRetry, "how often blocked evictions are retried")
 	f.StringVar(&o.TimeAddr, "time-bind-address", o.TimeAddr, "address of the leader's /time endpoint, which agents check their clocks against (\"0\" disables it)")
+	f.StringVar(&o.TimeAdvertiseURL, "time-advertise-url", "", "the URL at which agents reach this operator's /time endpoint (e.g. http://$(POD_IP):8082/time with the operator on the node's network); it goes into each node's live-change plan, so every agent checks its clock against the elected operator's")
 	f.DurationVar(&o.ChangeLead, "change-lead", o.ChangeLead, "how far ahead T0 of a live change is set (every agent must see its schedule before it)")
 	f.DurationVar(&o.StepSpacing, "step-spacing", o.StepSpacing, "time between a node's steps in a live change")
 	f.DurationVar(&o.AnswerTimeout, "answer-timeout", 30*time.Second, "how long a live change waits for a silent agent: before T0 it is cancelled with nothing touched, after T0 it fails naming the node")

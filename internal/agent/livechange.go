@@ -306,7 +306,7 @@ func (a *Agent) ovsdb() ovs.DB { return ovs.DB{Socket: a.OVSDB} }
 // preconditions checks, touching nothing, that the node can take the change.
 func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan) v1alpha1.LiveChangeReport {
 	r := v1alpha1.LiveChangeReport{ID: plan.ID}
-	a.checkClock(ctx, &r)
+	a.checkClock(ctx, &r, plan.TimeURL)
 	if a.OVSDB != "" {
 		if err := a.ovsdb().Reachable(ctx); err != nil {
 			r.Problems = append(r.Problems, "OVS is not reachable: "+err.Error())
@@ -381,24 +381,31 @@ const clockRetryFor = 25 * time.Second
 
 // checkClock measures the node clock's offset from the operator's: T0 is one
 // instant on every node only if their clocks agree within MaxClockSkew.
-func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport) {
+//
+// The endpoint is the agent's own --operator-time-url, or else the one the
+// elected operator advertises in the plan.
+func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, advertised string) {
 	if synced, err := kernelClockSynced(); err == nil && !synced {
 		r.Warnings = append(r.Warnings, "the kernel reports its clock as not synchronized (NTP)")
 	}
-	if a.OperatorTimeURL == "" {
-		r.Warnings = append(r.Warnings, "clock not checked against the operator's (no --operator-time-url)")
+	timeURL := a.OperatorTimeURL
+	if timeURL == "" {
+		timeURL = advertised
+	}
+	if timeURL == "" {
+		r.Warnings = append(r.Warnings, "clock not checked against the operator's (no --operator-time-url, and the operator advertises no time endpoint)")
 		return
 	}
 	// The endpoint is the leader's: right after an operator restart it is down until the new
 	// leader is elected (a lease term), so an unreachable endpoint is tried again before it
 	// counts as a problem.
-	samples, err := measureClock(ctx, a.OperatorTimeURL, 5, a.now)
+	samples, err := measureClock(ctx, timeURL, 5, a.now)
 	for deadline := time.Now().Add(clockRetryFor); err != nil && time.Now().Before(deadline) && ctx.Err() == nil; {
 		select {
 		case <-time.After(time.Second):
 		case <-ctx.Done():
 		}
-		samples, err = measureClock(ctx, a.OperatorTimeURL, 5, a.now)
+		samples, err = measureClock(ctx, timeURL, 5, a.now)
 	}
 	if err != nil {
 		r.Problems = append(r.Problems, "cannot check the clock: "+err.Error())

@@ -60,6 +60,8 @@ type LiveChangeReconciler struct {
 	AnswerTimeout time.Duration
 	// SouthboundResync is how often the Encap records' port is checked with no change in progress.
 	SouthboundResync time.Duration
+	// TimeURL is this operator's /time endpoint as agents reach it, given to them in their plans.
+	TimeURL string
 	// listening is when this reconciler first ran (as the leader).
 	listening time.Time
 }
@@ -180,7 +182,7 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 		}
 		if nns.Spec.LiveChange == nil || nns.Spec.LiveChange.ID != ch.ID {
 			plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To,
-				UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation}
+				UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL}
 			if err := r.setPlan(ctx, nns, plan); err != nil {
 				return 0, err
 			}

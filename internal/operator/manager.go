@@ -48,6 +48,10 @@ type Options struct {
 	StepSpacing time.Duration
 	// TimeAddr serves the leader's clock at /time for the agents' clock check; "0" disables it.
 	TimeAddr string
+	// TimeAdvertiseURL is the URL at which agents reach this operator's /time endpoint when it
+	// leads; it goes into each node's live-change plan. Empty: agents use their own
+	// --operator-time-url, or skip the clock check with a warning.
+	TimeAdvertiseURL string
 	// TimeBound, when set, receives the time endpoint's bound address.
 	TimeBound chan<- string
 	// OVNSouthbound is the OVN southbound database (OVN clusters), for Geneve port changes.
@@ -135,7 +139,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		}
 	}
 	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now,
-		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry, OVNSouthbound: o.OVNSouthbound}
+		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry, OVNSouthbound: o.OVNSouthbound,
+		TimeURL: o.TimeAdvertiseURL}
 	if lc.RetryAfter == 0 {
 		lc.RetryAfter = 15 * time.Second
 	}

@@ -578,3 +578,34 @@ func livePid(t *testing.T, name, role string) int {
 	}
 	return 0
 }
+
+// TestClockCheckedAgainstTheElectedOperator: the agents, installed from
+// config/lab with no time URL of their own, check their clocks against the
+// elected operator's /time endpoint, which it advertises in their plans. A
+// node whose clock is 200 ms off (a lab build's hook) fails its preconditions
+// naming its clock; the change ends Failed with nothing changed, and the other
+// node's report carries its measured offset.
+func TestClockCheckedAgainstTheElectedOperator(t *testing.T) {
+	up(t, "e2eck", "--nodes", "2", "--pods-per-node", "1", "--agent-arg", "node-2:--clock-offset=200ms")
+	s, _ := lab.LoadState("e2eck")
+	c := labClient(t, "e2eck")
+	edit(t, c, `{"spec":{"mtu":1400}}`)
+	end := waitChange(t, c)
+	deg := meta.FindStatusCondition(end.Status.Conditions, "Degraded")
+	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || !strings.Contains(deg.Message, "node node-2") ||
+		!strings.Contains(deg.Message, "clock differs from the operator's") || strings.Contains(deg.Message, "node node-1") {
+		t.Fatalf("change %+v, Degraded %+v; want node-2's clock named, and only it", end.Status.Change, deg)
+	}
+	var nns v1alpha1.NodeNetworkState
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "node-1"}, &nns); err != nil || nns.Status.LiveChange == nil {
+		t.Fatalf("node-1 report: %v", err)
+	}
+	r := nns.Status.LiveChange
+	if r.ClockOffsetMicros == nil || *r.ClockOffsetMicros > 50000 || *r.ClockOffsetMicros < -50000 {
+		t.Errorf("node-1 clock offset %v µs, want measured and within 50 ms (its warnings: %v)", r.ClockOffsetMicros, r.Warnings)
+	}
+	t.Logf("node-1 clock offset %d µs; node-2: %s", *r.ClockOffsetMicros, deg.Message)
+	if got := podMTUs(t, s); got[1450] != 2 {
+		t.Errorf("pod MTUs %v after failed preconditions, want both unchanged at 1450", got)
+	}
+}
