@@ -12,7 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"netshift.io/netshift/internal/netdev"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Requirements lists what `lab up` needs on the machine, with the package
@@ -64,6 +67,10 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 		return nil, err
 	}
 	defer func() {
+		if err != nil && os.Getenv("NETSHIFT_LAB_KEEP_FAILED") != "" {
+			progress("failed: %v; kept for inspection (NETSHIFT_LAB_KEEP_FAILED): lab down removes it", err)
+			return
+		}
 		if err != nil {
 			progress("failed; removing what was created: %v", err)
 			if derr := s.teardown(context.WithoutCancel(ctx), out); derr != nil {
@@ -101,7 +108,7 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 	if err := s.startSupervisor(ctx, binary); err != nil {
 		return s, err
 	}
-	if err := s.waitConnected(ctx, 60*time.Second); err != nil {
+	if err := s.waitConnected(ctx, 100*time.Second); err != nil {
 		return s, err
 	}
 	progress("every node's pods reach a pod on every other node")
@@ -154,15 +161,36 @@ func lastLines(s string, n int) string {
 
 // waitConnected waits until a pod of every node reaches a pod on every
 // other node over TCP (OVS learns, tunnels come up, ovn-controller binds).
+//
+// In OVN labs a pod has been seen, rarely and only after other labs ran,
+// to stay unreachable from the others: the lab's stand-in network plugin
+// then records what OVN holds of it (connectivity.log), has every
+// ovn-controller recompute, and at last replaces the pod (its DaemonSet
+// makes a new one through the CNI chain), as an operator would.
 func (s *State) waitConnected(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	var since time.Time // of the failures since the last healing step
+	recomputed := false
 	for {
-		err := s.connected(ctx)
+		to, err := s.connected(ctx)
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("after %s: %w", timeout, err)
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if s.Options.OVN && to.Name != "" {
+			switch waited := time.Since(since); {
+			case waited > 35*time.Second:
+				s.replacePod(ctx, to, err)
+				since, recomputed = time.Time{}, false
+			case waited > 20*time.Second && !recomputed:
+				s.recordOVN(ctx, to, err)
+				recomputed = true
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -172,12 +200,42 @@ func (s *State) waitConnected(ctx context.Context, timeout time.Duration) error 
 	}
 }
 
+// recordOVN writes what OVN holds of an unreachable pod into the lab's
+// connectivity.log and has every node's ovn-controller recompute its flows.
+func (s *State) recordOVN(ctx context.Context, to PodSpec, cause error) {
+	sh, err := newShell(s.Path("connectivity.log"))
+	if err != nil {
+		return
+	}
+	defer sh.close()
+	port := PodNamespace + "_" + to.Name
+	_, _ = sh.run(ctx, nil, "ovn-sbctl", "--db="+s.SBDB(), "--timeout=10", "find", "port_binding", "logical_port="+port)
+	_, _ = sh.run(ctx, nil, "ovn-nbctl", "--db="+s.NBDB(), "--timeout=10", "show")
+	_, _ = sh.run(ctx, nil, "ovn-sbctl", "--db="+s.SBDB(), "--timeout=10", "show")
+	for _, n := range s.Topology.Nodes {
+		_, _ = sh.run(ctx, append(s.ovsEnv(n.Name), "OVN_RUNDIR="+s.nodeDir(n.Name)), "ovn-appctl", "-t", "ovn-controller", "recompute")
+	}
+	fmt.Fprintf(os.Stderr, "lab %s: pod %s unreachable for 20 s (%v): OVN's view in %s; every ovn-controller recomputes\n",
+		s.Options.Name, to.Name, cause, s.Path("connectivity.log"))
+}
+
+// replacePod deletes a pod that stayed unreachable; its DaemonSet replaces it.
+func (s *State) replacePod(ctx context.Context, to PodSpec, cause error) {
+	c, err := s.Client()
+	if err != nil {
+		return
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: PodNamespace, Name: to.Name}}
+	err = c.Delete(ctx, pod, client.GracePeriodSeconds(0))
+	fmt.Fprintf(os.Stderr, "lab %s: pod %s unreachable for 35 s (%v): replaced (%v)\n", s.Options.Name, to.Name, cause, err)
+}
+
 // connected checks, once, that each node's first pod reaches a pod on every
-// other node.
-func (s *State) connected(ctx context.Context) error {
+// other node; on failure it names the pod that could not be reached.
+func (s *State) connected(ctx context.Context) (PodSpec, error) {
 	pods, err := s.Pods(ctx)
 	if err != nil {
-		return err
+		return PodSpec{}, err
 	}
 	first := map[string]PodSpec{}
 	for _, p := range pods {
@@ -191,11 +249,11 @@ func (s *State) connected(ctx context.Context) error {
 				continue
 			}
 			if err := TCPCheck(from, to, time.Second); err != nil {
-				return fmt.Errorf("pod %s on %s cannot reach pod %s on %s over TCP: %w", from.Name, from.Node, to.Name, to.Node, err)
+				return to, fmt.Errorf("pod %s on %s cannot reach pod %s on %s over TCP: %w", from.Name, from.Node, to.Name, to.Node, err)
 			}
 		}
 	}
-	return nil
+	return PodSpec{}, nil
 }
 
 // TCPCheck opens a listener in to's namespace and connects to it from from's
