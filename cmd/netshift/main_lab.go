@@ -70,15 +70,14 @@ func labRebootCmd() *cobra.Command {
 			if why, err := os.ReadFile(filepath.Join(dir, lab.RebootFailsFile)); err == nil {
 				return fmt.Errorf("the lab node's reboot failed: %s", strings.TrimSpace(string(why)))
 			}
-			req := filepath.Join(dir, "reboot")
-			if err := os.WriteFile(req, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
+			if err := lab.RequestReboot(dir); err != nil {
 				return fmt.Errorf("ask the lab to reboot the node: %w", err)
 			}
 			select {
 			case <-cmd.Context().Done():
 				return cmd.Context().Err()
 			case <-time.After(wait):
-				return fmt.Errorf("the lab did not reboot the node within %s (its request %s is unanswered)", wait, req)
+				return fmt.Errorf("the lab did not reboot the node within %s (its request in %s is unanswered)", wait, dir)
 			}
 		},
 	}

@@ -305,8 +305,9 @@ func (m *migration) createPod(ctx context.Context, name, node string, p plug.Por
 	spec := fmt.Sprintf(`{"id":%q,"mac":%q,"tap":%q}`, p.ID, p.MAC, p.Tap)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: PodNamespace, Labels: map[string]string{"app": "vm"},
 		Annotations: map[string]string{plug.PortSpecAnnotation: spec}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "vm", Image: m.vmImage()}}}}
-	// Ended at once when deleted.
+		// A VM's launcher is a real pod: the lab's workload image, which every node has, ended
+		// at once when deleted.
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "vm", Image: images.WorkloadRef}}}}
 	pod.Spec.TerminationGracePeriodSeconds = new(int64)
 	pod.Spec.Containers[0].Command = []string{"/bin/sleep", "2147483647"}
 	if targetOf != "" {
@@ -317,10 +318,6 @@ func (m *migration) createPod(ctx context.Context, name, node string, p plug.Por
 	}
 	return pod, nil
 }
-
-// vmImage is the VM pod's image: the lab's workload image, which every node
-// has (a VM's launcher pod is a real pod).
-func (m *migration) vmImage() string { return images.WorkloadRef }
 
 // waitPort waits until the pod's network-ready condition satisfies ok.
 func (m *migration) waitPort(ctx context.Context, pod string, ok func(corev1.PodCondition) bool) (corev1.PodCondition, error) {

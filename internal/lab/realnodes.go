@@ -159,6 +159,16 @@ func (s *State) writeLabDir(node string) error {
 	return nil
 }
 
+// rebootRequest, in a node's lab directory, asks the lab to reboot the node.
+const rebootRequest = "reboot"
+
+// RequestReboot asks the lab to reboot the node whose lab directory is dir
+// (its agent's restore action, through the node's /run/netshift-lab, or a
+// person through `lab rebuild-node`).
+func RequestReboot(dir string) error {
+	return os.WriteFile(filepath.Join(dir, rebootRequest), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644)
+}
+
 // rebootAndWait asks the supervisor to reboot a real node, as its agent does,
 // and waits until the node runs again on its new boot.
 func (s *State) rebootAndWait(ctx context.Context, node string) error {
@@ -166,7 +176,7 @@ func (s *State) rebootAndWait(ctx context.Context, node string) error {
 		return fmt.Errorf("no node %q in lab %s", node, s.Options.Name)
 	}
 	before, _ := os.ReadFile(s.BootIDPath(node))
-	if err := os.WriteFile(filepath.Join(s.labDir(node), "reboot"), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
+	if err := RequestReboot(s.labDir(node)); err != nil {
 		return fmt.Errorf("node %s: ask the lab to reboot it: %w", node, err)
 	}
 	deadline := time.Now().Add(3 * time.Minute)
@@ -203,7 +213,7 @@ func (s *State) watchNodes(ctx context.Context, binary string, reboot func(node 
 		}
 		s.answerCalls(ctx, binary, &calls)
 		for _, n := range s.Topology.Nodes {
-			req := filepath.Join(s.labDir(n.Name), "reboot")
+			req := filepath.Join(s.labDir(n.Name), rebootRequest)
 			if _, err := os.Stat(req); err != nil {
 				continue
 			}

@@ -211,10 +211,7 @@ const SandboxKey = "netshift-lab-sandbox"
 // delPort deletes the pod's logical port if it is this sandbox's.
 func delPort(nb, port, sandbox string) error {
 	out, err := exec.Command("ovn-nbctl", "--db="+nb, "--timeout=20", "--if-exists", "get", "logical_switch_port", port, "external_ids:"+SandboxKey).CombinedOutput()
-	if err != nil {
-		if strings.Contains(string(out), "no row") || strings.Contains(string(out), "no key") {
-			return nil
-		}
+	if err != nil { // --if-exists: a port or key that is not there is no error
 		return fmt.Errorf("logical port %s: %w: %s", port, err, out)
 	}
 	if strings.Trim(strings.TrimSpace(string(out)), `"`) != sandbox {
