@@ -39,6 +39,27 @@ func EstimateOffset(samples []ClockSample) (offset, bound time.Duration, err err
 	return mid.Sub(best.Server), rtt / 2, nil
 }
 
+// clockVerdict says what a measured offset shows against the allowed skew.
+type clockVerdict int
+
+const (
+	clockWithin       clockVerdict = iota // |offset| + bound <= max: the clocks agree
+	clockOff                              // |offset| - bound > max: they certainly do not
+	clockInconclusive                     // the round trips were too slow to tell
+)
+
+// judgeClock is the verdict on offset ± bound against max.
+func judgeClock(offset, bound, max time.Duration) clockVerdict {
+	switch {
+	case offset.Abs()+bound <= max:
+		return clockWithin
+	case offset.Abs()-bound > max:
+		return clockOff
+	default:
+		return clockInconclusive
+	}
+}
+
 // measureClock takes n samples from the operator's time endpoint, reading
 // the local clock with now.
 func measureClock(ctx context.Context, url string, n int, now func() time.Time) ([]ClockSample, error) {

@@ -30,3 +30,24 @@ func TestEstimateOffset(t *testing.T) {
 		t.Fatal("a negative round trip is refused")
 	}
 }
+
+func TestJudgeClock(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		offset, bound time.Duration
+		want          clockVerdict
+	}{
+		{0, 0, clockWithin},
+		{-20 * ms, 30 * ms, clockWithin},
+		{50 * ms, 0, clockWithin},
+		{-22 * ms, 34 * ms, clockInconclusive}, // a slow round trip: cannot tell yet
+		{40 * ms, 20 * ms, clockInconclusive},
+		{200 * ms, 2 * ms, clockOff},
+		{-200 * ms, 100 * ms, clockOff},
+		{71 * ms, 20 * ms, clockOff},
+	} {
+		if got := judgeClock(c.offset, c.bound, 50*ms); got != c.want {
+			t.Errorf("offset %s ± %s against 50ms: verdict %d, want %d", c.offset, c.bound, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -375,8 +376,9 @@ func udpPortUser(netns string, port int) (string, error) {
 	return found, err
 }
 
-// clockRetryFor is how long an unreachable time endpoint is tried again: more
-// than a leader election's lease (15 s) plus an operator's start.
+// clockRetryFor is how long the clock check keeps trying an unreachable time
+// endpoint or one too slow to give a conclusive measurement: more than a
+// leader election's lease (15 s) plus an operator's start.
 const clockRetryFor = 25 * time.Second
 
 // checkClock measures the node clock's offset from the operator's: T0 is one
@@ -398,28 +400,52 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 	}
 	// The endpoint is the leader's: right after an operator restart it is down until the new
 	// leader is elected (a lease term), so an unreachable endpoint is tried again before it
-	// counts as a problem.
-	samples, err := measureClock(ctx, timeURL, 5, a.now)
-	for deadline := time.Now().Add(clockRetryFor); err != nil && time.Now().Before(deadline) && ctx.Err() == nil; {
+	// counts as a problem. Every agent checks at once when a plan arrives, so on a busy
+	// control plane the first round trips can be too slow to tell: more rounds are taken,
+	// spread out, and the fastest round trip of all of them is trusted.
+	var samples []ClockSample
+	var lastErr error
+	deadline := time.Now().Add(clockRetryFor)
+	for {
+		round, err := measureClock(ctx, timeURL, 5, a.now)
+		lastErr = err
+		samples = append(samples, round...)
+		if len(samples) > 0 {
+			offset, bound, err := EstimateOffset(samples)
+			if err != nil {
+				r.Problems = append(r.Problems, "cannot check the clock: "+err.Error())
+				return
+			}
+			if judgeClock(offset, bound, a.MaxClockSkew) != clockInconclusive {
+				break
+			}
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			break
+		}
 		select {
-		case <-time.After(time.Second):
+		case <-time.After(clockRetryPause()):
 		case <-ctx.Done():
 		}
-		samples, err = measureClock(ctx, timeURL, 5, a.now)
 	}
-	if err != nil {
-		r.Problems = append(r.Problems, "cannot check the clock: "+err.Error())
+	if len(samples) == 0 {
+		r.Problems = append(r.Problems, "cannot check the clock: "+lastErr.Error())
 		return
 	}
-	offset, bound, err := EstimateOffset(samples)
-	if err != nil {
-		r.Problems = append(r.Problems, "cannot check the clock: "+err.Error())
-		return
-	}
+	offset, bound, _ := EstimateOffset(samples)
 	us := offset.Microseconds()
 	r.ClockOffsetMicros = &us
-	if worst := offset.Abs() + bound; worst > a.MaxClockSkew {
+	switch judgeClock(offset, bound, a.MaxClockSkew) {
+	case clockOff:
 		r.Problems = append(r.Problems, fmt.Sprintf("the node's clock differs from the operator's by %s (± %s), more than the %s allowed: T0 would not be the same instant here",
 			offset.Round(time.Microsecond), bound.Round(time.Microsecond), a.MaxClockSkew))
+	case clockInconclusive:
+		r.Problems = append(r.Problems, fmt.Sprintf("the node's clock differs from the operator's by %s (± %s): the round trips to the operator's time endpoint stayed too slow for %s to tell whether it is within the %s allowed",
+			offset.Round(time.Microsecond), bound.Round(time.Microsecond), clockRetryFor, a.MaxClockSkew))
 	}
+}
+
+// clockRetryPause spreads the agents' further rounds apart (0.2 to 1 s).
+func clockRetryPause() time.Duration {
+	return 200*time.Millisecond + rand.N(800*time.Millisecond)
 }
