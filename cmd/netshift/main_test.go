@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
-	"netshift.io/netshift/internal/kubesim"
 	"netshift.io/netshift/internal/testenv"
 )
 
@@ -178,7 +177,6 @@ func TestOperatorAndAgentProcesses(t *testing.T) {
 	if err := env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cli-1"}}); err != nil {
 		t.Fatal(err)
 	}
-	go (&kubesim.Sim{Client: env.Client}).Run(ctx)
 	metrics, health := freePort(t), freePort(t)
 	start(t, "operator", "--kubeconfig", opKC, "--leader-elect", "--metrics-bind-address", metrics, "--health-probe-bind-address", health)
 	start(t, "agent", "--kubeconfig", agentKC, "--node", "cli-1", "--reconfigure-hold", "100ms")

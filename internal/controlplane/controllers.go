@@ -5,17 +5,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
 
-// startControllers starts kube-controller-manager and kube-scheduler with
-// identities of their own (the users the API server's RBAC bootstrap binds),
-// so that Deployments and DaemonSets get pods, pods get nodes and tokens, and
+// startControllers starts kube-controller-manager (running the named
+// controllers, "*" for all) and, if asked, kube-scheduler, with identities of
+// their own (the users the API server's RBAC bootstrap binds): so that
+// Deployments and DaemonSets get pods, pods get nodes and tokens, and
 // PodDisruptionBudgets are enforced by the real disruption controller.
-func (cp *ControlPlane) startControllers(dir string) error {
+func (cp *ControlPlane) startControllers(dir string, controllers []string, scheduler bool) error {
 	if dir == "" {
-		return fmt.Errorf("a cluster control plane needs a directory for its controllers' files")
+		return fmt.Errorf("a control plane with controllers needs a directory for their files")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -33,17 +35,21 @@ func (cp *ControlPlane) startControllers(dir string) error {
 	if err != nil {
 		return err
 	}
-	for _, c := range []struct {
+	type process struct {
 		name string
 		args []string
-	}{
+	}
+	procs := []process{
 		{"kube-controller-manager", []string{"--kubeconfig=" + kcm, "--authentication-kubeconfig=" + kcm, "--authorization-kubeconfig=" + kcm,
 			"--service-account-private-key-file=" + filepath.Join(api.CertDir, "sa-signer.key"), "--root-ca-file=" + cp.CAFile,
-			"--use-service-account-credentials=true", "--leader-elect=false", "--controllers=*",
+			"--use-service-account-credentials=true", "--leader-elect=false", "--controllers=" + strings.Join(controllers, ","),
 			"--bind-address=127.0.0.1", "--secure-port=0", "--v=1"}},
-		{"kube-scheduler", []string{"--kubeconfig=" + sched, "--authentication-kubeconfig=" + sched, "--authorization-kubeconfig=" + sched,
-			"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0", "--v=1"}},
-	} {
+	}
+	if scheduler {
+		procs = append(procs, process{"kube-scheduler", []string{"--kubeconfig=" + sched, "--authentication-kubeconfig=" + sched, "--authorization-kubeconfig=" + sched,
+			"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0", "--v=1"}})
+	}
+	for _, c := range procs {
 		logf, err := os.Create(filepath.Join(dir, c.name+".log"))
 		if err != nil {
 			return err

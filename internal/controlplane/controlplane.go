@@ -37,6 +37,8 @@ type ControlPlane struct {
 	controllers []*controller
 	// CAFile is the API server's CA (a Cluster control plane): what kubelets and pods trust.
 	CAFile string
+	// ownDir is the controllers' directory this control plane made, removed by Stop.
+	ownDir string
 }
 
 // MissingError says that the API server binaries are not there.
@@ -95,6 +97,11 @@ type Options struct {
 	Cluster     bool
 	ServiceCIDR string
 	Dir         string
+	// Controllers, without Cluster, runs kube-controller-manager with just
+	// these controllers (for example "disruption", so that PodDisruptionBudgets
+	// are enforced as in a cluster): its files go into Dir, or a directory of
+	// its own that Stop removes.
+	Controllers []string
 }
 
 // StartWith starts the control plane as o asks.
@@ -150,11 +157,22 @@ func StartWith(o Options) (*ControlPlane, error) {
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
 	cp := &ControlPlane{Env: te, Admin: cfg, AssetsDir: assets}
-	if o.Cluster {
-		if err := cp.startControllers(o.Dir); err != nil {
-			cp.Stop()
-			return nil, err
+	switch {
+	case o.Cluster:
+		err = cp.startControllers(o.Dir, []string{"*"}, true)
+	case len(o.Controllers) > 0:
+		dir := o.Dir
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "netshift-controllers-"); err != nil {
+				break
+			}
+			cp.ownDir = dir
 		}
+		err = cp.startControllers(dir, o.Controllers, false)
+	}
+	if err != nil {
+		cp.Stop()
+		return nil, err
 	}
 	if cp.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -178,6 +196,9 @@ func (cp *ControlPlane) Stop() {
 		return
 	}
 	cp.stopControllers()
+	if cp.ownDir != "" {
+		_ = os.RemoveAll(cp.ownDir)
+	}
 	_ = os.Remove(cp.Kubeconfig)
 	_ = cp.Env.Stop()
 }

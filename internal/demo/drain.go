@@ -1,8 +1,9 @@
 // Package demo runs netshift's drain example end to end on this machine: a
 // real kube-apiserver and etcd, the operator and one agent per node as their
 // own processes with their own identities, the example's nodes, pools and
-// pods, and a live view of the drain in `netshift status` form. It is what the
-// README's first command runs until the lab can run a real network change.
+// pods, and a live view of the drain in `netshift status` form. Its nodes have
+// no kubelets: their pods are created started and an eviction removes them at
+// once (the lab drains real nodes).
 package demo
 
 import (
@@ -19,16 +20,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/config"
 	"netshift.io/netshift/internal/controlplane"
-	"netshift.io/netshift/internal/kubesim"
 	"netshift.io/netshift/internal/manifests"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/plan"
@@ -71,7 +68,6 @@ func RunDrain(ctx context.Context, o Options) error {
 	if err := setUp(ctx, c); err != nil {
 		return err
 	}
-	go (&kubesim.Sim{Client: c, Namespaces: []string{demoNS}}).Run(ctx)
 
 	step("starting the operator and one agent per node, each its own process with its own identity")
 	procs, err := startProcesses(ctx, cp, dir, o)
@@ -172,17 +168,12 @@ func setUp(ctx context.Context, c client.Client) error {
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%s-%d", n, i), Namespace: demoNS, Labels: map[string]string{"app": "web"}},
 				Spec:       corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
 			}
-			if err := c.Create(ctx, p); err != nil {
+			if err := controlplane.CreateStartedPod(ctx, c, p); err != nil {
 				return err
 			}
 		}
 	}
-	// At most three web pods down at once, cluster-wide: the budget paces the evictions.
-	return c.Create(ctx, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: demoNS},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(3)),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
-	})
+	return nil
 }
 
 type processes struct {

@@ -23,7 +23,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
-	"netshift.io/netshift/internal/kubesim"
+	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/rollout"
 	"netshift.io/netshift/internal/testenv"
@@ -38,9 +38,9 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, &envMissing)) }
 
 const testNS = "work"
 
-// cluster is one test's view of the shared API server: it starts the
-// operator, agents and the test's stand-ins for the kubelet and the
-// disruption controller, and leaves the API server empty when the test ends.
+// cluster is one test's view of the shared API server (with the real
+// disruption controller): it starts the operator and agents, creates nodes,
+// pools and pods, and leaves the API server empty when the test ends.
 type cluster struct {
 	t      testing.TB
 	ctx    context.Context
@@ -63,7 +63,6 @@ func newCluster(t testing.TB) *cluster {
 	if err := cl.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	go (&kubesim.Sim{Client: cl.c, Namespaces: []string{testNS}}).Run(ctx)
 	return cl
 }
 
@@ -183,7 +182,8 @@ func (cl *cluster) createPool(name string, priority int32, maxParallel intstr.In
 	}
 }
 
-// createPods puts n pods with the given labels on node.
+// createPods puts n started pods with the given labels on node; with no
+// kubelet to stop them, an eviction removes them at once (a zero grace period).
 func (cl *cluster) createPods(node string, n int, lbls map[string]string) {
 	cl.t.Helper()
 	for i := range n {
@@ -191,7 +191,7 @@ func (cl *cluster) createPods(node string, n int, lbls map[string]string) {
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-pod-%d", node, i), Namespace: testNS, Labels: lbls},
 			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 		}
-		if err := cl.c.Create(cl.ctx, p); err != nil {
+		if err := controlplane.CreateStartedPod(cl.ctx, cl.c, p); err != nil {
 			cl.t.Fatal(err)
 		}
 	}

@@ -1,5 +1,6 @@
 // Package testenv gives integration tests the real control plane
-// (internal/controlplane), once per test package.
+// (internal/controlplane: kube-apiserver, etcd and the disruption controller
+// of kube-controller-manager), once per test package.
 //
 // A test whose real prerequisite is missing skips with the reason on a
 // developer's machine and FAILS when CI=true, so CI can never pass with a
@@ -65,7 +66,9 @@ func Run(m *testing.M, env **Env, missing *error) int {
 	}
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger) // leader election logs through klog
-	e, err := controlplane.Start()
+	// The real disruption controller computes PodDisruptionBudgets' status, so the
+	// Eviction API enforces them as in a cluster.
+	e, err := controlplane.StartWith(controlplane.Options{Controllers: []string{"disruption"}})
 	if err != nil {
 		var ms *Missing
 		if !errors.As(err, &ms) {

@@ -14,12 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/lab/probe"
-	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/testenv"
 )
 
@@ -251,17 +249,9 @@ func TestEvictedPodIsRemoved(t *testing.T) {
 	waitFor(t, "the replacement pod", func() bool { st := status(t, "e2eev"); return st.Healthy && len(st.Pods) == 2 })
 }
 
-func labClient(t *testing.T, name string) client.Client {
+func labClient(t *testing.T, name string) client.WithWatch {
 	t.Helper()
-	s, err := lab.LoadState(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	c, err := labClientFor(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -299,7 +299,7 @@ func TestAbortBeforeT0(t *testing.T) {
 	}
 }
 
-func labClientFor(name string) (client.Client, error) {
+func labClientFor(name string) (client.WithWatch, error) {
 	s, err := lab.LoadState(name)
 	if err != nil {
 		return nil, err
@@ -308,7 +308,7 @@ func labClientFor(name string) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	return client.NewWithWatch(cfg, client.Options{Scheme: operator.Scheme()})
 }
 
 // changeUnderProbe applies patch while the probe runs and returns the report
