@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -213,6 +214,12 @@ func (s *State) recordOVN(ctx context.Context, to PodSpec, cause error) {
 	_, _ = sh.run(ctx, nil, "ovn-nbctl", "--db="+s.NBDB(), "--timeout=10", "show")
 	_, _ = sh.run(ctx, nil, "ovn-sbctl", "--db="+s.SBDB(), "--timeout=10", "show")
 	for _, n := range s.Topology.Nodes {
+		// Every OVS interface claiming the pod's logical port, on every node: a stale
+		// sandbox's interface left with the same iface-id would compete for the binding.
+		_, _ = sh.run(ctx, s.ovsEnv(n.Name), "ovs-vsctl", "--timeout=10", "--columns=name,ofport,external_ids", "find", "interface", "external_ids:iface-id="+port)
+		if n.Name == to.Node {
+			_, _ = sh.run(ctx, nil, "tail", "-n", "40", filepath.Join(s.nodeDir(n.Name), "ovn-controller.log"))
+		}
 		_, _ = sh.run(ctx, append(s.ovsEnv(n.Name), "OVN_RUNDIR="+s.nodeDir(n.Name)), "ovn-appctl", "-t", "ovn-controller", "recompute")
 	}
 	fmt.Fprintf(os.Stderr, "lab %s: pod %s unreachable for 20 s (%v): OVN's view in %s; every ovn-controller recomputes\n",

@@ -94,6 +94,15 @@ func up(t *testing.T, name string, args ...string) lab.Status {
 	start := time.Now()
 	mustNetshift(t, append([]string{"lab", "up", "--name", name}, args...)...)
 	t.Logf("lab up --name %s %s: %.1f s", name, strings.Join(args, " "), time.Since(start).Seconds())
+	if s, err := lab.LoadState(name); err == nil {
+		// lab up healed a pod that stayed unreachable: what OVN held of it, for a person to read.
+		if data, err := os.ReadFile(s.Path("connectivity.log")); err == nil {
+			t.Log("lab up healed an unreachable pod; its connectivity.log:")
+			for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+				t.Log("  " + line)
+			}
+		}
+	}
 	t.Cleanup(func() {
 		if s, err := lab.LoadState(name); err == nil {
 			if dest := os.Getenv("NETSHIFT_E2E_ARTIFACTS"); dest != "" && t.Failed() {
