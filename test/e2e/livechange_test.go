@@ -378,15 +378,36 @@ func TestRestartsDuringAChange(t *testing.T) {
 	if p := pid("operator"); p == 0 || p == oldOperator {
 		t.Errorf("operator not restarted (pid %d)", p)
 	}
-	if !r.OK {
-		t.Errorf("probe: %v", r.Failed())
-	}
 	if got := podMTUs(t, s); got[1350] != s.Options.Nodes*s.Options.PodsPerNode {
 		t.Errorf("pod MTUs: %v, want all 1350", got)
 	}
 	var nns v1alpha1.NodeNetworkState
 	if err := c.Get(context.Background(), client.ObjectKey{Name: "node-2"}, &nns); err != nil || nns.Status.LiveChange == nil {
 		t.Fatalf("node-2 report: %v", err)
+	}
+	// Killed just after T0, node-2's agent runs its steps once the kubelet has
+	// restarted it (about 1.5 s late). Until then its pods still send segments of
+	// the old size, which the other nodes' pods (at the new MTU) cannot receive:
+	// a TLS handshake begun in that window (the probe's certificate is larger
+	// than a segment) can outlast its 3 s timeout. Every long-lived and short-lived
+	// connection must survive; HTTPS failures are allowed only as TLS failures,
+	// and only when node-2 was late.
+	var late int32
+	for _, st := range nns.Status.LiveChange.Steps {
+		late = max(late, st.LateMs)
+	}
+	failed := r.Failed()
+	if late >= 500 && r.HTTPS.Failures > 0 && r.HTTPS.Failures == r.HTTPS.TLSFailures {
+		t.Logf("node-2's steps %d ms late (its agent restarting): %d of %d HTTPS requests failed their TLS handshake", late, r.HTTPS.Failures, r.HTTPS.Attempts)
+		failed = failed[:0]
+		for _, f := range r.Failed() {
+			if !strings.Contains(f, "HTTPS requests failed") {
+				failed = append(failed, f)
+			}
+		}
+	}
+	if len(failed) > 0 {
+		t.Errorf("probe: %v", failed)
 	}
 	seen := map[v1alpha1.StepAction]int{}
 	for _, st := range nns.Status.LiveChange.Steps {
