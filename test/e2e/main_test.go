@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 	// Labs of these tests live in their own root, never next to a user's labs.
 	root, _ := os.MkdirTemp("", "netshift-e2e-labs-")
 	os.Setenv("NETSHIFT_LAB_ROOT", root)
+	labRoot = root
 	if err := lab.Requirements(true); err != nil {
 		missing = &testenv.Missing{Reason: err.Error()}
 	} else if _, err := controlplane.AssetsDir(); err != nil {
@@ -155,6 +156,9 @@ func status(t *testing.T, name string) lab.Status {
 	return st
 }
 
+// labRoot is the directory every e2e lab lives under.
+var labRoot string
+
 // footprint is what a lab could leave behind on the machine.
 type footprint struct {
 	netns, rootLinks, daemons map[string]bool
@@ -188,7 +192,15 @@ func takeFootprint(t *testing.T) footprint {
 		s := string(stat)
 		comm := s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
 		state := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
-		if daemonNames[comm] && state != "Z" {
+		if state == "Z" {
+			continue
+		}
+		// A lab's daemons, and any process still working in a lab's directory (an image
+		// import, a command of a lab up that was killed).
+		if daemonNames[comm] {
+			f.daemons[e.Name()+" "+comm] = true
+		} else if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil &&
+			labRoot != "" && strings.Contains(string(cmdline), labRoot) {
 			f.daemons[e.Name()+" "+comm] = true
 		}
 	}

@@ -137,6 +137,7 @@ func (n Node) logFile(role string) (*os.File, error) {
 // returns its combined output.
 func (n Node) InNode(ctx context.Context, holder int, bin string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "nsenter", append([]string{fmt.Sprintf("--mount=/proc/%d/ns/mnt", holder), fmt.Sprintf("--uts=/proc/%d/ns/uts", holder), "--net=/run/netns/" + n.Netns, "--", bin}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives its caller
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("node %s: %s %s: %w: %s", n.Name, bin, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
