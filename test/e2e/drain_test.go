@@ -44,14 +44,8 @@ func TestDrainBlockedByABudget(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}); err != nil {
 		t.Fatal(err)
 	}
-	one := int32(1)
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "web"}, Spec: appsv1.DeploymentSpec{
-		Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			NodeSelector:                  map[string]string{"kubernetes.io/hostname": "node-2"},
-			TerminationGracePeriodSeconds: new(int64),
-			Containers: []corev1.Container{{Name: "web", Image: images.WorkloadRef, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{"/bin/sleep", "2147483647"}}}}}}}
+	dep := sleepers("web", 1, labels)
+	dep.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "node-2"}
 	if err := c.Create(ctx, dep); err != nil {
 		t.Fatal(err)
 	}
@@ -145,13 +139,7 @@ func pacedWorkloadOnNode2(t *testing.T, c client.WithWatch) *pacedWorkload {
 	setCordon("node-1", true)
 	setCordon("node-3", true)
 	labels := map[string]string{"app": "db"}
-	three := int32(3)
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "web"}, Spec: appsv1.DeploymentSpec{
-		Replicas: &three, Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: new(int64),
-			Containers: []corev1.Container{{Name: "db", Image: images.WorkloadRef, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{"/bin/sleep", "2147483647"}}}}}}}
+	dep := sleepers("db", 3, labels)
 	if err := c.Create(ctx, dep); err != nil {
 		t.Fatal(err)
 	}
@@ -239,4 +227,15 @@ func (w *pacedWorkload) check(t *testing.T) {
 		t.Errorf("db: %d pods Ready at one instant of the drain; its budget (maxUnavailable 1) keeps 2", w.minReady)
 	}
 	t.Logf("db: its 3 pods left node-2 one at a time; fewest Ready at once: %d", w.minReady)
+}
+
+// sleepers is a Deployment in namespace web of replicas workload pods that
+// sleep, stopped at once when evicted (a zero grace period).
+func sleepers(name string, replicas int32, labels map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "web"}, Spec: appsv1.DeploymentSpec{
+		Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: new(int64),
+			Containers: []corev1.Container{{Name: name, Image: images.WorkloadRef, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"/bin/sleep", "2147483647"}}}}}}}
 }
