@@ -32,17 +32,23 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+// runTests returns instead of exiting so that its deferred clean-up runs.
+func runTests(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "netshift-cli-")
 	if err != nil {
-		panic(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "netshift")
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build netshift: %v\n%s", err, out)
-		os.Exit(1)
+		return 1
 	}
-	os.Exit(testenv.Run(m, &env, &envMissing))
+	return testenv.Run(m, &env, &envMissing)
 }
 
 func run(t *testing.T, args ...string) (string, error) {
