@@ -13,28 +13,29 @@ keep=
 export PATH=/usr/local/go/bin:$PATH
 export KUBEBUILDER_ASSETS
 KUBEBUILDER_ASSETS=$(hack/setup.sh)
-hack/build.sh bin   # netshift (a lab build), netshift-cni, the pause program: the lab's images
-ns=bin/netshift
-if [[ -z "$keep" ]]; then trap '$ns lab down --name demo >/dev/null 2>&1 || true' EXIT; fi
+hack/build.sh bin   # netshift, netshift-lab (its lab build), netshift-cni, the pause program
+ns=bin/netshift     # the product: what a user runs against a cluster
+lab=bin/netshift-lab
+if [[ -z "$keep" ]]; then trap '$lab lab down --name demo >/dev/null 2>&1 || true' EXIT; fi
 
-echo "== netshift lab up --name demo"
-$ns lab up --name demo
+echo "== netshift-lab lab up --name demo"
+$lab lab up --name demo
 echo
-echo "== netshift lab status --name demo"
-$ns lab status --name demo
+echo "== netshift-lab lab status --name demo"
+$lab lab status --name demo
 echo
 echo "== netshift status (the lab's API server, as the operator sees it)"
-$ns --kubeconfig "$($ns lab kubeconfig --name demo)" status
+$ns --kubeconfig "$($lab lab kubeconfig --name demo)" status
 echo
-kubeconfig=$($ns lab kubeconfig --name demo)
+kubeconfig=$($lab lab kubeconfig --name demo)
 kubectl="$KUBEBUILDER_ASSETS/kubectl --kubeconfig $kubeconfig"
 echo "== kubectl get nodes -o wide; netshift as installed from config/lab"
 $kubectl get nodes -o wide
 $kubectl -n netshift-system get pods -o wide
 echo
-echo "== netshift lab probe start: long-lived TCP every 5 ms, short-lived TCP, HTTPS with a 29 KB"
+echo "== netshift-lab lab probe start: long-lived TCP every 5 ms, short-lived TCP, HTTPS with a 29 KB"
 echo "   certificate, between pods on different nodes"
-$ns lab probe start --name demo
+$lab lab probe start --name demo
 sleep 3
 echo
 echo "== live MTU change: kubectl patch clusternetwork cluster --type merge -p '{\"spec\":{\"mtu\":1350}}'"
@@ -55,9 +56,9 @@ for p in $($kubectl -n lab get pods -o jsonpath='{.items[*].metadata.name}'); do
 done
 sleep 3
 echo
-echo "== netshift lab probe stop: what the change did to live traffic"
-$ns lab probe stop --name demo
+echo "== netshift-lab lab probe stop: what the change did to live traffic"
+$lab lab probe stop --name demo
 if [[ -n "$keep" ]]; then
   echo
-  echo "The lab is still up: export KUBECONFIG=\$($ns lab kubeconfig --name demo); $ns lab down --name demo removes it."
+  echo "The lab is still up: export KUBECONFIG=\$($lab lab kubeconfig --name demo); $lab lab down --name demo removes it."
 fi

@@ -2,7 +2,8 @@
 # Runs every test tier and the benchmarks, printing how long each took.
 # Sets everything up first (hack/setup.sh), so it works on a fresh machine.
 #
-#   static       gofmt, go vet, generated code and CRDs up to date
+#   static       no tracked file over 1 MB, the README's bad-input table names real tests,
+#                gofmt, go vet, generated code and CRDs up to date
 #   unit         the pure core and everything that needs no real part
 #   integration  controllers, CLI and API against a real kube-apiserver + etcd
 #   e2e          the lab: real namespaces, Open vSwitch, OVN, API server, traffic (root)
@@ -36,6 +37,15 @@ run_tier() {
 
 static() {
   local bad
+  # Nothing big is committed (builds go to bin/, which is ignored).
+  bad=$(git ls-files -z 2>/dev/null | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$1 > 1048576 {print $2}')
+  if [[ -n "$bad" ]]; then echo "tracked files over 1 MB: $bad"; return 1; fi
+  # Every test the README's bad-input table names exists.
+  local missing=""
+  for t in $(sed -n '/<!-- bad-input-table:start -->/,/<!-- bad-input-table:end -->/p' README.md | grep -o '`Test[A-Za-z0-9_]*`' | tr -d '`' | sort -u); do
+    grep -rqE "^func $t\(" --include='*_test.go' . || missing+=" $t"
+  done
+  if [[ -n "$missing" ]]; then echo "README's bad-input table names tests that do not exist:$missing"; return 1; fi
   bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
   if [[ -n "$bad" ]]; then echo "gofmt would change: $bad"; return 1; fi
   go vet ./... || return 1

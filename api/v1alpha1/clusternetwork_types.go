@@ -25,9 +25,13 @@ type DrainSettings struct {
 	// Disabled configures nodes without cordoning or evicting anything; the pool limits still apply.
 	// +optional
 	Disabled bool `json:"disabled,omitempty"`
-	// Timeout bounds how long one node's drain may take before OnTimeout applies, e.g. "10m".
+	// Timeout bounds how long one node's drain may take before OnTimeout applies: a duration from
+	// "1s" to "168h" written as Go does, e.g. "10m" or "1h30m".
 	// +optional
 	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="timeout must be a duration from 1s to 168h, e.g. \"10m\""
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// OnTimeout is what happens when a drain outlasts Timeout: Wait (keep waiting and report) or
 	// Fail (uncordon, release the slot, mark the node's operation failed).
@@ -72,11 +76,12 @@ type UnderlaySettings struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.mtu) || !has(self.mtu) || self.mtu == oldSelf.mtu || (self.vxlanPort == oldSelf.vxlanPort && self.genevePort == oldSelf.genevePort)",message="spec.mtu and a tunnel port (spec.vxlanPort, spec.genevePort) cannot change in one edit: change one, let it finish, then the other"
 type ClusterNetworkSpec struct {
 	// MTU is the pod MTU: from 576 up to the underlay MTU minus the tunnel overhead (VXLAN 50,
-	// Geneve 58). Changing it lowers or raises the MTU on every node at a synchronized time.
-	// +optional
+	// Geneve 58). Required: it is the MTU the cluster's pods have now, which netshift takes as
+	// applied. Changing it lowers or raises the MTU on every node at a synchronized time.
+	// +required
 	// +kubebuilder:validation:Minimum=576
 	// +kubebuilder:validation:Maximum=9158
-	MTU *int32 `json:"mtu,omitempty"`
+	MTU *int32 `json:"mtu"`
 	// VXLANPort is the UDP destination port of VXLAN tunnels, 1 to 65535. Changing it on a cluster
 	// that uses Geneve is recorded and needs no node step.
 	// +optional
@@ -91,9 +96,11 @@ type ClusterNetworkSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	GenevePort int32 `json:"genevePort,omitempty"`
-	// Encapsulation is the tunnel protocol the cluster uses: vxlan or geneve.
+	// Encapsulation is the tunnel protocol the cluster uses: vxlan or geneve. It describes the
+	// cluster and cannot be changed: netshift has no live change of the protocol.
 	// +optional
 	// +kubebuilder:default=vxlan
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="encapsulation cannot be changed: netshift carries out no live change of the tunnel protocol"
 	Encapsulation Encapsulation `json:"encapsulation,omitempty"`
 	// Underlay describes the network the tunnels run over.
 	// +optional
@@ -275,6 +282,7 @@ type ZonesStatus struct {
 // +kubebuilder:resource:scope=Cluster,shortName=cn
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="metadata.name must be \"cluster\": a cluster has one ClusterNetwork"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || !(oldSelf.status.change.phase in ['Preconditions', 'Scheduled']) || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.encapsulation == oldSelf.spec.encapsulation && self.spec.underlay == oldSelf.spec.underlay)",message="a live change is in progress (status.change): wait for it to finish, or `netshift abort` it before T0, before changing spec.mtu, the tunnel ports, the encapsulation or the underlay"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || !has(oldSelf.status.change.converging) || size(oldSelf.status.change.converging) == 0 || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.underlay == oldSelf.spec.underlay)",message="nodes are still converging to the last change (status.change.converging): wait until they have, before changing spec.mtu, the tunnel ports or the underlay"
 // +kubebuilder:printcolumn:name="MTU",type=integer,JSONPath=`.status.applied.mtu`
 // +kubebuilder:printcolumn:name="Change",type=string,JSONPath=`.status.change.kind`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.change.phase`
@@ -284,8 +292,8 @@ type ClusterNetwork struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is the network as the user wants it.
-	// +optional
-	Spec ClusterNetworkSpec `json:"spec,omitempty"`
+	// +required
+	Spec ClusterNetworkSpec `json:"spec"`
 	// Status is what is applied and the operation in progress.
 	// +optional
 	Status ClusterNetworkStatus `json:"status,omitempty"`

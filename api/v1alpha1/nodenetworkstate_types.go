@@ -339,6 +339,7 @@ type NodeNetworkStateStatus struct {
 // +kubebuilder:printcolumn:name="Drain",type=string,JSONPath=`.status.drainStatus`
 // +kubebuilder:printcolumn:name="Sync",type=string,JSONPath=`.status.syncStatus`
 // +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.spec.operation.id`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.zone) || self.spec.zone == 'global' || self.spec.zone == self.metadata.name",message="spec.zone must be \"global\" (single zone) or the node's own name (its own zone)"
 type NodeNetworkState struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -16,20 +16,25 @@ const DefaultPoolName = "default"
 //
 // +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? (has(self.values) && size(self.values) > 0) : true",message="values must be non-empty when operator is In or NotIn"
 // +kubebuilder:validation:XValidation:rule="self.operator in ['Exists', 'DoesNotExist'] ? (!has(self.values) || size(self.values) == 0) : true",message="values must be empty when operator is Exists or DoesNotExist"
-// +kubebuilder:validation:XValidation:rule="self.operator in ['Gt', 'Lt'] ? (has(self.values) && size(self.values) == 1 && self.values[0].matches('^-?[0-9]+$')) : true",message="values must be a single integer when operator is Gt or Lt"
+// +kubebuilder:validation:XValidation:rule="self.operator in ['Gt', 'Lt'] ? (has(self.values) && size(self.values) == 1 && self.values[0].matches('^-?[0-9]{1,18}$')) : true",message="values must be a single integer of at most 18 digits when operator is Gt or Lt"
 type NodeSelectorRequirement struct {
-	// Key is the label key (or, in matchFields, the field: only metadata.name) the selector applies to.
+	// Key is the label key (or, in matchFields, the field: only metadata.name) the selector applies
+	// to: a label key as Kubernetes allows it, an optional DNS-subdomain prefix and "/", then a name
+	// of 1 to 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
 	Key string `json:"key"`
 	// Operator relates the key to the values: In, NotIn, Exists, DoesNotExist, Gt or Lt.
 	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt
 	Operator corev1.NodeSelectorOperator `json:"operator"`
 	// Values are the values the operator compares with: non-empty for In and NotIn, empty for
-	// Exists and DoesNotExist, a single integer for Gt and Lt.
+	// Exists and DoesNotExist, a single integer for Gt and Lt. Each is a label value: up to 63
+	// letters, digits, "-", "_" or ".", starting and ending with a letter or digit.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	// +listType=atomic
 	Values []string `json:"values,omitempty"`
 }
@@ -69,13 +74,13 @@ type NodePoolSpec struct {
 	// +kubebuilder:validation:Maximum=99
 	Priority *int32 `json:"priority,omitempty"`
 
-	// MaxParallel is how many of the pool's nodes may be configured (drained) at once: a count, or a
-	// percentage from "1%" to "100%" of all the nodes the pool owns, rounded down but at least 1.
-	// 0 means no limit.
+	// MaxParallel is how many of the pool's nodes may be configured (drained) at once: a count from
+	// 0 to 10000, or a percentage from "1%" to "100%" of all the nodes the pool owns, rounded down
+	// but at least 1. 0 means no limit.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([1-9]|[1-9][0-9]|100)%$')",message="maxParallel must be a count of 0 or more (0 = no limit) or a percentage from \"1%\" to \"100%\""
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 0 && self <= 10000) : self.matches('^([1-9]|[1-9][0-9]|100)%$')",message="maxParallel must be a count from 0 to 10000 (0 = no limit) or a percentage from \"1%\" to \"100%\""
 	MaxParallel *intstr.IntOrString `json:"maxParallel,omitempty"`
 }
 

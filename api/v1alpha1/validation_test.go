@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,6 +35,23 @@ func pool(name string, mutate func(*v1alpha1.NodePoolSpec)) *v1alpha1.NodePool {
 
 func expr(op corev1.NodeSelectorOperator, values ...string) []v1alpha1.NodeSelectorTerm {
 	return []v1alpha1.NodeSelectorTerm{{MatchExpressions: []v1alpha1.NodeSelectorRequirement{{Key: "zone", Operator: op, Values: values}}}}
+}
+
+// clusterNetwork is a valid ClusterNetwork (pod MTU 1450) with mutate applied.
+func clusterNetwork(mutate func(*v1alpha1.ClusterNetworkSpec)) *v1alpha1.ClusterNetwork {
+	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterNetworkName}, Spec: v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450)}}
+	mutate(&cn.Spec)
+	return cn
+}
+
+// drainTimeout is a ClusterNetwork whose drain timeout is written as given,
+// as kubectl would send it (a metav1.Duration could not carry "ten minutes").
+func drainTimeout(timeout string) client.Object {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "ClusterNetwork",
+		"metadata": map[string]any{"name": v1alpha1.ClusterNetworkName},
+		"spec":     map[string]any{"mtu": int64(1450), "drain": map[string]any{"timeout": timeout}},
+	}}
 }
 
 // TestAPIServerRefusesBadInput: the API server refuses each bad object at
@@ -64,10 +82,32 @@ func TestAPIServerRefusesBadInput(t *testing.T) {
 		{"matchFields on a label", pool("p", func(s *v1alpha1.NodePoolSpec) {
 			s.NodeSelectorTerms = []v1alpha1.NodeSelectorTerm{{MatchFields: []v1alpha1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}
 		}), []string{"spec.nodeSelectorTerms[0].matchFields", "metadata.name"}},
+		{"maxParallel 3000000000", pool("p", func(s *v1alpha1.NodePoolSpec) { s.MaxParallel = ptr.To(intstr.FromInt32(10001)) }),
+			[]string{"spec.maxParallel", "0 to 10000"}},
+		{"maxParallel +50%", pool("p", func(s *v1alpha1.NodePoolSpec) { s.MaxParallel = ptr.To(intstr.FromString("+50%")) }),
+			[]string{"spec.maxParallel", `"1%" to "100%"`}},
+		{"selector value with a space", pool("p", func(s *v1alpha1.NodePoolSpec) { s.NodeSelectorTerms = expr(corev1.NodeSelectorOpIn, "a b") }),
+			[]string{"spec.nodeSelectorTerms[0].matchExpressions[0].values[0]", "should match"}},
+		{"Gt beyond int64", pool("p", func(s *v1alpha1.NodePoolSpec) {
+			s.NodeSelectorTerms = expr(corev1.NodeSelectorOpGt, "99999999999999999999")
+		}),
+			[]string{"spec.nodeSelectorTerms[0].matchExpressions[0]", "at most 18 digits"}},
+		{"selector key with a space", pool("p", func(s *v1alpha1.NodePoolSpec) {
+			s.NodeSelectorTerms = []v1alpha1.NodeSelectorTerm{{MatchExpressions: []v1alpha1.NodeSelectorRequirement{{Key: "my zone", Operator: corev1.NodeSelectorOpExists}}}}
+		}), []string{"spec.nodeSelectorTerms[0].matchExpressions[0].key", "should match"}},
 		{"reserved pool name", pool("default", nil), []string{"metadata.name", "reserved"}},
-		{"second ClusterNetwork", &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, []string{"metadata.name", `"cluster"`}},
-		{"unknown onTimeout", &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-			Spec: v1alpha1.ClusterNetworkSpec{Drain: v1alpha1.DrainSettings{OnTimeout: "Panic"}}}, []string{"spec.drain.onTimeout", "Wait", "Fail"}},
+		{"ClusterNetwork without mtu", &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, []string{"spec.mtu", "Required"}},
+		{"drain timeout in words", drainTimeout("ten minutes"),
+			[]string{"spec.drain.timeout", "should match"}},
+		{"drain timeout negative", drainTimeout("-5m"),
+			[]string{"spec.drain.timeout", "should match"}},
+		{"drain timeout 0s", drainTimeout("0s"),
+			[]string{"spec.drain.timeout", "from 1s to 168h"}},
+		{"zone of another node", &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}, Spec: v1alpha1.NodeNetworkStateSpec{Zone: "worker-2"}},
+			[]string{"spec.zone", `"global"`, "own name"}},
+		{"second ClusterNetwork", &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450)}},
+			[]string{"metadata.name", `"cluster"`}},
+		{"unknown onTimeout", clusterNetwork(func(s *v1alpha1.ClusterNetworkSpec) { s.Drain.OnTimeout = "Panic" }), []string{"spec.drain.onTimeout", "Wait", "Fail"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -113,7 +153,7 @@ func TestDefaults(t *testing.T) {
 		}
 		_ = env.Client.Delete(ctx, ok)
 	}
-	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	cn := clusterNetwork(func(*v1alpha1.ClusterNetworkSpec) {})
 	if err := env.Client.Create(ctx, cn); err != nil {
 		t.Fatal(err)
 	}
@@ -165,10 +205,10 @@ func TestLiveChangeEditsRefused(t *testing.T) {
 		{"MTU below 576", v1alpha1.ClusterNetworkSpec{MTU: mtu(500)}, "spec.mtu"},
 		{"MTU over the underlay minus VXLAN", v1alpha1.ClusterNetworkSpec{MTU: mtu(1451)}, "spec.mtu must be at most spec.underlay.mtu minus the tunnel overhead"},
 		{"MTU over the underlay minus Geneve", v1alpha1.ClusterNetworkSpec{MTU: mtu(1443), Encapsulation: v1alpha1.EncapGeneve}, "VXLAN 50, Geneve 58"},
-		{"port 0", v1alpha1.ClusterNetworkSpec{VXLANPort: -1}, "spec.vxlanPort"},
-		{"port 70000", v1alpha1.ClusterNetworkSpec{GenevePort: 70000}, "spec.genevePort"},
-		{"underlay MTU 100", v1alpha1.ClusterNetworkSpec{Underlay: v1alpha1.UnderlaySettings{MTU: 100}}, "spec.underlay.mtu"},
-		{"unknown encapsulation", v1alpha1.ClusterNetworkSpec{Encapsulation: "gre"}, "spec.encapsulation"},
+		{"port 0", v1alpha1.ClusterNetworkSpec{MTU: mtu(1450), VXLANPort: -1}, "spec.vxlanPort"},
+		{"port 70000", v1alpha1.ClusterNetworkSpec{MTU: mtu(1450), GenevePort: 70000}, "spec.genevePort"},
+		{"underlay MTU 100", v1alpha1.ClusterNetworkSpec{MTU: mtu(1450), Underlay: v1alpha1.UnderlaySettings{MTU: 100}}, "spec.underlay.mtu"},
+		{"unknown encapsulation", v1alpha1.ClusterNetworkSpec{MTU: mtu(1450), Encapsulation: "gre"}, "spec.encapsulation"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: c.spec}
@@ -199,6 +239,20 @@ func TestLiveChangeEditsRefused(t *testing.T) {
 	if err := edit(func(s *v1alpha1.ClusterNetworkSpec) { s.MTU = mtu(1400); s.VXLANPort = 4790 }); err == nil ||
 		!strings.Contains(err.Error(), "cannot change in one edit") {
 		t.Errorf("MTU and port in one edit: %v", err)
+	}
+	if err := edit(func(s *v1alpha1.ClusterNetworkSpec) { s.Encapsulation = v1alpha1.EncapGeneve; s.MTU = mtu(1400) }); err == nil ||
+		!strings.Contains(err.Error(), "spec.encapsulation") || !strings.Contains(err.Error(), "cannot be changed") {
+		t.Errorf("an edit of the encapsulation: %v", err)
+	}
+	// Nodes still converging to the last change (silent past T0) freeze the same fields.
+	var conv v1alpha1.ClusterNetwork
+	_ = env.Client.Get(ctx, client.ObjectKeyFromObject(cn), &conv)
+	conv.Status.Change = &v1alpha1.NetworkChange{ID: "mtu-0", Kind: v1alpha1.ChangeMTU, From: 1500, To: 1450, Phase: v1alpha1.PhaseSucceeded, Converging: []string{"worker-3"}}
+	if err := env.Client.Status().Update(ctx, &conv); err != nil {
+		t.Fatal(err)
+	}
+	if err := edit(func(s *v1alpha1.ClusterNetworkSpec) { s.MTU = mtu(1400) }); err == nil || !strings.Contains(err.Error(), "still converging") {
+		t.Errorf("an edit while a node converges: %v", err)
 	}
 	// A change in progress (as the operator records it) freezes the live-change fields.
 	var cur v1alpha1.ClusterNetwork

@@ -12,18 +12,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
 )
-
-// labBuild: this binary carries the lab's fault injection and test hooks.
-const labBuild = true
-
-// labCommands are the lab builds' own commands (main_lab.go adds them).
-var labCommands []func() *cobra.Command
 
 // LabHookLabel prefixes the Node labels a lab build's agent reads its test
 // hooks from on a lab of real nodes, whose agents come from config/lab with

@@ -1,3 +1,5 @@
+//go:build lab
+
 package main
 
 import (
@@ -27,7 +29,7 @@ func labCmd(g *globals) *cobra.Command {
 }
 
 func labUpCmd(name *string) *cobra.Command {
-	var o lab.Options
+	o := lab.DefaultOptions()
 	var tunnel string
 	var labels, agentArgs []string
 	cmd := &cobra.Command{
@@ -38,8 +40,8 @@ func labUpCmd(name *string) *cobra.Command {
   netshift lab up --ovn --node-label node-1:zone=a`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !labBuild {
-				return fmt.Errorf("this netshift is a product build, whose agent carries no test hooks: the lab runs a lab build (go build -tags lab ./cmd/netshift)")
+			if cmd.Flags().Changed("mtu") && o.MTU == 0 {
+				return fmt.Errorf("--mtu: 0 is not a pod MTU (576 up to the underlay MTU minus the tunnel overhead; leave the flag out for that maximum)")
 			}
 			o.Tunnel = lab.Tunnel(tunnel)
 			if o.OVN && !cmd.Flags().Changed("tunnel") {
@@ -79,12 +81,12 @@ func labUpCmd(name *string) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.Nodes, "nodes", 3, "number of nodes (1..50)")
-	f.IntVar(&o.PodsPerNode, "pods-per-node", 2, "pods per node (0..50)")
-	f.StringVar(&tunnel, "tunnel", "vxlan", "vxlan or geneve (OVN: geneve)")
+	f.IntVar(&o.Nodes, "nodes", o.Nodes, "number of nodes (1..50)")
+	f.IntVar(&o.PodsPerNode, "pods-per-node", o.PodsPerNode, "pods per node (0..50)")
+	f.StringVar(&tunnel, "tunnel", string(o.Tunnel), "vxlan or geneve (OVN: geneve)")
 	f.BoolVar(&o.OVN, "ovn", false, "OVN: ovn-controller per node, central NB/SB and ovn-northd, routed pod network")
 	f.StringVar(&o.Zones, "zones", "", "with --ovn: the OVN interconnect layout to build, legacy (central, no zones), single (one zone \"global\", the default) or multi (a zone per node); the matching ConfigMap is written, so the lab never moves zones by itself")
-	f.IntVar(&o.UnderlayMTU, "underlay-mtu", 1500, "underlay MTU (1280..9000)")
+	f.IntVar(&o.UnderlayMTU, "underlay-mtu", o.UnderlayMTU, "underlay MTU (1280..9000)")
 	f.IntVar(&o.MTU, "mtu", 0, "pod MTU (default: underlay MTU minus the tunnel overhead, 50 for VXLAN, 58 for Geneve)")
 	f.StringArrayVar(&labels, "node-label", nil, "a label for a node, NODE:KEY=VALUE (repeatable)")
 	f.StringArrayVar(&o.FailReboots, "fail-reboot", nil, "make this node's reboot, asked by its agent's node-restore action, fail (repeatable; tests of a failed restore)")

@@ -1,6 +1,8 @@
 // Command netshift changes the network of a live Kubernetes cluster without
 // taking it down. One binary: the operator, the node agent, and the commands
-// people run (plan, status, reconfigure, demo).
+// people run (plan, status, reconfigure, abort, portpool). Built with -tags lab
+// it is netshift-lab: the same commands plus the lab, the demo, the
+// benchmarks and the agent's test hooks.
 package main
 
 import (
@@ -22,6 +24,12 @@ import (
 	"netshift.io/netshift/internal/operator"
 )
 
+// Commands of the lab build only (-tags lab adds them in its init functions).
+var (
+	labCommands         []func(*globals) *cobra.Command
+	portpoolLabCommands []func() *cobra.Command
+)
+
 // globals are the flags every subcommand shares.
 type globals struct {
 	kubeconfig string
@@ -41,9 +49,9 @@ func main() {
 	}
 	root.PersistentFlags().StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster config, or ~/.kube/config)")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "human-readable debug logs")
-	root.AddCommand(operatorCmd(g), agentCmd(g), planCmd(g), statusCmd(g), reconfigureCmd(g), demoCmd(g), labCmd(g), abortCmd(g), portpoolCmd(g))
+	root.AddCommand(operatorCmd(g), agentCmd(g), planCmd(g), statusCmd(g), reconfigureCmd(g), abortCmd(g), portpoolCmd(g))
 	for _, c := range labCommands {
-		root.AddCommand(c())
+		root.AddCommand(c(g))
 	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

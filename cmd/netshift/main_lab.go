@@ -24,13 +24,13 @@ func init() {
 	}
 }
 
-func init() { labCommands = append(labCommands, labRebootCmd, labCallCmd) }
+func init() { labCommands = append(labCommands, labCmd, demoCmd, labRebootCmd, labCallCmd) }
 
 // labCallCmd is how a real lab node's netshift pods do what the cluster's
 // network plugin does for them in the lab (an OVN zone move, the central
 // zone's start and retirement): the lab runs the command on the machine and
 // answers through the node's lab directory.
-func labCallCmd() *cobra.Command {
+func labCallCmd(*globals) *cobra.Command {
 	var dir string
 	var wait time.Duration
 	cmd := &cobra.Command{
@@ -58,7 +58,7 @@ func labCallCmd() *cobra.Command {
 // labRebootCmd is the node-restore command of the lab's agents: it asks the
 // lab to reboot this node (a file in the node's lab directory, which the lab
 // watches) and waits to be ended by the reboot, as `systemctl reboot` is.
-func labRebootCmd() *cobra.Command {
+func labRebootCmd(*globals) *cobra.Command {
 	var dir string
 	var wait time.Duration
 	cmd := &cobra.Command{

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	appsv1 "k8s.io/api/apps/v1"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,8 @@ import (
 var (
 	env        *testenv.Env
 	envMissing error
-	binary     string
+	// binary is the product build, labBinary the lab build (-tags lab).
+	binary, labBinary string
 )
 
 func TestMain(m *testing.M) {
@@ -43,10 +45,12 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "netshift")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build netshift: %v\n%s", err, out)
-		return 1
+	binary, labBinary = filepath.Join(dir, "netshift"), filepath.Join(dir, "netshift-lab")
+	for _, build := range [][]string{{"-o", binary}, {"-tags", "lab", "-o", labBinary}} {
+		if out, err := exec.Command("go", append(append([]string{"build"}, build...), ".")...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build %v: %v\n%s", build, err, out)
+			return 1
+		}
 	}
 	return testenv.Run(m, &env, &envMissing)
 }
@@ -55,6 +59,48 @@ func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	out, err := exec.Command(binary, args...).CombinedOutput()
 	return string(out), err
+}
+
+// runLab runs the lab build.
+func runLab(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(labBinary, args...).CombinedOutput()
+	return string(out), err
+}
+
+// TestProductBuildCarriesNoLab: the binary users install has no lab, demo,
+// benchmark or test hook, not even as dead code.
+func TestProductBuildCarriesNoLab(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lab", "up"}, `unknown command "lab"`},
+		{[]string{"demo"}, `unknown command "demo"`},
+		{[]string{"lab-reboot"}, `unknown command "lab-reboot"`},
+		{[]string{"portpool", "bench", "--neutron-url", "http://127.0.0.1:1"}, "unknown flag: --neutron-url"},
+		{[]string{"agent", "--node", "n1", "--fail-step-once", "HostVethMTU"}, "unknown flag: --fail-step-once"},
+		{[]string{"agent", "--node", "n1", "--clock-offset", "200ms"}, "unknown flag: --clock-offset"},
+	} {
+		out, err := run(t, c.args...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("netshift %s: err %v, output %q; want %q", strings.Join(c.args, " "), err, out, c.want)
+		}
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(pkg, "netshift.io/") {
+			continue
+		}
+		for _, forbidden := range []string{"/lab", "/demo", "bench", "/kubesim", "/controlplane", "/testenv", "/images"} {
+			if strings.Contains(pkg, forbidden) {
+				t.Errorf("the product build depends on %s", pkg)
+			}
+		}
+	}
 }
 
 const samples = "../../config/samples/"
@@ -85,6 +131,10 @@ func TestPlanExample(t *testing.T) {
 }
 
 func TestCLIRefusesBadInput(t *testing.T) {
+	plusPercentPool := filepath.Join(t.TempDir(), "pools.yaml")
+	if err := os.WriteFile(plusPercentPool, []byte("apiVersion: netshift.io/v1alpha1\nkind: NodePool\nmetadata: {name: p}\nspec: {maxParallel: \"+50%\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -95,7 +145,6 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"plan", "--nodes", samples + "example-pools.yaml", "--pools", samples + "example-pools.yaml"}, `kind "NodePool", want Node`},
 		{[]string{"agent"}, "--node: required"},
 		{[]string{"reconfigure"}, "either --nodes or --all"},
-		{[]string{"demo", "--hold", "2h"}, "--hold: 2h0m0s is outside 0s..1m"},
 		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--pool-batch", "0"}, "--pool-batch: 0 is out of range 1..500"},
 		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--pool-min-ready", "9", "--pool-max-size", "3"},
 			"--pool-max-size: 3 is below --pool-min-ready (9)"},
@@ -103,10 +152,22 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"portpool", "show", "p/n/worker-1/sg"}, `third part "worker-1": want host=NODE or trunk=PORT`},
 		{[]string{"portpool", "populate", "p/n/host=w/sg", "0"}, `COUNT: "0" is not a number in 1..10000`},
 		{[]string{"portpool", "list", "--server", "/nonexistent/portpool.sock"}, "is the operator running with port pools"},
+		{[]string{"portpool", "populate", "p/n/host=w/sg", "10abc"}, `COUNT: "10abc" is not a number in 1..10000`},
+		{[]string{"reconfigure", "--nodes", ","}, `--nodes: "," names no node`},
+		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", plusPercentPool}, `spec.maxParallel: "+50%" is not a count`},
+		{[]string{"operator", "--change-lead", "-1s"}, "--change-lead: -1s is outside 500ms..10m0s"},
+		{[]string{"operator", "--step-spacing", "0"}, "--step-spacing: 0s is outside 1ms..10s"},
+		{[]string{"lab", "up", "--nodes", "0"}, "--nodes: 0 is outside 1..50"},
+		{[]string{"lab", "up", "--mtu", "0"}, "--mtu: 0 is not a pod MTU"},
+		{[]string{"demo", "--hold", "2h"}, "--hold: 2h0m0s is outside 0s..1m"},
 		{[]string{"portpool", "bench"}, "--neutron-url: required"},
 		{[]string{"portpool", "bench", "--neutron-url", "http://127.0.0.1:1", "--pods", "5"}, "--pods: 5 is out of range 10..100000"},
 	} {
-		out, err := run(t, c.args...)
+		runner := run
+		if c.args[0] == "demo" || c.args[0] == "lab" || c.args[0] == "portpool" && c.args[1] == "bench" {
+			runner = runLab // lab-build commands
+		}
+		out, err := runner(t, c.args...)
 		if err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("netshift %s: err %v, output %q; want an error saying %q", strings.Join(c.args, " "), err, out, c.want)
 		}
@@ -230,6 +291,11 @@ func TestOperatorAndAgentProcesses(t *testing.T) {
 		n := r.Pools[0].Nodes[0]
 		return n.Name == "cli-1" && n.SyncStatus == "Succeeded" && n.DrainStatus == "Idle" && n.Operation == "cli-op"
 	})
+	// The same ID again would be taken as done and do nothing: refused, nothing written.
+	if out, err := run(t, "--kubeconfig", env.Kubeconfig, "reconfigure", "--nodes", "cli-1", "--id", "cli-op"); err == nil ||
+		!strings.Contains(out, "--id: operation cli-op was already started on node cli-1") {
+		t.Errorf("reconfigure with a used ID: %v\n%s", err, out)
+	}
 	code, body := get("http://" + metrics + "/metrics")
 	for _, m := range []string{"netshift_drain_nodes_draining{pool=\"default\"} 0", "netshift_drain_duration_seconds_count{pool=\"default\"} 1"} {
 		if code != 200 || !strings.Contains(body, m) {

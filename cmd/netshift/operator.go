@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/url"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,16 +17,8 @@ func operatorCmd(g *globals) *cobra.Command {
 		Short: "Run the operator: the drain controller and every netshift controller (leader-elected)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.EvictionRetry <= 0 {
-				return fmt.Errorf("--eviction-retry: %s must be more than 0", o.EvictionRetry)
-			}
-			if o.AdmissionSettle < 0 || o.AdmissionSettle > time.Minute {
-				return fmt.Errorf("--admission-settle: %s is outside 0s..1m", o.AdmissionSettle)
-			}
-			if o.TimeAdvertiseURL != "" {
-				if u, err := url.Parse(o.TimeAdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return fmt.Errorf("--time-advertise-url: %q is not an http:// or https:// URL with a host", o.TimeAdvertiseURL)
-				}
+			if err := o.Validate(); err != nil {
+				return err
 			}
 			if o.ZoneMigration {
 				if central.EnsureCommand == "" || central.RetireCommand == "" {
@@ -68,11 +58,11 @@ func operatorCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.TimeAdvertiseURL, "time-advertise-url", "", "the URL at which agents reach this operator's /time endpoint (e.g. http://$(POD_IP):8082/time with the operator on the node's network); it goes into each node's live-change plan, so every agent checks its clock against the elected operator's")
 	f.DurationVar(&o.ChangeLead, "change-lead", o.ChangeLead, "how far ahead T0 of a live change is set (every agent must see its schedule before it)")
 	f.DurationVar(&o.StepSpacing, "step-spacing", o.StepSpacing, "time between a node's steps in a live change")
-	f.DurationVar(&o.AnswerTimeout, "answer-timeout", 30*time.Second, "how long a live change waits for a silent agent: before T0 it is cancelled with nothing touched, after T0 it fails naming the node")
-	f.DurationVar(&o.SouthboundResync, "southbound-resync", 30*time.Second, "with --ovn-sb and Geneve: how often the Encap records are checked to carry the applied port (a chassis that registers again comes without it)")
+	f.DurationVar(&o.AnswerTimeout, "answer-timeout", o.AnswerTimeout, "how long a live change waits for a silent agent: before T0 it is cancelled with nothing touched, after T0 it fails naming the node")
+	f.DurationVar(&o.SouthboundResync, "southbound-resync", o.SouthboundResync, "with --ovn-sb and Geneve: how often the Encap records are checked to carry the applied port (a chassis that registers again comes without it)")
 	f.StringVar(&o.OVNNorthbound, "ovn-nb", "", "OVN northbound database: the logical switch ports of plugged pods get requested-chassis (source and target while a VM migrates, with activation-strategy=rarp)")
 	f.StringVar(&o.OVNSouthbound, "ovn-sb", "", "OVN southbound database (e.g. unix:/run/ovn/ovnsb_db.sock): a Geneve port change goes into its Encap records at T0")
-	f.DurationVar(&o.ChangeRetry, "change-retry", 15*time.Second, "how long after failed preconditions a live change is tried again")
+	f.DurationVar(&o.ChangeRetry, "change-retry", o.ChangeRetry, "how long after failed preconditions a live change is tried again")
 	f.DurationVar(&o.AdmissionSettle, "admission-settle", o.AdmissionSettle,
 		"how long a pool waits after its latest drain request before granting slots, so a change's requests are granted in name order")
 	pools.register(f)

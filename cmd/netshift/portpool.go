@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -15,7 +16,6 @@ import (
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/portpool"
 	poolmanager "netshift.io/netshift/internal/portpool/manager"
-	"netshift.io/netshift/internal/portpool/poolbench"
 )
 
 // DefaultPortPoolAPI is where the operator serves the pool manager's API.
@@ -83,7 +83,7 @@ func portpoolCmd(g *globals) *cobra.Command {
 	output = "text"
 	cmd := &cobra.Command{
 		Use:   "portpool",
-		Short: "The Neutron port pools: list, show, populate, free, drain (through the operator's API), and their benchmark",
+		Short: "The Neutron port pools: list, show, populate, free, drain (through the operator's API)",
 	}
 	cmd.PersistentFlags().StringVar(&server, "server", DefaultPortPoolAPI, "the pool manager's API: a unix socket path, or tcp:HOST:PORT")
 	printJSON := func(cmd *cobra.Command, v any) error {
@@ -153,8 +153,8 @@ func portpoolCmd(g *globals) *cobra.Command {
 			if _, err := portpool.ParseKey(args[0]); err != nil {
 				return err
 			}
-			var n int
-			if _, err := fmt.Sscanf(args[1], "%d", &n); err != nil || n < 1 || n > 10000 {
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n < 1 || n > 10000 {
 				return fmt.Errorf("COUNT: %q is not a number in 1..10000", args[1])
 			}
 			made, err := poolmanager.NewClient(server).Populate(cmd.Context(), args[0], n)
@@ -207,43 +207,9 @@ func portpoolCmd(g *globals) *cobra.Command {
 	for _, c := range []*cobra.Command{list, show} {
 		c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	}
-	cmd.AddCommand(list, show, populate, free, drain, portpoolBenchCmd())
-	return cmd
-}
-
-func portpoolBenchCmd() *cobra.Command {
-	var o poolbench.Options
-	output := "text"
-	cmd := &cobra.Command{
-		Use:   "bench --neutron-url URL",
-		Short: "Measure pod port acquisition (warm pool deferred, warm pool synchronous, no pool) and Neutron requests per pod, against a real Neutron and a real API server",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			if o.NeutronURL == "" {
-				return errors.New("--neutron-url: required (a no-auth Neutron endpoint the benchmark may create networks and ports in)")
-			}
-			if o.Pods < 10 || o.Pods > 100000 {
-				return fmt.Errorf("--pods: %d is out of range 10..100000", o.Pods)
-			}
-			if output == "text" {
-				o.Progress = cmd.ErrOrStderr()
-			}
-			r, err := poolbench.Run(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), r)
-			}
-			poolbench.WriteText(cmd.OutOrStdout(), r)
-			return nil
-		},
+	cmd.AddCommand(list, show, populate, free, drain)
+	for _, c := range portpoolLabCommands {
+		cmd.AddCommand(c())
 	}
-	cmd.Flags().StringVar(&o.NeutronURL, "neutron-url", "", "the Neutron endpoint (no auth)")
-	cmd.Flags().IntVar(&o.Pods, "pods", 200, "pods per measurement (10..100000)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }

@@ -26,12 +26,20 @@ func reconfigureCmd(g *globals) *cobra.Command {
 			if all == (nodes != "") {
 				return fmt.Errorf("give either --nodes or --all")
 			}
+			var targets []string
+			for _, n := range strings.Split(nodes, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					targets = append(targets, n)
+				}
+			}
+			if !all && len(targets) == 0 {
+				return fmt.Errorf("--nodes: %q names no node (give comma-separated node names)", nodes)
+			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
-			var targets []string
 			if all {
 				var nl corev1.NodeList
 				if err := c.List(ctx, &nl); err != nil {
@@ -39,12 +47,6 @@ func reconfigureCmd(g *globals) *cobra.Command {
 				}
 				for _, n := range nl.Items {
 					targets = append(targets, n.Name)
-				}
-			} else {
-				for _, n := range strings.Split(nodes, ",") {
-					if n = strings.TrimSpace(n); n != "" {
-						targets = append(targets, n)
-					}
 				}
 			}
 			if id == "" {

@@ -20,17 +20,11 @@ const (
 )
 
 // Binaries are the programs the lab's images are made of, built beforehand
-// (hack/build.sh builds them into bin/).
+// (hack/build.sh builds them into bin/): Netshift is a lab build.
 type Binaries struct {
 	Netshift, CNI, Pause string
 	// Busybox is a static busybox (Debian's busybox-static: /bin/busybox).
 	Busybox string
-}
-
-// InDir names the binaries of a build directory, as hack/build.sh lays it out.
-func InDir(dir string) Binaries {
-	return Binaries{Netshift: filepath.Join(dir, "netshift"), CNI: filepath.Join(dir, "netshift-cni"),
-		Pause: filepath.Join(dir, "netshift-pause"), Busybox: "/bin/busybox"}
 }
 
 // ovsTools are the OVS and OVN clients netshift still runs as programs; they

@@ -370,7 +370,7 @@ func (s *State) buildImages(binary string) ([]string, error) {
 	b := images.Binaries{Netshift: binary, CNI: filepath.Join(dir, "netshift-cni"), Pause: filepath.Join(dir, "netshift-pause"), Busybox: "/bin/busybox"}
 	imgs, err := images.Lab(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w (hack/build.sh builds netshift, netshift-cni and netshift-pause side by side)", err)
+		return nil, fmt.Errorf("%w (hack/build.sh builds netshift-lab, netshift-cni and netshift-pause side by side)", err)
 	}
 	if err := os.MkdirAll(s.Path("images"), 0o755); err != nil {
 		return nil, err

@@ -59,28 +59,21 @@ func unknownNode(o Options, names []string) string {
 
 var labName = regexp.MustCompile(`^[a-z][a-z0-9]{0,7}$`)
 
-// Defaults fills what the user left out.
-func (o *Options) Defaults() {
-	if o.Name == "" {
-		o.Name = "lab"
-	}
-	if o.Nodes == 0 {
-		o.Nodes = 3
-	}
-	if o.PodsPerNode == 0 {
-		o.PodsPerNode = 2
-	}
-	if o.Tunnel == "" {
-		o.Tunnel = VXLAN
-	}
+// DefaultOptions is the lab `lab up` builds without flags: 3 nodes with 2
+// pods each, VXLAN, a 1500-byte underlay (the pod MTU follows from it).
+func DefaultOptions() Options {
+	return Options{Name: "lab", Nodes: 3, PodsPerNode: 2, Tunnel: VXLAN, UnderlayMTU: 1500}
+}
+
+// Derive fills what follows from the other options: OVN's Geneve tunnel and
+// single zone, and an unset (0) pod MTU as the underlay's minus the tunnel's
+// overhead. Zero counts are not filled in: Validate refuses them.
+func (o *Options) Derive() {
 	if o.OVN {
 		o.Tunnel = Geneve
 		if o.Zones == "" {
 			o.Zones = ZonesSingle
 		}
-	}
-	if o.UnderlayMTU == 0 {
-		o.UnderlayMTU = 1500
 	}
 	if o.MTU == 0 {
 		o.MTU = o.UnderlayMTU - int(o.Tunnel.Overhead())

@@ -6,41 +6,55 @@ import (
 )
 
 func TestOptionsDefaultsAndValidation(t *testing.T) {
-	o := Options{}
-	o.Defaults()
+	o := DefaultOptions()
+	o.Derive()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("the default lab: %v", err)
+	}
 	if o.Name != "lab" || o.Nodes != 3 || o.PodsPerNode != 2 || o.Tunnel != VXLAN || o.UnderlayMTU != 1500 || o.MTU != 1450 {
 		t.Fatalf("defaults = %+v", o)
 	}
-	g := Options{OVN: true, UnderlayMTU: 9000}
-	g.Defaults()
+	g := DefaultOptions()
+	g.OVN, g.UnderlayMTU = true, 9000
+	g.Derive()
 	if g.Tunnel != Geneve || g.MTU != 8942 {
 		t.Fatalf("OVN defaults = %+v, want geneve and MTU 9000-58", g)
 	}
 	for _, c := range []struct {
-		o    Options
+		set  func(*Options)
 		want string
 	}{
-		{Options{Name: "Lab"}, "--name"},
-		{Options{Name: "toolongname"}, "--name"},
-		{Options{Nodes: 51}, "--nodes: 51 is outside 1..50"},
-		{Options{PodsPerNode: -1}, "--pods-per-node"},
-		{Options{Tunnel: "gre"}, `--tunnel: "gre"`},
-		{Options{UnderlayMTU: 1000}, "--underlay-mtu: 1000 is outside 1280..9000"},
-		{Options{MTU: 1451}, "--mtu: 1451 is outside 576..1450"},
-		{Options{Tunnel: Geneve, MTU: 1450}, "--mtu: 1450 is outside 576..1442"},
-		{Options{MTU: 500}, "--mtu: 500"},
+		{func(o *Options) { o.Name = "Lab" }, "--name"},
+		{func(o *Options) { o.Name = "toolongname" }, "--name"},
+		{func(o *Options) { o.Nodes = 51 }, "--nodes: 51 is outside 1..50"},
+		{func(o *Options) { o.Nodes = 0 }, "--nodes: 0 is outside 1..50"},
+		{func(o *Options) { o.PodsPerNode = -1 }, "--pods-per-node"},
+		{func(o *Options) { o.Tunnel = "gre" }, `--tunnel: "gre"`},
+		{func(o *Options) { o.UnderlayMTU = 1000 }, "--underlay-mtu: 1000 is outside 1280..9000"},
+		{func(o *Options) { o.UnderlayMTU = 0 }, "--underlay-mtu: 0 is outside 1280..9000"},
+		{func(o *Options) { o.MTU = 1451 }, "--mtu: 1451 is outside 576..1450"},
+		{func(o *Options) { o.Tunnel, o.MTU = Geneve, 1450 }, "--mtu: 1450 is outside 576..1442"},
+		{func(o *Options) { o.MTU = 500 }, "--mtu: 500"},
 	} {
-		o := c.o
-		o.Defaults()
+		o := DefaultOptions()
+		c.set(&o)
+		o.Derive()
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: err = %v, want it to say %q", c.o, err, c.want)
+			t.Errorf("%+v: err = %v, want it to say %q", o, err, c.want)
 		}
+	}
+	o = DefaultOptions()
+	o.PodsPerNode = 0
+	o.Derive()
+	if err := o.Validate(); err != nil || o.PodsPerNode != 0 {
+		t.Errorf("a lab without probe pods: %v, %d pods per node", err, o.PodsPerNode)
 	}
 }
 
 func TestPlanNamesAndAddresses(t *testing.T) {
-	o := Options{Name: "x", Nodes: 12, PodsPerNode: 3}
-	o.Defaults()
+	o := DefaultOptions()
+	o.Name, o.Nodes, o.PodsPerNode = "x", 12, 3
+	o.Derive()
 	top := Plan(o)
 	if len(top.Nodes) != 12 {
 		t.Fatalf("plan: %d nodes", len(top.Nodes))

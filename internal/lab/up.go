@@ -52,7 +52,7 @@ func (m *MissingError) Error() string { return m.Reason }
 // Up builds the lab and starts its supervisor; on any failure it removes
 // what it had created.
 func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State, err error) {
-	o.Defaults()
+	o.Derive()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}

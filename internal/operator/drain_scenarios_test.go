@@ -84,7 +84,7 @@ func TestLoweringMaxParallelMidDrain(t *testing.T) {
 // start elsewhere needs a scheduler and kubelets: the e2e drain test.)
 func TestPDBThatBlocks(t *testing.T) {
 	cl := newCluster(t)
-	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.ClusterNetworkSpec{
+	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450),
 		Drain: v1alpha1.DrainSettings{Timeout: &metav1.Duration{Duration: 2 * time.Second}, OnTimeout: v1alpha1.DrainTimeoutWait}}}
 	if err := cl.c.Create(cl.ctx, cn); err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestOperatorRestartMidDrain(t *testing.T) {
 func TestDrainDisabled(t *testing.T) {
 	cl := newCluster(t)
 	if err := cl.c.Create(cl.ctx, &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-		Spec: v1alpha1.ClusterNetworkSpec{Drain: v1alpha1.DrainSettings{Disabled: true}}}); err != nil {
+		Spec: v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450), Drain: v1alpha1.DrainSettings{Disabled: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	cl.startOperator()

@@ -95,6 +95,7 @@ func DefaultOptions() Options {
 		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: Namespace,
 		EvictionRetry: 5 * time.Second, AdmissionSettle: rollout.DefaultSettle,
 		ChangeLead: 2 * time.Second, StepSpacing: 100 * time.Millisecond, TimeAddr: ":8082",
+		AnswerTimeout: 30 * time.Second, SouthboundResync: 30 * time.Second, ChangeRetry: 15 * time.Second,
 	}
 }
 

@@ -14,9 +14,18 @@ import (
 // first, so a wrong name changes nothing, and retries each write on a
 // conflict with the controllers' status writes.
 func StartOperation(ctx context.Context, c client.Client, op v1alpha1.NodeOperation, nodes []string) error {
+	if len(nodes) == 0 {
+		return fmt.Errorf("operation %s: no nodes given", op.ID)
+	}
 	for _, n := range nodes {
-		if err := c.Get(ctx, client.ObjectKey{Name: n}, &v1alpha1.NodeNetworkState{}); err != nil {
+		var nns v1alpha1.NodeNetworkState
+		if err := c.Get(ctx, client.ObjectKey{Name: n}, &nns); err != nil {
 			return fmt.Errorf("node %s: no NodeNetworkState (is the node's name right, and the operator running?): %w", n, err)
+		}
+		// An ID already used on a node would be taken as done (or as the one in
+		// progress) and nothing would happen: refuse it before writing anything.
+		if usedOperationID(&nns, op.ID) {
+			return fmt.Errorf("--id: operation %s was already started on node %s: give a new ID", op.ID, n)
 		}
 	}
 	for _, n := range nodes {
@@ -33,4 +42,10 @@ func StartOperation(ctx context.Context, c client.Client, op v1alpha1.NodeOperat
 		}
 	}
 	return nil
+}
+
+// usedOperationID says whether the node has seen the operation ID.
+func usedOperationID(nns *v1alpha1.NodeNetworkState, id string) bool {
+	return nns.Spec.Operation != nil && nns.Spec.Operation.ID == id ||
+		nns.Status.SyncOperation == id || nns.Status.DrainOperation == id
 }

@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,11 @@ import (
 
 // DefaultPriority is the priority of a NodePool that sets none.
 const DefaultPriority = 99
+
+// MaxParallelCount is the largest count maxParallel takes (the API's bound).
+const MaxParallelCount = 10000
+
+var percentage = regexp.MustCompile(`^([1-9]|[1-9][0-9]|100)%$`)
 
 // Pool is a NodePool reduced to what the decisions need.
 type Pool struct {
@@ -82,16 +88,16 @@ func (p Pool) Selects(n Node) bool {
 // least 1. 0 means no limit and is returned as 0.
 func ResolveLimit(v intstr.IntOrString, owned int) (int, error) {
 	if v.Type == intstr.Int {
-		if v.IntVal < 0 {
-			return 0, fmt.Errorf("%d is negative; want a count of 0 or more (0 = no limit) or a percentage from \"1%%\" to \"100%%\"", v.IntVal)
+		if v.IntVal < 0 || v.IntVal > MaxParallelCount {
+			return 0, fmt.Errorf("%d is outside 0..%d; want a count (0 = no limit) or a percentage from \"1%%\" to \"100%%\"", v.IntVal, MaxParallelCount)
 		}
 		return int(v.IntVal), nil
 	}
-	s, ok := strings.CutSuffix(v.StrVal, "%")
-	pct, err := strconv.Atoi(s)
-	if !ok || err != nil || pct < 1 || pct > 100 {
-		return 0, fmt.Errorf("%q is not a count or a percentage from \"1%%\" to \"100%%\"", v.StrVal)
+	// The API server's rule, to the letter: no sign, no space, no leading zero.
+	if !percentage.MatchString(v.StrVal) {
+		return 0, fmt.Errorf("%q is not a count from 0 to %d or a percentage from \"1%%\" to \"100%%\"", v.StrVal, MaxParallelCount)
 	}
+	pct, _ := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
 	return max(1, owned*pct/100), nil
 }
 

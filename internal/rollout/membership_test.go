@@ -137,6 +137,11 @@ func TestResolveLimit(t *testing.T) {
 		{intstr.FromString("150%"), 10, 0, true},
 		{intstr.FromString("abc"), 10, 0, true},
 		{intstr.FromString("5"), 10, 0, true},
+		{intstr.FromString("+50%"), 10, 0, true}, // the API server refuses these: so does plan
+		{intstr.FromString(" 50%"), 10, 0, true},
+		{intstr.FromString("050%"), 10, 0, true},
+		{intstr.FromInt32(10000), 10, 10000, false},
+		{intstr.FromInt32(10001), 10, 0, true},
 	}
 	for _, c := range cases {
 		got, err := ResolveLimit(c.v, c.owned)

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "netshift")
+	binary = filepath.Join(dir, "netshift-lab") // the lab build: the lab, and every product command
 	if out, err := exec.Command("../../hack/build.sh", dir).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build netshift: %v\n%s", err, out)
 		os.Exit(1)

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -87,8 +88,11 @@ func setup(t *testing.T, zonesOf []string, cm map[string]string) *cluster {
 		if err := cl.c.Status().Update(ctx, cn); err != nil {
 			t.Fatal(err)
 		}
-	} else if err := cl.c.Create(ctx, cn); err != nil {
-		t.Fatal(err)
+	} else {
+		cn.Spec.MTU = ptr.To[int32](1400) // required; the zone rollout does not look at it
+		if err := cl.c.Create(ctx, cn); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i, z := range zonesOf {
 		name := fmt.Sprintf("z%d", i+1)

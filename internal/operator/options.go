@@ -1,0 +1,38 @@
+package operator
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// durationBound is the range a duration flag of the operator accepts.
+type durationBound struct {
+	flag     string
+	value    time.Duration
+	min, max time.Duration
+}
+
+// Validate refuses options outside their ranges, naming the flag and the
+// range. A zero never means "the default": the flags carry the defaults.
+func (o Options) Validate() error {
+	for _, b := range []durationBound{
+		{"--eviction-retry", o.EvictionRetry, 100 * time.Millisecond, 10 * time.Minute},
+		{"--admission-settle", o.AdmissionSettle, 0, time.Minute},
+		{"--change-lead", o.ChangeLead, 500 * time.Millisecond, 10 * time.Minute},
+		{"--step-spacing", o.StepSpacing, time.Millisecond, 10 * time.Second},
+		{"--answer-timeout", o.AnswerTimeout, time.Second, 10 * time.Minute},
+		{"--southbound-resync", o.SouthboundResync, time.Second, time.Hour},
+		{"--change-retry", o.ChangeRetry, time.Second, time.Hour},
+	} {
+		if b.value < b.min || b.value > b.max {
+			return fmt.Errorf("%s: %s is outside %s..%s", b.flag, b.value, b.min, b.max)
+		}
+	}
+	if o.TimeAdvertiseURL != "" {
+		if u, err := url.Parse(o.TimeAdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--time-advertise-url: %q is not an http:// or https:// URL with a host", o.TimeAdvertiseURL)
+		}
+	}
+	return nil
+}

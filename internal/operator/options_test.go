@@ -1,0 +1,34 @@
+package operator
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	if err := DefaultOptions().Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	for _, c := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.ChangeLead = -time.Second }, "--change-lead: -1s is outside 500ms..10m0s"},
+		{func(o *Options) { o.ChangeLead = 0 }, "--change-lead: 0s is outside 500ms..10m0s"},
+		{func(o *Options) { o.StepSpacing = -time.Millisecond }, "--step-spacing: -1ms is outside 1ms..10s"},
+		{func(o *Options) { o.StepSpacing = 0 }, "--step-spacing: 0s is outside 1ms..10s"},
+		{func(o *Options) { o.EvictionRetry = 0 }, "--eviction-retry: 0s is outside 100ms..10m0s"},
+		{func(o *Options) { o.AdmissionSettle = 2 * time.Minute }, "--admission-settle: 2m0s is outside 0s..1m0s"},
+		{func(o *Options) { o.AnswerTimeout = 0 }, "--answer-timeout: 0s is outside 1s..10m0s"},
+		{func(o *Options) { o.SouthboundResync = 0 }, "--southbound-resync: 0s is outside 1s..1h0m0s"},
+		{func(o *Options) { o.ChangeRetry = 2 * time.Hour }, "--change-retry: 2h0m0s is outside 1s..1h0m0s"},
+		{func(o *Options) { o.TimeAdvertiseURL = "10.0.0.1:8082" }, `--time-advertise-url: "10.0.0.1:8082" is not an http:// or https:// URL`},
+	} {
+		o := DefaultOptions()
+		c.set(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("err = %v, want %q", err, c.want)
+		}
+	}
+}
