@@ -3,8 +3,8 @@
 # Sets everything up first (hack/setup.sh), so it works on a fresh machine.
 #
 #   static       no tracked file over 1 MB, the README's bad-input table names real tests,
-#                gofmt, go vet, generated code and CRDs up to date
-#   unit         the pure core and everything that needs no real part
+#                gofmt, go vet, golangci-lint (.golangci.yml), generated code and CRDs up to date
+#   unit         the pure core and everything that needs no real part; each fuzz target 3 s
 #   integration  controllers, CLI and API against a real kube-apiserver + etcd
 #   e2e          the lab: real namespaces, Open vSwitch, OVN, API server, traffic (root)
 #   bench        the benchmarks of the acceptance criteria, with their figures
@@ -42,7 +42,7 @@ static() {
   if [[ -n "$bad" ]]; then echo "tracked files over 1 MB: $bad"; return 1; fi
   # Every test the README's bad-input table names exists.
   local missing=""
-  for t in $(sed -n '/<!-- bad-input-table:start -->/,/<!-- bad-input-table:end -->/p' README.md | grep -o '`Test[A-Za-z0-9_]*`' | tr -d '`' | sort -u); do
+  for t in $(sed -n '/<!-- bad-input-table:start -->/,/<!-- bad-input-table:end -->/p' README.md | grep -oE '`(Test|Fuzz)[A-Za-z0-9_]*`' | tr -d '`' | sort -u); do
     grep -rqE "^func $t\(" --include='*_test.go' . || missing+=" $t"
   done
   if [[ -n "$missing" ]]; then echo "README's bad-input table names tests that do not exist:$missing"; return 1; fi
@@ -50,12 +50,27 @@ static() {
   if [[ -n "$bad" ]]; then echo "gofmt would change: $bad"; return 1; fi
   go vet ./... || return 1
   go vet -tags lab ./... || return 1   # the lab build: its test hooks
+  local lint
+  lint=$(hack/golangci-lint.sh) || return 1
+  "$lint" run ./... || return 1
+  "$lint" run --build-tags lab ./... || return 1
   hack/generate.sh || return 1
   if ! git diff --quiet -- api config/crd 2>/dev/null; then
     echo "generated code or CRDs are stale: run hack/generate.sh and commit"; git diff --stat -- api config/crd; return 1
   fi
 }
-unit_tests() { go test -count=1 $unit; }
+unit_tests() { go test -count=1 $unit && fuzz_tests; }
+# Every fuzz target (the parsers of outside input) for a few seconds; its seeds
+# are in the code, and any input that ever failed is in its testdata/fuzz.
+fuzz_tests() {
+  local dir target
+  for dir in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -r -n1 dirname | sort -u); do
+    for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go | cut -d' ' -f2); do
+      echo "fuzz $dir $target"
+      go test -run '^$' -fuzz "^$target\$" -fuzztime "${FUZZTIME:-3s}" "$dir" || return 1
+    done
+  done
+}
 integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
 e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep -E '^(=== RUN|--- |\s+\S+_test.go:|ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
 bench() {

@@ -104,7 +104,29 @@ type NodePoolStatus struct {
 	// ObservedGeneration is the generation of the spec this status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are Valid (False when the spec cannot be used: the nodes it might own get no
+	// slot until it is fixed) and Overlapping (True when another pool of the same priority owns
+	// nodes this one selects).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// NodePool condition types and reasons.
+const (
+	// NodePoolValid is False when the pool's spec cannot be compiled (stored before the API
+	// refused it): netshift holds the nodes it might own.
+	NodePoolValid = "Valid"
+	// NodePoolOverlapping is True when nodes the pool selects are owned by another pool of the
+	// same priority (whose name sorts first).
+	NodePoolOverlapping = "Overlapping"
+
+	ReasonSpecValid     = "SpecValid"
+	ReasonInvalidSpec   = "InvalidSpec"
+	ReasonEqualPriority = "EqualPriority"
+	ReasonNoOverlap     = "NoOverlap"
+)
 
 // NodePool groups nodes and limits how many of them are configured in parallel.
 // A node that no pool selects belongs to the implicit pool "default", which

@@ -226,6 +226,12 @@ func (cp *ControlPlane) OperatorConfig() *rest.Config {
 	return cp.As(OperatorUser, ServiceAccountGroups, nil)
 }
 
+// OperatorClient is a client acting as the operator's ServiceAccount: what
+// writes only the operator may make (a pod's port record) go through it.
+func (cp *ControlPlane) OperatorClient() (client.Client, error) {
+	return client.New(cp.OperatorConfig(), client.Options{Scheme: scheme.New()})
+}
+
 // AgentConfig acts as the agent's ServiceAccount with a token bound to a pod on node.
 func (cp *ControlPlane) AgentConfig(node string) *rest.Config {
 	return cp.As(AgentUser, ServiceAccountGroups, map[string][]string{NodeNameExtra: {node}})

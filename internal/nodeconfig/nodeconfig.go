@@ -39,17 +39,30 @@ func Write(path string, f File) error {
 
 // Read reads the file at path.
 func Read(path string) (File, error) {
-	var f File
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return f, fmt.Errorf("network configuration: %w", err)
+		return File{}, fmt.Errorf("network configuration: %w", err)
 	}
-	if err := json.Unmarshal(data, &f); err != nil {
+	f, err := Parse(data)
+	if err != nil {
 		return f, fmt.Errorf("network configuration %s: %w", path, err)
 	}
-	if f.MTU < 576 || f.TunnelPort < 1 || f.TunnelPort > 65535 || (f.Encapsulation != v1alpha1.EncapVXLAN && f.Encapsulation != v1alpha1.EncapGeneve) {
-		return f, fmt.Errorf("network configuration %s: mtu %d (want 576 or more), tunnelPort %d (want 1..65535), encapsulation %q (want vxlan or geneve)",
-			path, f.MTU, f.TunnelPort, f.Encapsulation)
+	return f, nil
+}
+
+// Parse reads the file's content and refuses values no node can use.
+func Parse(data []byte) (File, error) {
+	var f File
+	if err := json.Unmarshal(data, &f); err != nil {
+		return f, err
+	}
+	switch {
+	case f.MTU < 576 || f.MTU > 9216:
+		return f, fmt.Errorf("mtu %d (want 576..9216)", f.MTU)
+	case f.TunnelPort < 1 || f.TunnelPort > 65535:
+		return f, fmt.Errorf("tunnelPort %d (want 1..65535)", f.TunnelPort)
+	case f.Encapsulation != v1alpha1.EncapVXLAN && f.Encapsulation != v1alpha1.EncapGeneve:
+		return f, fmt.Errorf("encapsulation %q (want vxlan or geneve)", f.Encapsulation)
 	}
 	return f, nil
 }

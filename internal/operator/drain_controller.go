@@ -81,6 +81,8 @@ type snapshot struct {
 	states map[string]*v1alpha1.NodeNetworkState
 	pools  []v1alpha1.NodePool
 	policy rollout.DrainPolicy
+	// invalid are the pools whose spec cannot be used; their status says so.
+	invalid []rollout.InvalidPool
 }
 
 func (r *DrainReconciler) read(ctx context.Context) (*snapshot, error) {
@@ -132,15 +134,32 @@ func readDrainPolicy(ctx context.Context, c client.Reader) (rollout.DrainPolicy,
 	return policy, nil
 }
 
-// Membership compiles the pools and resolves which pool owns each node; the
-// drain controller and `netshift plan` both call it.
+// Membership compiles the pools and resolves which pool owns each node; an
+// invalid pool is an error (`netshift plan`: the files are the user's input).
 func Membership(nodes []corev1.Node, nps []v1alpha1.NodePool) (rollout.Membership, error) {
-	var pools []rollout.Pool
+	m, invalid := MembershipHolding(nodes, nps)
 	var errs []error
+	for _, ip := range invalid {
+		errs = append(errs, ip.Err)
+	}
+	return m, errors.Join(errs...)
+}
+
+// MembershipHolding is Membership for the controllers and `netshift status`:
+// a pool that cannot be compiled (stored before the API refused its spec) is
+// returned as invalid, and the nodes it might own are held (no slot granted,
+// no zone move started) while everything else goes on.
+func MembershipHolding(nodes []corev1.Node, nps []v1alpha1.NodePool) (rollout.Membership, []rollout.InvalidPool) {
+	var pools []rollout.Pool
+	var invalid []rollout.InvalidPool
 	for i := range nps {
 		p, err := rollout.NewPool(&nps[i])
 		if err != nil {
-			errs = append(errs, err)
+			prio := int32(rollout.DefaultPriority)
+			if nps[i].Spec.Priority != nil {
+				prio = *nps[i].Spec.Priority
+			}
+			invalid = append(invalid, rollout.InvalidPool{Name: nps[i].Name, Priority: prio, Err: err})
 			continue
 		}
 		pools = append(pools, p)
@@ -149,7 +168,9 @@ func Membership(nodes []corev1.Node, nps []v1alpha1.NodePool) (rollout.Membershi
 	for i, n := range nodes {
 		rn[i] = rollout.Node{Name: n.Name, Labels: n.Labels}
 	}
-	return rollout.Resolve(rn, pools), errors.Join(errs...)
+	m := rollout.Resolve(rn, pools)
+	m.Hold(pools, invalid)
+	return m, invalid
 }
 
 func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
@@ -168,12 +189,11 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	for _, n := range s.nodes {
 		nodeList = append(nodeList, *n)
 	}
-	m, err := Membership(nodeList, s.pools)
-	if err != nil {
-		// The API server's schema refuses bad pools; one that slipped through (an older CRD)
-		// must not silently move its nodes to another pool and its limits: stop deciding.
-		return ctrl.Result{}, fmt.Errorf("node pools are invalid, no drain decision is taken until fixed: %w", err)
-	}
+	// The API server refuses bad pools; one stored before it did must not silently move its
+	// nodes to another pool and its limits: the nodes it might own get no slot until it is
+	// fixed (its status says why), and everything else, releases included, goes on.
+	m, invalid := MembershipHolding(nodeList, s.pools)
+	s.invalid = invalid
 
 	var drains []rollout.NodeDrain
 	pending := map[string][]corev1.Pod{}

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,8 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +28,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/status"
 )
 
 func names(prefix string, n int) []string {
@@ -431,4 +438,93 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, pool string) floa
 		}
 	}
 	return -1
+}
+
+// TestAnInvalidStoredPoolHoldsOnlyTheNodesItMightOwn: a NodePool stored before
+// the API refused its selector value ("a b", as an older CRD allowed) cannot
+// be used. Its status says why, `netshift status` shows it, the node it might
+// own waits, and the pool that outranks it drains as usual; once fixed, the
+// waiting node goes through.
+func TestAnInvalidStoredPoolHoldsOnlyTheNodesItMightOwn(t *testing.T) {
+	cl := newCluster(t)
+	cl.startOperator()
+	cl.gate.openAll()
+	good := names("g", 2)
+	all := append(slices.Clone(good), "loose") // loose: the implicit pool, which outranks nothing
+	cl.createNodes(all...)
+	cl.createPool("good", 1, intstr.FromInt32(1), good...)
+	bad := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: v1alpha1.NodePoolSpec{Priority: ptr.To[int32](50),
+		NodeSelectorTerms: []v1alpha1.NodeSelectorTerm{{MatchExpressions: []v1alpha1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a b"}}}}}}}
+	cl.storeWithoutTheValuePattern(bad)
+	cl.startAgents(all...)
+	cl.startOperation("op", all...)
+	cl.waitFinished("op", good...)
+
+	var np v1alpha1.NodePool
+	cl.eventually(30*time.Second, "nodepool bad reported invalid", func() bool {
+		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: "bad"}, &np)
+		c := meta.FindStatusCondition(np.Status.Conditions, v1alpha1.NodePoolValid)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonInvalidSpec &&
+			strings.Contains(c.Message, "spec.nodeSelectorTerms[0]")
+	})
+	if s := cl.state("loose"); s.DrainStatus != v1alpha1.DrainRequired {
+		t.Errorf("the node the invalid pool might own is %s, want it held in %s", s.DrainStatus, v1alpha1.DrainRequired)
+	}
+	r, err := status.Gather(cl.ctx, cl.c)
+	if err != nil || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], `nodepool "bad"`) {
+		t.Errorf("netshift status problems %q (%v), want the invalid pool", r.Problems, err)
+	}
+
+	cl.update(&v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "bad"}}, func(o client.Object) {
+		o.(*v1alpha1.NodePool).Spec.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"ab"}
+	})
+	cl.waitFinished("op", "loose")
+	cl.eventually(30*time.Second, "nodepool bad valid again", func() bool {
+		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: "bad"}, &np)
+		return meta.IsStatusConditionTrue(np.Status.Conditions, v1alpha1.NodePoolValid)
+	})
+}
+
+// storeWithoutTheValuePattern stores a pool whose selector values the CRD's
+// schema refuses, as a cluster upgraded from an older CRD may hold one: the
+// pattern is lifted from the CRD for the write and put back at once.
+func (cl *cluster) storeWithoutTheValuePattern(np *v1alpha1.NodePool) {
+	cl.t.Helper()
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	key := client.ObjectKey{Name: "nodepools.netshift.io"}
+	if err := cl.c.Get(cl.ctx, key, crd); err != nil {
+		cl.t.Fatal(err)
+	}
+	original, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	restore := func() {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := crd.DeepCopy()
+			if err := cl.c.Get(cl.ctx, key, cur); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedSlice(cur.Object, original, "spec", "versions"); err != nil {
+				return err
+			}
+			return cl.c.Update(cl.ctx, cur)
+		})
+		if err != nil {
+			cl.t.Errorf("put the NodePool CRD back: %v", err)
+		}
+	}
+	cl.t.Cleanup(restore)
+	relaxed := runtime.DeepCopyJSONValue(original).([]any)
+	unstructured.RemoveNestedField(relaxed[0].(map[string]any), "schema", "openAPIV3Schema", "properties", "spec", "properties", "nodeSelectorTerms",
+		"items", "properties", "matchExpressions", "items", "properties", "values", "items", "pattern")
+	if err := unstructured.SetNestedSlice(crd.Object, relaxed, "spec", "versions"); err != nil {
+		cl.t.Fatal(err)
+	}
+	if err := cl.c.Update(cl.ctx, crd); err != nil {
+		cl.t.Fatal(err)
+	}
+	// The API server takes the new schema up asynchronously.
+	cl.eventually(30*time.Second, "the relaxed NodePool schema to store "+np.Name, func() bool {
+		return cl.c.Create(cl.ctx, np.DeepCopy()) == nil
+	})
+	restore()
 }

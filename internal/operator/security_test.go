@@ -1,6 +1,7 @@
 package operator_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/testenv"
 )
 
@@ -213,5 +215,52 @@ func TestAgentMayOnlyAnnotateItsOwnNodesZone(t *testing.T) {
 				t.Errorf("%s: agent of zn1 changed %s", name, what)
 			}
 		}
+	}
+}
+
+// TestOnlyTheOperatorWritesAPodsPort: the pod annotation that records a pooled
+// port's owner is refused from anyone but the operator (a pod's creator, an
+// admin, a controller), at creation and after; other edits of the pod go on.
+func TestOnlyTheOperatorWritesAPodsPort(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "portowner-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	const port = `{"id":"3f2a9c1e-7b4d-4c1a-9e0f-123456789abc","mac":"fa:16:3e:00:00:01","pool":"p/n/host=w1/"}`
+	pod := func(name string, ann map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Annotations: ann},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	}
+	err := env.Client.Create(ctx, pod("forged", map[string]string{plug.PoolAnnotation: port}))
+	if err == nil || !strings.Contains(err.Error(), "metadata.annotations[netshift.io/port]") || !strings.Contains(err.Error(), "may not set it") {
+		t.Errorf("a pod created with its own port record: %v, want a refusal naming the annotation", err)
+	}
+	p := pod("plain", nil)
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	set := func(c client.Client, value string) error {
+		patch := `{"metadata":{"annotations":{"netshift.io/port":` + value + `}}}`
+		return c.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns.Name}}, client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	quoted, _ := json.Marshal(port)
+	if err := set(env.Client, string(quoted)); err == nil || !strings.Contains(err.Error(), "may not change or remove it") {
+		t.Errorf("an admin adding a port record: %v, want a refusal", err)
+	}
+	if err := set(clientFor(t, env.OperatorConfig()), string(quoted)); err != nil {
+		t.Fatalf("the operator recording the pod's port: %v", err)
+	}
+	if err := set(env.Client, "null"); err == nil {
+		t.Errorf("an admin removed the operator's port record")
+	}
+	other := `{"metadata":{"annotations":{"team":"a"}}}`
+	if err := env.Client.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns.Name}}, client.RawPatch(types.MergePatchType, []byte(other))); err != nil {
+		t.Errorf("another annotation of a pod with a port record: %v", err)
+	}
+	var got corev1.Pod
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil || got.Annotations[plug.PoolAnnotation] != port {
+		t.Errorf("the operator's record is %q (%v), want it kept", got.Annotations[plug.PoolAnnotation], err)
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"netshift.io/netshift/api/v1alpha1"
-	"netshift.io/netshift/internal/rollout"
 	"netshift.io/netshift/internal/zones"
 )
 
@@ -202,26 +201,20 @@ func (r *ZoneReconciler) read(ctx context.Context, st *v1alpha1.ZonesStatus) (zo
 		byName[states.Items[i].Name] = &states.Items[i]
 	}
 	var s zones.State
-	var rn []rollout.Node
 	for _, n := range nodes.Items {
 		zn := zones.Node{Name: n.Name, Zone: n.Annotations[zones.ZoneAnnotation], Ready: nodeReady(&n)}
 		if nns := byName[n.Name]; nns != nil {
 			zn.Target = nns.Spec.Zone
 		}
 		s.Nodes = append(s.Nodes, zn)
-		rn = append(rn, rollout.Node{Name: n.Name, Labels: n.Labels})
 	}
 	var nps v1alpha1.NodePoolList
 	if err := r.Client.List(ctx, &nps); err != nil {
 		return zones.State{}, nil, err
 	}
-	var pools []rollout.Pool
-	for i := range nps.Items {
-		if p, err := rollout.NewPool(&nps.Items[i]); err == nil {
-			pools = append(pools, p)
-		}
-	}
-	s.Pools = rollout.Resolve(rn, pools)
+	// A pool whose spec cannot be used holds the nodes it might own (no move starts there);
+	// the drain controller reports it in the pool's status.
+	s.Pools, _ = MembershipHolding(nodes.Items, nps.Items)
 	switch {
 	case st.Central != "":
 		s.Central = zones.Central(st.Central)

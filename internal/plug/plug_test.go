@@ -38,15 +38,21 @@ func TestValidateNamesTheField(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for field, p := range map[string]Port{
-		"port id": {ID: "", MAC: good.MAC},
-		"mac":     {ID: uuid1, MAC: "0a:58:c6"},
-		"tap":     {ID: uuid1, MAC: good.MAC, Tap: "a-tap-name-too-long"},
-		"vmUUID":  {ID: uuid1, MAC: good.MAC, VMUUID: `a"b`},
+	for _, c := range []struct {
+		field string
+		p     Port
+	}{
+		{"port id", Port{ID: "", MAC: good.MAC}},
+		{"mac", Port{ID: uuid1, MAC: "0a:58:c6"}},
+		{"mac", Port{ID: uuid1, MAC: "01:00:5e:00:00:01"}}, // multicast
+		{"mac", Port{ID: uuid1, MAC: "00:00:00:00:00:00"}},
+		{"mac", Port{ID: uuid1, MAC: "0a-58-c6-12-fa-0a"}}, // dash form: OVN reads colons only
+		{"tap", Port{ID: uuid1, MAC: good.MAC, Tap: "a-tap-name-too-long"}},
+		{"vmUUID", Port{ID: uuid1, MAC: good.MAC, VMUUID: `a"b`}},
 	} {
-		err := p.Validate()
-		if err == nil || !strings.Contains(err.Error(), field+":") {
-			t.Errorf("%s: error %v does not name the field", field, err)
+		err := c.p.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.field+":") {
+			t.Errorf("%s %+v: error %v does not name the field", c.field, c.p, err)
 		}
 	}
 	if _, err := ParseMode("--plug-mode", "bridged"); err == nil || !strings.Contains(err.Error(), "per-port, direct") {

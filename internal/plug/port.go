@@ -48,7 +48,25 @@ type Port struct {
 var (
 	portID    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 	ifaceName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
+	colonMAC  = regexp.MustCompile(`^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$`)
 )
+
+// checkMAC accepts what OVS and OVN take as a port's address: a unicast,
+// non-zero Ethernet MAC written with colons. A multicast or zero address on a
+// port would flood or never be learned; OVN reads only the colon form.
+func checkMAC(mac string) error {
+	if !colonMAC.MatchString(mac) {
+		return fmt.Errorf("%q is not an Ethernet MAC address written aa:bb:cc:dd:ee:ff", mac)
+	}
+	hw, _ := net.ParseMAC(mac)
+	if hw[0]&1 == 1 {
+		return fmt.Errorf("%q is a multicast address; a port needs a unicast one (first octet even)", mac)
+	}
+	if hw.String() == "00:00:00:00:00:00" {
+		return fmt.Errorf("%q is the zero address", mac)
+	}
+	return nil
+}
 
 // DefaultTap is the tap name of a port that names none.
 func DefaultTap(id string) string { return "tap" + shortID(id, 11) }
@@ -69,8 +87,8 @@ func (p Port) Validate() error {
 	if !portID.MatchString(p.ID) {
 		return fmt.Errorf("port id: %q must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", p.ID)
 	}
-	if hw, err := net.ParseMAC(p.MAC); err != nil || len(hw) != 6 {
-		return fmt.Errorf("port %s: mac: %q is not an Ethernet MAC address (aa:bb:cc:dd:ee:ff)", p.ID, p.MAC)
+	if err := checkMAC(p.MAC); err != nil {
+		return fmt.Errorf("port %s: mac: %w", p.ID, err)
 	}
 	if p.Tap != "" && !ifaceName.MatchString(p.Tap) {
 		return fmt.Errorf("port %s: tap: %q must be 1 to 15 letters, digits, '-', '_' or '.' (a Linux interface name)", p.ID, p.Tap)

@@ -32,7 +32,7 @@ func (m Membership) Admit(status map[string]v1alpha1.DrainStatus) []string {
 		switch {
 		case HoldsSlot(s):
 			holding[pool]++
-		case s == v1alpha1.DrainRequired:
+		case s == v1alpha1.DrainRequired && m.Held[node] == "":
 			waiting[pool] = append(waiting[pool], node)
 		}
 	}

@@ -110,6 +110,62 @@ type Membership struct {
 	Members map[string][]string
 	// Limit maps a pool name to how many of its nodes may hold a slot at once; 0 means no limit.
 	Limit map[string]int
+	// Held maps a node that no slot may be granted to now to the reason: an invalid pool might
+	// own it (see Hold). Everything else about the node goes on, its slot's release included.
+	Held map[string]string
+	// LostTies maps a pool to the nodes it selects that a pool of the same priority owns (the
+	// one whose name sorts first), in name order, and to that owner.
+	LostTies map[string][]LostTie
+}
+
+// LostTie is a node a pool selects but another pool of its priority owns.
+type LostTie struct {
+	Node, Owner string
+}
+
+// InvalidPool is a NodePool whose spec cannot be compiled (one stored before
+// the API refused such specs). Its selector is unknown, so it might own any
+// node that the pool owning it now does not outrank.
+type InvalidPool struct {
+	Name string
+	// Priority as written; outside 0..99 it might outrank every pool.
+	Priority int32
+	Err      error
+}
+
+// Hold marks the nodes an invalid pool might take from their owner: those
+// whose owner does not outrank it (the implicit pool outranks nothing). A
+// held node is granted no slot, so no pool's limit can be exceeded by a
+// membership that would change once the pool is fixed; nodes of the pools
+// that outrank every invalid one are decided as usual.
+func (m *Membership) Hold(pools []Pool, invalid []InvalidPool) {
+	if len(invalid) == 0 {
+		return
+	}
+	byName := make(map[string]Pool, len(pools))
+	for _, p := range pools {
+		byName[p.Name] = p
+	}
+	if m.Held == nil {
+		m.Held = map[string]string{}
+	}
+	for node, owner := range m.Owner {
+		for _, ip := range invalid {
+			if p, ok := byName[owner]; ok && outranks(p, ip) {
+				continue
+			}
+			m.Held[node] = fmt.Sprintf("nodepool %s is invalid and might own this node: %v", ip.Name, ip.Err)
+			break
+		}
+	}
+}
+
+// outranks says whether p wins a node over the invalid pool ip.
+func outranks(p Pool, ip InvalidPool) bool {
+	if ip.Priority < 0 || ip.Priority > 99 {
+		return false
+	}
+	return p.Priority < ip.Priority || p.Priority == ip.Priority && p.Name < ip.Name
 }
 
 // Resolve decides which pool owns each node: among the pools that select it,
@@ -134,17 +190,32 @@ func Resolve(nodes []Node, pools []Pool) Membership {
 	}
 	for _, n := range nodes {
 		owner := v1alpha1.DefaultPoolName
-		for _, p := range ordered {
-			if p.Selects(n) {
-				owner = p.Name
-				break
+		for i, p := range ordered {
+			if !p.Selects(n) {
+				continue
 			}
+			owner = p.Name
+			for _, q := range ordered[i+1:] {
+				if q.Priority != p.Priority {
+					break
+				}
+				if q.Selects(n) {
+					if m.LostTies == nil {
+						m.LostTies = map[string][]LostTie{}
+					}
+					m.LostTies[q.Name] = append(m.LostTies[q.Name], LostTie{Node: n.Name, Owner: p.Name})
+				}
+			}
+			break
 		}
 		m.Owner[n.Name] = owner
 		m.Members[owner] = append(m.Members[owner], n.Name)
 	}
 	for name := range m.Members {
 		sort.Strings(m.Members[name])
+	}
+	for _, lost := range m.LostTies {
+		sort.Slice(lost, func(i, j int) bool { return lost[i].Node < lost[j].Node })
 	}
 	for _, p := range ordered {
 		// NewPool validated MaxParallel; an error here cannot happen.

@@ -28,6 +28,8 @@ type Report struct {
 	// Change is the live change in progress, or the last one.
 	Change *Change `json:"change,omitempty"`
 	Pools  []Pool  `json:"pools"`
+	// Problems are what holds netshift back and needs a person: a NodePool whose spec cannot be used.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Change is a live change as `netshift status` shows it.
@@ -76,11 +78,11 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 	if err := c.List(ctx, &states); err != nil {
 		return Report{}, fmt.Errorf("list NodeNetworkStates: %w", err)
 	}
-	m, err := operator.Membership(nodes.Items, pools.Items)
-	if err != nil {
-		return Report{}, err
-	}
+	m, invalid := operator.MembershipHolding(nodes.Items, pools.Items)
 	var r Report
+	for _, ip := range invalid {
+		r.Problems = append(r.Problems, ip.Err.Error()+" (the nodes it might own are held: no slot, no zone move)")
+	}
 	var cn v1alpha1.ClusterNetwork
 	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err == nil {
 		r.Applied = cn.Status.Applied
@@ -210,7 +212,10 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(w, " (%d/%d nodes ready, %d applied, %d failed): %s\n", ch.Ready, ch.Nodes, ch.Applied, ch.Failed, ch.Message)
 	}
-	if r.Applied != nil || r.Change != nil {
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "PROBLEM %s\n", p)
+	}
+	if r.Applied != nil || r.Change != nil || len(r.Problems) > 0 {
 		fmt.Fprintln(w)
 	}
 	if len(r.Pools) == 0 {

@@ -231,7 +231,7 @@ func admit(s State, m Mode) map[string]string {
 	move := map[string]string{}
 	for _, n := range nodes {
 		want := ZoneFor(m, n.Name)
-		if n.Zone == want || n.Target == want || !n.Ready {
+		if n.Zone == want || n.Target == want || !n.Ready || s.Pools.Held[n.Name] != "" {
 			continue
 		}
 		pool := s.Pools.Owner[n.Name]

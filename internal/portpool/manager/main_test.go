@@ -34,6 +34,17 @@ func TestMain(m *testing.M) {
 
 var seq atomic.Int64
 
+// operatorClient acts as the operator, the only identity that may record a
+// pod's port.
+func operatorClient(t testing.TB) client.Client {
+	t.Helper()
+	c, err := env.OperatorClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // fixture is one test's world: its own cluster ID (so tests never see each
 // other's ports), namespace, network, security group and Neutron client.
 type fixture struct {
@@ -84,7 +95,7 @@ func testSettings() portpool.Settings {
 // start runs a manager until the test ends (or stop is called).
 func (f *fixture) start(s portpool.Settings, deferred bool) (*Manager, context.CancelFunc) {
 	f.t.Helper()
-	m, err := New(f.nc, env.Client, Options{Settings: s, ClusterID: f.cluster, Deferred: deferred, FlushInterval: cmp.Or(f.flush, 50*time.Millisecond),
+	m, err := New(f.nc, operatorClient(f.t), Options{Settings: s, ClusterID: f.cluster, Deferred: deferred, FlushInterval: cmp.Or(f.flush, 50*time.Millisecond),
 		Backoff: 50 * time.Millisecond, Log: ctrl.Log.WithName("portpool")})
 	if err != nil {
 		f.t.Fatal(err)

@@ -155,7 +155,7 @@ func TestRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := f.tagged()
-	m2, err := New(f.nc, env.Client, Options{Settings: testSettings(), ClusterID: f.cluster, Backoff: 50 * time.Millisecond})
+	m2, err := New(f.nc, operatorClient(t), Options{Settings: testSettings(), ClusterID: f.cluster, Backoff: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestTrunkPool(t *testing.T) {
 func TestPodController(t *testing.T) {
 	f := newFixture(t)
 	m, _ := f.start(testSettings(), false)
-	pc := &PodController{Client: env.Client, Manager: m}
+	pc := &PodController{Client: operatorClient(t), Manager: m}
 	p := f.pod("ctl-1")
 	req := reconcileRequest(p)
 	f.eventually("the pod's port", func() bool {
