@@ -77,22 +77,50 @@ func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport
 	for _, p := range pods {
 		nodeOf[p.Name] = p.Node
 	}
+	type probeRun struct {
+		r   probe.Report
+		err error
+	}
 	measure := func(node, step string, do func() error) error {
 		pctx, cancel := context.WithCancel(ctx)
-		done := make(chan probe.Report, 1)
+		defer cancel()
+		done := make(chan probeRun, 1)
+		settled := make(chan struct{})
+		pcfg := cfg
+		pcfg.Settled = settled
 		go func() {
-			r, _ := probe.Run(pctx, cfg)
-			done <- r
+			r, err := probe.Run(pctx, pcfg)
+			done <- probeRun{r, err}
 		}()
-		time.Sleep(time.Second)
+		select { // the step starts once every connection carries traffic
+		case <-settled:
+		case pr := <-done:
+			return fmt.Errorf("%s: the probe did not start: %v", step, pr.err)
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("%s: the probe's connections did not settle in 30 s", step)
+		}
 		start := time.Now()
 		err := do()
 		took := time.Since(start)
+		// The window after the step in which a gap it caused still shows.
 		time.Sleep(700 * time.Millisecond)
 		cancel()
-		r := <-done
+		pr := <-done
 		if err != nil {
 			return fmt.Errorf("%s: %w", step, err)
+		}
+		// A probe that did not run measured nothing: that is a failure, never a 0 ms gap.
+		if pr.err != nil {
+			return fmt.Errorf("%s: the probe: %w", step, pr.err)
+		}
+		r := pr.r
+		if len(r.LongLived) == 0 {
+			return fmt.Errorf("%s: the probe measured no connection", step)
+		}
+		for _, c := range r.LongLived {
+			if c.Echoes == 0 {
+				return fmt.Errorf("%s: the probe's connection %s -> %s carried nothing (%s): no gap can be measured", step, c.From, c.To, c.Error)
+			}
 		}
 		st := ZoneStep{Node: node, Step: step, TookMs: ms(took), Failures: r.ShortLived.Failures + r.HTTPS.Failures}
 		for _, c := range r.LongLived {

@@ -37,9 +37,9 @@ func TestWriteThenRead(t *testing.T) {
 func TestReadRefusesBadContent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "network.json")
 	for content, want := range map[string]string{
-		`{"mtu": 100, "encapsulation": "vxlan", "tunnelPort": 4789}`: "mtu 100 (want 576..9216)",
-		`{"mtu": 1400, "encapsulation": "gre", "tunnelPort": 4789}`:  `encapsulation "gre"`,
-		`{"mtu": 1400, "encapsulation": "vxlan", "tunnelPort": 0}`:   "tunnelPort 0 (want 1..65535)",
+		`{"mtu": 100, "encapsulation": "vxlan", "tunnelPort": 4789}`:  "mtu 100 (want 576..9216)",
+		`{"mtu": 1400, "encapsulation": "gre", "tunnelPort": 4789}`:   `encapsulation "gre"`,
+		`{"mtu": 1400, "encapsulation": "vxlan", "tunnelPort": 0}`:    "tunnelPort 0 (want 1..65535)",
 		`{"mtu": 9300, "encapsulation": "vxlan", "tunnelPort": 4789}`: "mtu 9300 (want 576..9216)",
 		`{"mtu": `: path,
 	} {

@@ -5,12 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -262,5 +265,124 @@ func TestOnlyTheOperatorWritesAPodsPort(t *testing.T) {
 	var got corev1.Pod
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil || got.Annotations[plug.PoolAnnotation] != port {
 		t.Errorf("the operator's record is %q (%v), want it kept", got.Annotations[plug.PoolAnnotation], err)
+	}
+}
+
+// TestAgentsPodTokenMaySetOnlyItsCondition: with the token the kubelet gives
+// the agent's own pod (a ServiceAccount token bound to the pod, which carries
+// the pod's node), the agent sets the network-ready condition of a pod on its
+// node; any other part of that pod's status, and any pod of another node, is
+// refused.
+func TestAgentsPodTokenMaySetOnlyItsCondition(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	cs, err := kubernetes.NewForConfig(env.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "podtoken-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	agentPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "netshift-agent-", Namespace: operator.Namespace},
+		Spec: corev1.PodSpec{NodeName: "tk1", ServiceAccountName: "netshift-agent", Containers: []corev1.Container{{Name: "agent", Image: "netshift"}}}}
+	if err := env.Client.Create(ctx, agentPod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, agentPod, client.GracePeriodSeconds(0)) })
+	tr, err := cs.CoreV1().ServiceAccounts(operator.Namespace).CreateToken(ctx, "netshift-agent", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600),
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: agentPod.Name, UID: agentPod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token for the agent's pod: %v", err)
+	}
+	cfg := rest.AnonymousClientConfig(env.Admin)
+	cfg.BearerToken = tr.Status.Token
+	ac := clientFor(t, cfg)
+
+	for _, p := range []struct{ name, node string }{{"on-tk1", "tk1"}, {"on-tk2", "tk2"}} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns.Name},
+			Spec: corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+		if err := env.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch := func(name, body string) error {
+		return ac.Status().Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name}},
+			client.RawPatch(types.StrategicMergePatchType, []byte(body)))
+	}
+	if err := patch("on-tk1", `{"status":{"conditions":[{"type":"netshift.io/network-ready","status":"True","reason":"PortReady"}]}}`); err != nil {
+		t.Fatalf("the agent of tk1, with its pod's token, setting its condition on a pod of tk1: %v", err)
+	}
+	for what, c := range map[string]struct{ pod, body string }{
+		"another node's pod":  {"on-tk2", `{"status":{"conditions":[{"type":"netshift.io/network-ready","status":"True","reason":"PortReady"}]}}`},
+		"the pod's phase":     {"on-tk1", `{"status":{"phase":"Failed"}}`},
+		"another condition":   {"on-tk1", `{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`},
+		"the pod's addresses": {"on-tk1", `{"status":{"podIP":"10.0.0.9","podIPs":[{"ip":"10.0.0.9"}]}}`},
+		"the pod's message":   {"on-tk1", `{"status":{"message":"evicted"}}`},
+	} {
+		if err := patch(c.pod, c.body); err == nil || !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Errorf("the agent of tk1 wrote %s: %v, want a refusal", what, err)
+		}
+	}
+	var got corev1.Pod
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "on-tk1"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase == corev1.PodFailed || got.Status.PodIP != "" || got.Status.Message != "" || len(got.Status.Conditions) != 1 {
+		t.Errorf("refused writes changed the pod's status: %+v", got.Status)
+	}
+}
+
+// TestOperatorMayWriteOnlyItsOwnMarks: the operator's patch right on nodes and
+// pods covers the cordon, netshift's own taints, labels and annotations, and
+// nothing else of either.
+func TestOperatorMayWriteOnlyItsOwnMarks(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "opw1", Labels: map[string]string{"zone": "a"}, Annotations: map[string]string{"keep": "me"}}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, node) })
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "opwrites-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns.Name, Labels: map[string]string{"app": "x"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	oc := clientFor(t, env.OperatorConfig())
+	try := func(obj client.Object, patch string) error {
+		return oc.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	n := func() client.Object { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "opw1"}} }
+	p := func() client.Object { return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns.Name}} }
+	for what, c := range map[string]struct {
+		obj     func() client.Object
+		patch   string
+		allowed bool
+	}{
+		"cordon":                         {n, `{"spec":{"unschedulable":true}}`, true},
+		"a netshift.io/ node annotation": {n, `{"metadata":{"annotations":{"netshift.io/x":"1"}}}`, true},
+		"a netshift.io/ taint":           {n, `{"spec":{"taints":[{"key":"netshift.io/moving","effect":"NoSchedule"}]}}`, true},
+		"another node label":             {n, `{"metadata":{"labels":{"zone":"b"}}}`, false},
+		"another node annotation":        {n, `{"metadata":{"annotations":{"keep":null}}}`, false},
+		"another taint":                  {n, `{"spec":{"taints":[{"key":"netshift.io/moving","effect":"NoSchedule"},{"key":"gpu","effect":"NoSchedule"}]}}`, false},
+		"a netshift.io/ pod annotation":  {p, `{"metadata":{"annotations":{"netshift.io/x":"1"}}}`, true},
+		"a pod label":                    {p, `{"metadata":{"labels":{"app":"y"}}}`, false},
+		"another pod annotation":         {p, `{"metadata":{"annotations":{"team":"a"}}}`, false},
+		"the pod's spec":                 {p, `{"spec":{"activeDeadlineSeconds":5}}`, false},
+	} {
+		err := try(c.obj(), c.patch)
+		switch {
+		case c.allowed && err != nil:
+			t.Errorf("the operator refused %s: %v", what, err)
+		case !c.allowed && (err == nil || !strings.Contains(err.Error(), "netshift operator")):
+			t.Errorf("the operator wrote %s: %v, want a refusal by the policy", what, err)
+		}
 	}
 }

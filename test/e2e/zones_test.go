@@ -197,6 +197,9 @@ func BenchmarkZoneMoves(b *testing.B) {
 		b.ReportMetric(rep.MaxOthersGapMs, "others-maxgap-ms")
 		b.ReportMetric(float64(rep.Broken), "broken")
 		b.ReportMetric(float64(rep.Failures), "failed-requests")
+		if rep.Broken > 0 {
+			b.Fatalf("%d long-lived connections broke during the zone moves (every connection must stay alive)", rep.Broken)
+		}
 	}
 }
 

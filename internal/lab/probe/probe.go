@@ -38,6 +38,10 @@ type Config struct {
 	Interval time.Duration
 	// InNetns runs fn inside a named network namespace (netdev.InNetns).
 	InNetns func(netns string, fn func() error) error
+	// Settled, when set, is closed once every long-lived connection has had
+	// its first echo (or failed to connect): what is measured from then on
+	// is the traffic of a running probe.
+	Settled chan<- struct{}
 }
 
 // LongLived is one long-lived connection's fate.
@@ -136,11 +140,16 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	r.LongLived = make([]LongLived, len(pairs))
+	var settling sync.WaitGroup
+	settling.Add(len(pairs))
+	if cfg.Settled != nil {
+		go func() { settling.Wait(); close(cfg.Settled) }()
+	}
 	for i, p := range pairs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.LongLived[i] = longLived(runCtx, cfg, p[0], p[1])
+			r.LongLived[i] = longLived(runCtx, cfg, p[0], p[1], sync.OnceFunc(settling.Done))
 		}()
 	}
 	short := &counter{reasons: map[string]int{}}
@@ -203,8 +212,9 @@ func dial(cfg Config, from Pod, addr string, timeout time.Duration) (net.Conn, e
 
 // longLived keeps one connection open, sends a sequence number every
 // interval, and measures the longest time without an echo.
-func longLived(ctx context.Context, cfg Config, from, to Pod) (res LongLived) {
+func longLived(ctx context.Context, cfg Config, from, to Pod, settled func()) (res LongLived) {
 	res = LongLived{From: from.Name, To: to.Name}
+	defer settled() // a connection that never echoes settles as it ends
 	conn, err := dial(cfg, from, net.JoinHostPort(to.IP, strconv.Itoa(echoPort)), 3*time.Second)
 	if err != nil {
 		res.Error = err.Error()
@@ -234,6 +244,7 @@ func longLived(ctx context.Context, cfg Config, from, to Pod) (res LongLived) {
 			last = now
 			echoes++
 			mu.Unlock()
+			settled()
 		}
 	}()
 	tick := time.NewTicker(cfg.Interval)
