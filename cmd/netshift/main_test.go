@@ -149,6 +149,7 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--pool-min-ready", "9", "--pool-max-size", "3"},
 			"--pool-max-size: 3 is below --pool-min-ready (9)"},
 		{[]string{"operator", "--port-pools"}, "give --neutron-url (no auth) or --os-clouds-file and --os-cloud"},
+		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--portpool-api", "tcp:127.0.0.1:9"}, "--portpool-api: tcp:... is served with TLS only"},
 		{[]string{"portpool", "show", "p/n/worker-1/sg"}, `third part "worker-1": want host=NODE or trunk=PORT`},
 		{[]string{"portpool", "populate", "p/n/host=w/sg", "0"}, `COUNT: "0" is not a number in 1..10000`},
 		{[]string{"portpool", "list", "--server", "/nonexistent/portpool.sock"}, "is the operator running with port pools"},

@@ -29,6 +29,7 @@ type portPoolFlags struct {
 	settings              portpool.Settings
 	deferred              bool
 	clusterID, api        string
+	apiTLS                poolmanager.TLSFiles
 	project, network, sgs string
 }
 
@@ -46,7 +47,9 @@ func (p *portPoolFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&p.settings.MaxConcurrentCreates, "pool-max-concurrent-creates", d.MaxConcurrentCreates, "create calls in flight to Neutron at once (1..64)")
 	f.BoolVar(&p.deferred, "pool-deferred-bookkeeping", false, "send Neutron bookkeeping (name, device_id) in the background, coalesced: handing out a port makes no Neutron call")
 	f.StringVar(&p.clusterID, "cluster-id", "", "the cluster's name in the tag of every port netshift creates (default: the kube-system namespace's UID)")
-	f.StringVar(&p.api, "portpool-api", DefaultPortPoolAPI, "address of the pool manager's API: a unix socket path, or tcp:HOST:PORT (\"0\" disables it)")
+	f.StringVar(&p.api, "portpool-api", DefaultPortPoolAPI, "address of the pool manager's API: a unix socket path (mode 0600), or tcp:HOST:PORT, served with TLS to bearer tokens RBAC allows on portpools.netshift.io (\"0\" disables it)")
+	f.StringVar(&p.apiTLS.Cert, "portpool-api-tls-cert", "", "with --portpool-api tcp:...: the server certificate (PEM)")
+	f.StringVar(&p.apiTLS.Key, "portpool-api-tls-key", "", "with --portpool-api tcp:...: the server key (PEM)")
 	f.StringVar(&p.project, "pool-default-project", "", "project of pods whose namespace has no "+poolmanager.ProjectAnnotation+" annotation")
 	f.StringVar(&p.network, "pool-default-network", "", "network of pods whose namespace has no "+poolmanager.NetworkAnnotation+" annotation")
 	f.StringVar(&p.sgs, "pool-default-security-groups", "", "comma-separated security groups of pods whose namespace has no "+poolmanager.SecurityGroupsAnnotation+" annotation")
@@ -66,6 +69,9 @@ func (p *portPoolFlags) options() (operator.PortPoolOptions, error) {
 		}
 		return operator.PortPoolOptions{}, errors.New(msg)
 	}
+	if strings.HasPrefix(p.api, "tcp:") && (p.apiTLS.Cert == "" || p.apiTLS.Key == "") {
+		return operator.PortPoolOptions{}, errors.New("--portpool-api: tcp:... is served with TLS only: give --portpool-api-tls-cert and --portpool-api-tls-key (or use the unix socket)")
+	}
 	if p.neutronURL == "" && p.cloudsFile == "" {
 		return operator.PortPoolOptions{}, errors.New("--port-pools: give --neutron-url (no auth) or --os-clouds-file and --os-cloud")
 	}
@@ -74,7 +80,7 @@ func (p *portPoolFlags) options() (operator.PortPoolOptions, error) {
 		groups = strings.Split(p.sgs, ",")
 	}
 	return operator.PortPoolOptions{Neutron: neutron.Options{URL: p.neutronURL, CloudsFile: p.cloudsFile, Cloud: p.cloud},
-		Settings: p.settings, Deferred: p.deferred, ClusterID: p.clusterID, API: p.api,
+		Settings: p.settings, Deferred: p.deferred, ClusterID: p.clusterID, API: p.api, APITLS: p.apiTLS,
 		Defaults: poolmanager.Defaults{Project: p.project, Network: p.network, SecurityGroups: groups}}, nil
 }
 
@@ -85,7 +91,11 @@ func portpoolCmd(g *globals) *cobra.Command {
 		Use:   "portpool",
 		Short: "The Neutron port pools: list, show, populate, free, drain (through the operator's API)",
 	}
-	cmd.PersistentFlags().StringVar(&server, "server", DefaultPortPoolAPI, "the pool manager's API: a unix socket path, or tcp:HOST:PORT")
+	var clientOpts poolmanager.ClientOptions
+	cmd.PersistentFlags().StringVar(&server, "server", DefaultPortPoolAPI, "the pool manager's API: a unix socket path, or tcp:HOST:PORT (TLS, with --token)")
+	cmd.PersistentFlags().StringVar(&clientOpts.Token, "token", os.Getenv("NETSHIFT_PORTPOOL_TOKEN"), "with tcp: the bearer token to present (default $NETSHIFT_PORTPOOL_TOKEN); RBAC must allow its user get (list, show), create (populate) or delete (free, drain) on portpools.netshift.io")
+	cmd.PersistentFlags().StringVar(&clientOpts.CAFile, "ca-file", "", "with tcp: the CA certificate (PEM) that signed the API's certificate (default: the system's)")
+	poolClient := func() (*poolmanager.Client, error) { return poolmanager.NewClient(server, clientOpts) }
 	printJSON := func(cmd *cobra.Command, v any) error {
 		return writeJSON(cmd.OutOrStdout(), v)
 	}
@@ -97,7 +107,11 @@ func portpoolCmd(g *globals) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			st, err := poolmanager.NewClient(server).List(cmd.Context())
+			c, err := poolClient()
+			if err != nil {
+				return err
+			}
+			st, err := c.List(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -124,7 +138,11 @@ func portpoolCmd(g *globals) *cobra.Command {
 			if _, err := portpool.ParseKey(args[0]); err != nil {
 				return err
 			}
-			d, err := poolmanager.NewClient(server).Show(cmd.Context(), args[0])
+			c, err := poolClient()
+			if err != nil {
+				return err
+			}
+			d, err := c.Show(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -157,7 +175,11 @@ func portpoolCmd(g *globals) *cobra.Command {
 			if err != nil || n < 1 || n > 10000 {
 				return fmt.Errorf("COUNT: %q is not a number in 1..10000", args[1])
 			}
-			made, err := poolmanager.NewClient(server).Populate(cmd.Context(), args[0], n)
+			c, err := poolClient()
+			if err != nil {
+				return err
+			}
+			made, err := c.Populate(cmd.Context(), args[0], n)
 			fmt.Fprintf(cmd.OutOrStdout(), "%d ports created in %s\n", made, args[0])
 			return err
 		},
@@ -174,7 +196,11 @@ func portpoolCmd(g *globals) *cobra.Command {
 				}
 				key = args[0]
 			}
-			n, err := poolmanager.NewClient(server).Free(cmd.Context(), key)
+			c, err := poolClient()
+			if err != nil {
+				return err
+			}
+			n, err := c.Free(cmd.Context(), key)
 			fmt.Fprintf(cmd.OutOrStdout(), "%d ports deleted\n", n)
 			return err
 		},
@@ -184,7 +210,10 @@ func portpoolCmd(g *globals) *cobra.Command {
 		Short: "Delete every pooled port no pod owns, in every pool (before an uninstall: nothing left to eat quota)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c := poolmanager.NewClient(server)
+			c, err := poolClient()
+			if err != nil {
+				return err
+			}
 			n, err := c.Free(cmd.Context(), "")
 			fmt.Fprintf(cmd.OutOrStdout(), "%d pooled ports deleted\n", n)
 			if err != nil {

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,8 +23,10 @@ type PortPoolOptions struct {
 	Deferred bool
 	// ClusterID goes into the tag of every port; empty: the kube-system namespace's UID.
 	ClusterID string
-	// API is the address of the pool manager's API: a unix socket path, or tcp:HOST:PORT.
-	API string
+	// API is the address of the pool manager's API: a unix socket path, or tcp:HOST:PORT
+	// (TLS with APITLS, and a bearer token allowed by RBAC on portpools.netshift.io).
+	API    string
+	APITLS poolmanager.TLSFiles
 	// Defaults fill what a namespace's annotations do not say.
 	Defaults poolmanager.Defaults
 }
@@ -55,11 +58,15 @@ func setupPortPools(ctx context.Context, mgr ctrl.Manager, o PortPoolOptions) er
 	}
 	if o.API != "" && o.API != "0" {
 		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			l, err := poolmanager.Listen(o.API)
+			l, err := poolmanager.Listen(o.API, o.APITLS)
 			if err != nil {
 				return err
 			}
-			return pm.Serve(ctx, l)
+			var auth poolmanager.Authorizer
+			if strings.HasPrefix(o.API, "tcp:") {
+				auth = poolmanager.KubeAuthorizer{Client: mgr.GetClient()}
+			}
+			return pm.Serve(ctx, l, auth)
 		})); err != nil {
 			return err
 		}

@@ -133,7 +133,10 @@ func TestNoLeakWithKills(t *testing.T) {
 		}
 	}()
 
-	c := manager.NewClient(api)
+	c, err := manager.NewClient(api, manager.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	killedMidCreate, killedMidRecycle := false, false
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	nextKill := time.Now().Add(time.Duration(500+rng.Intn(2500)) * time.Millisecond)

@@ -211,11 +211,12 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// Listen opens the API's address: a unix socket path (the default form) or
-// tcp:HOST:PORT. A stale socket file is replaced.
-func Listen(addr string) (net.Listener, error) {
+// Listen opens the API's address: a unix socket path (the default form,
+// mode 0600) or tcp:HOST:PORT, which needs tls. A stale socket file is
+// replaced.
+func Listen(addr string, tlsFiles TLSFiles) (net.Listener, error) {
 	if hostPort, ok := strings.CutPrefix(addr, "tcp:"); ok {
-		return net.Listen("tcp", hostPort)
+		return listenTCP(hostPort, tlsFiles)
 	}
 	path := strings.TrimPrefix(addr, "unix:")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -233,9 +234,15 @@ func Listen(addr string) (net.Listener, error) {
 	return l, os.Chmod(path, 0o600)
 }
 
-// Serve runs the API on l until ctx ends (a controller-runtime Runnable when wrapped).
-func (m *Manager) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+// Serve runs the API on l until ctx ends (a controller-runtime Runnable when
+// wrapped); with an Authorizer every request needs an allowed bearer token
+// (the TCP form), without one it is open to whoever can open l (the socket).
+func (m *Manager) Serve(ctx context.Context, l net.Listener, a Authorizer) error {
+	h := m.Handler()
+	if a != nil {
+		h = RequireToken(a, h)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -250,20 +257,27 @@ func (m *Manager) Serve(ctx context.Context, l net.Listener) error {
 
 // Client calls a manager's API.
 type Client struct {
-	http *http.Client
-	base string
+	http  *http.Client
+	base  string
+	token string
 }
 
-// NewClient reaches the API at addr (a unix socket path or tcp:HOST:PORT).
-func NewClient(addr string) *Client {
+// NewClient reaches the API at addr: a unix socket path, or tcp:HOST:PORT
+// over TLS with o's token and CA.
+func NewClient(addr string, o ClientOptions) (*Client, error) {
 	if hostPort, ok := strings.CutPrefix(addr, "tcp:"); ok {
-		return &Client{http: &http.Client{Timeout: 10 * time.Minute}, base: "http://" + hostPort}
+		cfg, err := tlsClientConfig(o.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		return &Client{http: &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}, Timeout: 10 * time.Minute},
+			base: "https://" + hostPort, token: o.Token}, nil
 	}
 	path := strings.TrimPrefix(addr, "unix:")
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", path)
 	}}
-	return &Client{http: &http.Client{Transport: tr, Timeout: 10 * time.Minute}, base: "http://portpool"}
+	return &Client{http: &http.Client{Transport: tr, Timeout: 10 * time.Minute}, base: "http://portpool"}, nil
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
@@ -278,6 +292,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
