@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
 )
@@ -48,11 +49,11 @@ type portPlugger struct {
 
 // Reasons of the network-ready condition.
 const (
-	reasonReady            = "PortReady"
-	reasonWaitingForDevice = "WaitingForDevice"
-	reasonBinding          = "WaitingForBinding"
-	reasonRefused          = "PlugRefused"
-	reasonInvalid          = "InvalidPort"
+	reasonReady            = v1alpha1.ReasonPortReady
+	reasonWaitingForDevice = v1alpha1.ReasonWaitingForDevice
+	reasonBinding          = v1alpha1.ReasonWaitingForBinding
+	reasonRefused          = v1alpha1.ReasonPlugRefused
+	reasonInvalid          = v1alpha1.ReasonInvalidPort
 )
 
 func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -30,12 +30,12 @@ const AbortAnnotation = "netshift.io/abort"
 // must see its plan gone before its first step.
 const abortMargin = 500 * time.Millisecond
 
-// Condition types of ClusterNetwork.
+// Condition types of ClusterNetwork (api/v1alpha1 defines them).
 const (
-	CondProgressing = "Progressing"
-	CondDegraded    = "Degraded"
-	CondUpgradeable = "Upgradeable"
-	CondAvailable   = "Available"
+	CondProgressing = v1alpha1.ClusterNetworkProgressing
+	CondDegraded    = v1alpha1.ClusterNetworkDegraded
+	CondUpgradeable = v1alpha1.ClusterNetworkUpgradeable
+	CondAvailable   = v1alpha1.ClusterNetworkAvailable
 )
 
 // LiveChangeReconciler carries out live MTU and tunnel port changes: it
@@ -424,23 +424,23 @@ func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.ClusterNetwork) {
 	switch {
 	case ch != nil && ch.Phase.Active():
 		msg := fmt.Sprintf("%s %s from %d to %d: %s", ch.ID, ch.Phase, ch.From, ch.To, ch.Message)
-		set(CondProgressing, metav1.ConditionTrue, "Change"+string(ch.Phase), msg)
-		set(CondUpgradeable, metav1.ConditionFalse, "ChangeInProgress", msg)
-		set(CondDegraded, metav1.ConditionFalse, "AsExpected", "")
+		set(CondProgressing, metav1.ConditionTrue, v1alpha1.ReasonChangePrefix+string(ch.Phase), msg)
+		set(CondUpgradeable, metav1.ConditionFalse, v1alpha1.ReasonChangeInProgress, msg)
+		set(CondDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "")
 	case ch != nil && ch.Phase == v1alpha1.PhaseFailed && ((ch.T0 != nil && ch.Failed > 0) || (ch.T0 == nil && r.stillWanted(cn))):
-		set(CondProgressing, metav1.ConditionFalse, "ChangeFailed", ch.Message)
-		set(CondDegraded, metav1.ConditionTrue, "ChangeFailed", fmt.Sprintf("%s from %d to %d failed: %s", ch.ID, ch.From, ch.To, ch.Message))
-		set(CondUpgradeable, metav1.ConditionTrue, "AsExpected", "")
+		set(CondProgressing, metav1.ConditionFalse, v1alpha1.ReasonChangeFailed, ch.Message)
+		set(CondDegraded, metav1.ConditionTrue, v1alpha1.ReasonChangeFailed, fmt.Sprintf("%s from %d to %d failed: %s", ch.ID, ch.From, ch.To, ch.Message))
+		set(CondUpgradeable, metav1.ConditionTrue, v1alpha1.ReasonAsExpected, "")
 	default:
 		msg := "no change in progress"
 		if ch != nil {
 			msg = fmt.Sprintf("%s from %d to %d: %s", ch.ID, ch.From, ch.To, ch.Message)
 		}
-		set(CondProgressing, metav1.ConditionFalse, "AsExpected", msg)
-		set(CondDegraded, metav1.ConditionFalse, "AsExpected", "")
-		set(CondUpgradeable, metav1.ConditionTrue, "AsExpected", "")
+		set(CondProgressing, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, msg)
+		set(CondDegraded, metav1.ConditionFalse, v1alpha1.ReasonAsExpected, "")
+		set(CondUpgradeable, metav1.ConditionTrue, v1alpha1.ReasonAsExpected, "")
 	}
-	set(CondAvailable, metav1.ConditionTrue, "AsExpected", "the cluster network carries traffic")
+	set(CondAvailable, metav1.ConditionTrue, v1alpha1.ReasonAsExpected, "the cluster network carries traffic")
 	cn.Status.ObservedGeneration = gen
 }
 

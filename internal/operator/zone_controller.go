@@ -94,10 +94,10 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	if cfgErr != nil {
 		// An invalid value changes nothing: it is reported, and the rollout waits for a fix.
 		st.Phase, st.Message = "InvalidConfig", cfgErr.Error()
-		r.setCondition(st, "ConfigValid", metav1.ConditionFalse, "InvalidConfig", cfgErr.Error(), cn.Generation)
+		r.setCondition(st, v1alpha1.ZonesConfigValid, metav1.ConditionFalse, v1alpha1.ReasonInvalidConfig, cfgErr.Error(), cn.Generation)
 		return ctrl.Result{}, r.writeStatus(ctx, &cn, st)
 	}
-	r.setCondition(st, "ConfigValid", metav1.ConditionTrue, "Valid", fmt.Sprintf("%s/%s: %s", r.Namespace, zones.ConfigMapName, describe(cfg)), cn.Generation)
+	r.setCondition(st, v1alpha1.ZonesConfigValid, metav1.ConditionTrue, v1alpha1.ReasonValid, fmt.Sprintf("%s/%s: %s", r.Namespace, zones.ConfigMapName, describe(cfg)), cn.Generation)
 	state.Config = cfg
 	d := zones.Decide(state)
 	st.Desired, st.Next, st.Phase, st.Message = string(d.Desired), string(d.Next), d.Phase, d.Holding
@@ -115,7 +115,7 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	}
 	if !r.Enabled {
 		st.Phase, st.Message = "Disabled", "zone migration is off (operator flag --zone-migration): the layout is reported, nothing is changed"
-		r.setCondition(st, "Converged", boolCondition(st.Current == st.Desired), "Disabled", st.Message, cn.Generation)
+		r.setCondition(st, v1alpha1.ZonesConverged, boolCondition(st.Current == st.Desired), v1alpha1.ReasonDisabled, st.Message, cn.Generation)
 		return ctrl.Result{}, r.writeStatus(ctx, &cn, st)
 	}
 
@@ -175,13 +175,13 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 		logger.Info("upgrade to multizone done: its ConfigMap is deleted")
 	}
 	if d.Done {
-		r.setCondition(st, "Converged", metav1.ConditionTrue, "Converged", fmt.Sprintf("every node is in its %s zone and the central side is %s", d.Desired, st.Central), cn.Generation)
+		r.setCondition(st, v1alpha1.ZonesConverged, metav1.ConditionTrue, v1alpha1.ReasonConverged, fmt.Sprintf("every node is in its %s zone and the central side is %s", d.Desired, st.Central), cn.Generation)
 	} else {
 		msg := fmt.Sprintf("%s: %d of %d nodes in their %s zone", st.Phase, st.InTarget, st.Nodes, d.Next)
 		if d.Holding != "" {
 			msg += "; " + d.Holding
 		}
-		r.setCondition(st, "Converged", metav1.ConditionFalse, st.Phase, msg, cn.Generation)
+		r.setCondition(st, v1alpha1.ZonesConverged, metav1.ConditionFalse, st.Phase, msg, cn.Generation)
 	}
 	return ctrl.Result{RequeueAfter: 30 * time.Second}, r.writeStatus(ctx, &cn, st)
 }

@@ -3,6 +3,8 @@ package plug
 import (
 	"encoding/json"
 	"fmt"
+
+	"netshift.io/netshift/api/v1alpha1"
 )
 
 // The pod annotations plugging reads, and the condition it writes.
@@ -23,7 +25,7 @@ const (
 	// ReadyCondition is the pod condition the agent sets once the pod's port
 	// is bound and its flows are in place: usable as a readiness gate, and
 	// what a migration waits for before it resumes the VM.
-	ReadyCondition = "netshift.io/network-ready"
+	ReadyCondition = v1alpha1.PodNetworkReady
 )
 
 // PortOf reads the port a pod is to be plugged with; podUID fills vm-uuid

@@ -141,7 +141,7 @@ func TestLiveChanges(t *testing.T) {
 					t.Errorf("%s: probe failed: %v", ch.what, r.Failed())
 				}
 				t.Logf("%s (%s): longest gap %.1f ms; probe %d short-lived, %d HTTPS", ch.what, cn.Status.Change.ID, maxGap(r), r.ShortLived.Attempts, r.HTTPS.Attempts)
-				if !meta.IsStatusConditionFalse(cn.Status.Conditions, "Progressing") || !meta.IsStatusConditionFalse(cn.Status.Conditions, "Degraded") {
+				if !meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.ClusterNetworkProgressing) || !meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded) {
 					t.Errorf("%s: conditions %+v", ch.what, cn.Status.Conditions)
 				}
 				// Phase 3: the configuration new pods are set up from carries the applied values.
@@ -220,7 +220,7 @@ func TestPortHeldOnOneNode(t *testing.T) {
 	}
 	edit(t, c, `{"spec":{"vxlanPort":4791}}`)
 	cn := waitChange(t, c)
-	deg := meta.FindStatusCondition(cn.Status.Conditions, "Degraded")
+	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
 	if cn.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" ||
 		!strings.Contains(deg.Message, "node node-2") || !strings.Contains(deg.Message, "UDP port 4791 is in use") {
 		t.Fatalf("change %+v, Degraded %+v", cn.Status.Change, deg)
@@ -520,7 +520,7 @@ func TestSilentNodeConverges(t *testing.T) {
 	}
 	defer syscall.Kill(agentPid, syscall.SIGCONT)
 	end := waitChange(t, c)
-	deg := meta.FindStatusCondition(end.Status.Conditions, "Degraded")
+	deg := meta.FindStatusCondition(end.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
 	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" || !strings.Contains(deg.Message, "node-2") ||
 		end.Status.Applied.MTU != 1350 || len(end.Status.Change.Converging) != 1 {
 		t.Fatalf("change %+v, Degraded %+v, applied %+v", end.Status.Change, deg, end.Status.Applied)
@@ -536,7 +536,7 @@ func TestSilentNodeConverges(t *testing.T) {
 	waitFor(t, "node-2 to converge", func() bool {
 		var cur v1alpha1.ClusterNetwork
 		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cur) == nil && len(cur.Status.Change.Converging) == 0 &&
-			meta.IsStatusConditionFalse(cur.Status.Conditions, "Degraded")
+			meta.IsStatusConditionFalse(cur.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
 	})
 	if got := podMTUs(t, s); got[1350] != 3 {
 		t.Fatalf("pod MTUs after node-2 came back: %v", got)
@@ -558,7 +558,7 @@ func TestFailedRestoreFixedByHand(t *testing.T) {
 	c := labClient(t, "e2efr")
 	edit(t, c, `{"spec":{"mtu":1400}}`)
 	end := waitChange(t, c)
-	deg := meta.FindStatusCondition(end.Status.Conditions, "Degraded")
+	deg := meta.FindStatusCondition(end.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
 	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" ||
 		!strings.Contains(deg.Message, `node node-2: HostVethMTU`) || !strings.Contains(deg.Message, `restore: Failed`) || !strings.Contains(deg.Message, "lab up --fail-reboot node-2") {
 		t.Fatalf("change %+v, Degraded %+v", end.Status.Change, deg)
@@ -570,7 +570,7 @@ func TestFailedRestoreFixedByHand(t *testing.T) {
 	waitFor(t, "node-2 to be checked, restored and uncordoned", func() bool {
 		var cn v1alpha1.ClusterNetwork
 		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && len(cn.Status.Change.Converging) == 0 &&
-			meta.IsStatusConditionFalse(cn.Status.Conditions, "Degraded") && !labNodes(t, c)["node-2"]
+			meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded) && !labNodes(t, c)["node-2"]
 	})
 	var nns v1alpha1.NodeNetworkState
 	if err := c.Get(context.Background(), client.ObjectKey{Name: "node-2"}, &nns); err != nil || nns.Status.LiveChange.Restore != "Done" || nns.Spec.LiveChange != nil {
@@ -612,7 +612,7 @@ func TestClockCheckedAgainstTheElectedOperator(t *testing.T) {
 	c := labClient(t, "e2eck")
 	edit(t, c, `{"spec":{"mtu":1400}}`)
 	end := waitChange(t, c)
-	deg := meta.FindStatusCondition(end.Status.Conditions, "Degraded")
+	deg := meta.FindStatusCondition(end.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
 	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || !strings.Contains(deg.Message, "node node-2") ||
 		!strings.Contains(deg.Message, "clock differs from the operator's") || strings.Contains(deg.Message, "node node-1") {
 		t.Fatalf("change %+v, Degraded %+v; want node-2's clock named, and only it", end.Status.Change, deg)

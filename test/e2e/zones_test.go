@@ -36,7 +36,7 @@ func waitZones(t *testing.T, c client.Client, name string, layout zones.Mode) *v
 		var cn v1alpha1.ClusterNetwork
 		if err := c.Get(context.Background(), types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn); err == nil {
 			st = cn.Status.Zones
-			if st != nil && st.Current == string(layout) && meta.IsStatusConditionTrue(st.Conditions, "Converged") {
+			if st != nil && st.Current == string(layout) && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ZonesConverged) {
 				return st
 			}
 		}

@@ -231,7 +231,7 @@ func (cl *cluster) waitConverged(layout zones.Mode) *v1alpha1.ZonesStatus {
 			return false, err
 		}
 		st = cn.Status.Zones
-		return st != nil && st.Current == string(layout) && meta.IsStatusConditionTrue(st.Conditions, "Converged"), nil
+		return st != nil && st.Current == string(layout) && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ZonesConverged), nil
 	})
 	if err != nil {
 		cl.t.Fatalf("not converged to %s: %+v (moves %v, central %v)", layout, st, cl.movesSoFar(), cl.central.list())
@@ -406,12 +406,12 @@ func TestInvalidValuesChangeNothing(t *testing.T) {
 			return false, err
 		}
 		st = cn.Status.Zones
-		return st != nil && meta.IsStatusConditionFalse(st.Conditions, "ConfigValid"), nil
+		return st != nil && meta.IsStatusConditionFalse(st.Conditions, v1alpha1.ZonesConfigValid), nil
 	})
 	if err != nil {
 		t.Fatalf("no ConfigValid=False: %+v", st)
 	}
-	c := meta.FindStatusCondition(st.Conditions, "ConfigValid")
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ZonesConfigValid)
 	if !strings.Contains(c.Message, `zone-mode: "zoned" is not singlezone or multizone`) || st.Phase != "InvalidConfig" || st.Current != "singlezone" {
 		t.Errorf("status %+v, condition %+v", st, c)
 	}

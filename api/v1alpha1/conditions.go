@@ -1,0 +1,52 @@
+package v1alpha1
+
+// Condition types and reasons netshift writes, in one place: the controllers
+// set them and the tests and `kubectl wait --for=condition=...` read them.
+// (NodePool's are beside its type.)
+
+// ClusterNetwork status.conditions.
+const (
+	// ClusterNetworkProgressing is True while a live change is in progress.
+	ClusterNetworkProgressing = "Progressing"
+	// ClusterNetworkDegraded is True when the last live change failed and is still wanted.
+	ClusterNetworkDegraded = "Degraded"
+	// ClusterNetworkUpgradeable is False while a live change is in progress.
+	ClusterNetworkUpgradeable = "Upgradeable"
+	// ClusterNetworkAvailable is True while the cluster network carries traffic.
+	ClusterNetworkAvailable = "Available"
+
+	ReasonAsExpected       = "AsExpected"
+	ReasonChangeInProgress = "ChangeInProgress"
+	ReasonChangeFailed     = "ChangeFailed"
+	// ReasonChangePrefix followed by the change's phase (ChangePreconditions, ChangeScheduled)
+	// is Progressing's reason during a change.
+	ReasonChangePrefix = "Change"
+)
+
+// ClusterNetwork status.zones.conditions.
+const (
+	// ZonesConfigValid is False while the ConfigMap ovn-interconnect-configuration holds a
+	// value netshift cannot use (nothing is changed then).
+	ZonesConfigValid = "ConfigValid"
+	// ZonesConverged is True once the desired layout's final step is done.
+	ZonesConverged = "Converged"
+
+	ReasonValid         = "Valid"
+	ReasonInvalidConfig = "InvalidConfig"
+	ReasonDisabled      = "Disabled"
+	// ReasonConverged is also the zone rollout's phase once converged.
+	ReasonConverged = "Converged"
+)
+
+// The pod condition the agent sets once a plugged pod's port is bound and
+// its flows are in place (usable as a readiness gate; a VM migration waits for
+// it before resuming), and its reasons.
+const (
+	PodNetworkReady = "netshift.io/network-ready"
+
+	ReasonPortReady         = "PortReady"
+	ReasonWaitingForDevice  = "WaitingForDevice"
+	ReasonWaitingForBinding = "WaitingForBinding"
+	ReasonPlugRefused       = "PlugRefused"
+	ReasonInvalidPort       = "InvalidPort"
+)
