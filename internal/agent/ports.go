@@ -29,7 +29,10 @@ import (
 // plug what may be done, does it in the node's OVSDB and reports the pod's
 // network-ready condition.
 type portPlugger struct {
-	client      client.Client
+	client client.Client
+	// nodeReader reads the node past the cache: a plug mode just set on the
+	// node applies to the very next plug, never a stale one.
+	nodeReader  client.Reader
 	node        string
 	db          ovs.DB
 	integration string
@@ -213,7 +216,7 @@ func (pp *portPlugger) readiness(ctx context.Context, mode plug.Mode, p plug.Por
 // mode is the node's plug mode: its annotation, else the agent's default.
 func (pp *portPlugger) mode(ctx context.Context) (plug.Mode, error) {
 	var node corev1.Node
-	if err := pp.client.Get(ctx, types.NamespacedName{Name: pp.node}, &node); err != nil {
+	if err := pp.nodeReader.Get(ctx, types.NamespacedName{Name: pp.node}, &node); err != nil {
 		if apierrors.IsNotFound(err) {
 			return pp.defaultMode, nil
 		}
@@ -341,7 +344,7 @@ func addPortPlugger(mgr ctrl.Manager, o Options) error {
 	if o.OVSDB == "" {
 		return fmt.Errorf("node %s: plugging ports needs the node's OVSDB (--ovsdb)", o.Node)
 	}
-	pp := &portPlugger{client: mgr.GetClient(), node: o.Node, db: ovs.DB{Socket: o.OVSDB}, integration: o.IntegrationBridge,
+	pp := &portPlugger{client: mgr.GetClient(), nodeReader: mgr.GetAPIReader(), node: o.Node, db: ovs.DB{Socket: o.OVSDB}, integration: o.IntegrationBridge,
 		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}}
 	if pp.integration == "" {
 		pp.integration = "br-int"

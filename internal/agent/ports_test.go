@@ -125,7 +125,6 @@ func TestAgentPlugsPodPorts(t *testing.T) {
 	if err := c.Update(ctx, &nd); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // the agent's cache sees the annotation
 	if err := c.Create(ctx, vmPod("vm-b", node, fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0b","tap":"tapvmb"}`, idB))); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"netshift.io/netshift/api/v1alpha1"
 )
 
 // writeCounter counts the API requests that change something.
@@ -52,7 +53,20 @@ func BenchmarkDrainCycle200(b *testing.B) {
 	}
 	cl.startAgentsWith(func(n string) *rest.Config { return counting(env.AgentConfig(n), &agentWrites) }, all...)
 	waves := len(cl.planWaves(all...))
-	time.Sleep(time.Second) // let pool status and node registration settle before counting
+	// Count from a settled cluster: every node's NodeNetworkState made and every pool's status written.
+	cl.eventually(time.Minute, "every NodeNetworkState and pool status", func() bool {
+		var nns v1alpha1.NodeNetworkStateList
+		var nps v1alpha1.NodePoolList
+		if cl.c.List(cl.ctx, &nns) != nil || cl.c.List(cl.ctx, &nps) != nil || len(nns.Items) != nodes {
+			return false
+		}
+		for _, np := range nps.Items {
+			if np.Status.NodeCount != nodes/pools {
+				return false
+			}
+		}
+		return true
+	})
 	var cycles int
 	var elapsed time.Duration
 	for i := 0; b.Loop(); i++ {

@@ -69,7 +69,8 @@ func TestLoweringMaxParallelMidDrain(t *testing.T) {
 		cl.gate.release(n)
 		cl.eventually(30*time.Second, n+" finished", func() bool { return cl.finished(n, "op") })
 		if i < len(first)-1 {
-			time.Sleep(300 * time.Millisecond) // room for a wrong admission to show
+			// Two whole passes after the node finished: a wrong admission would be written by then.
+			cl.waitPasses(2)
 			if h := cl.holdingSlot(); len(h) != len(first)-i-1 {
 				t.Fatalf("after %s finished, holding %v: a node started while the pool was at or over its new limit", n, h)
 			}

@@ -117,8 +117,11 @@ func TestControllerFollowsPlanWaves(t *testing.T) {
 			}
 			return true
 		})
-		// Nothing else may start while this wave holds every slot it can.
-		time.Sleep(300 * time.Millisecond)
+		// Nothing else may start while this wave holds every slot it can: two whole passes
+		// decide on it (while later waves wait, passes repeat on their own).
+		if i < len(want)-1 {
+			cl.waitPasses(2)
+		}
 		if adm := sw.admissions(); len(adm) != seen+len(wave) {
 			t.Fatalf("admissions %v: more nodes started while wave %v held its slots", adm, wave)
 		}

@@ -47,6 +47,7 @@ type cluster struct {
 	c      client.Client // admin
 	gate   *gate
 	cancel context.CancelFunc
+	reg    *prometheus.Registry // the latest started operator's metrics
 }
 
 func newCluster(t testing.TB) *cluster {
@@ -124,6 +125,7 @@ func (cl *cluster) startOperatorWith(cfg *rest.Config) (stop func(), reg *promet
 		}
 	}
 	cl.t.Cleanup(stop)
+	cl.reg = reg // the latest operator's, which waitPasses reads
 	return stop, reg
 }
 
@@ -436,4 +438,27 @@ func (cl *cluster) update(obj client.Object, change func(client.Object)) {
 	if err != nil {
 		cl.t.Fatal(err)
 	}
+}
+
+// waitPasses waits until the drain controller has completed n more passes
+// (its netshift_drain_passes_total counter), each starting after this call:
+// what a pass would decide from the state now is then written. Passes repeat
+// on their own while a node waits in Drain_Required (every settle period).
+func (cl *cluster) waitPasses(n int) {
+	cl.t.Helper()
+	passes := func() float64 {
+		mfs, err := cl.reg.Gather()
+		if err != nil {
+			cl.t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "netshift_drain_passes_total" && len(mf.GetMetric()) == 1 {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		return 0
+	}
+	// A pass in progress now may have read the state before the event: it does not count.
+	want := passes() + float64(n) + 1
+	cl.eventually(30*time.Second, fmt.Sprintf("%d drain passes", n), func() bool { return passes() >= want })
 }

@@ -173,7 +173,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if o.ZoneMigration && o.Central == nil {
 		return nil, fmt.Errorf("--zone-migration needs the commands that start and retire the central side (--zone-central-ensure-command, --zone-central-retire-command)")
 	}
-	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Central: o.Central, Enabled: o.ZoneMigration, Now: time.Now}
+	zonePasses := prometheus.NewCounter(prometheus.CounterOpts{Name: "netshift_zone_passes_total",
+		Help: "Zone controller passes completed: each read the nodes, the pools and the ConfigMap and decided the next moves."})
+	if err := reg.Register(zonePasses); err != nil {
+		return nil, err
+	}
+	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Central: o.Central, Enabled: o.ZoneMigration, Now: time.Now,
+		Passes: zonePasses}
 	if err := zr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up zone controller: %w", err)
 	}

@@ -12,6 +12,9 @@ type DrainMetrics struct {
 	NodesDraining    *prometheus.GaugeVec
 	DrainDuration    *prometheus.HistogramVec
 	EvictionsBlocked *prometheus.CounterVec
+	// Passes counts completed passes: a test that checks nothing happened
+	// waits for passes after its event instead of sleeping.
+	Passes prometheus.Counter
 }
 
 // NewDrainMetrics creates the metrics and registers them with reg (the
@@ -31,8 +34,12 @@ func NewDrainMetrics(reg prometheus.Registerer) *DrainMetrics {
 			Name: "netshift_drain_evictions_blocked_total",
 			Help: "Evictions refused by a PodDisruptionBudget (each retry counts), per pool.",
 		}, []string{"pool"}),
+		Passes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "netshift_drain_passes_total",
+			Help: "Drain controller passes completed: each read the cluster, decided every node and wrote the decisions.",
+		}),
 	}
-	reg.MustRegister(m.NodesDraining, m.DrainDuration, m.EvictionsBlocked)
+	reg.MustRegister(m.NodesDraining, m.DrainDuration, m.EvictionsBlocked, m.Passes)
 	return m
 }
 
@@ -49,4 +56,5 @@ func (m *DrainMetrics) observePass(mem rollout.Membership, states map[string]*v1
 	for pool, c := range counts {
 		m.NodesDraining.WithLabelValues(pool).Set(c)
 	}
+	m.Passes.Inc()
 }

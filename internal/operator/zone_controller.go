@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,6 +50,8 @@ type ZoneReconciler struct {
 	Central   CentralSide
 	Enabled   bool
 	Now       func() time.Time
+	// Passes counts completed passes (netshift_zone_passes_total); nil counts nothing.
+	Passes prometheus.Counter
 }
 
 var zonesKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "zones"}}
@@ -70,6 +73,9 @@ func (r *ZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	if r.Passes != nil {
+		defer r.Passes.Inc()
+	}
 	logger := log.FromContext(ctx).WithName("zones")
 	var cn v1alpha1.ClusterNetwork
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil {

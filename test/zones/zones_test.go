@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +66,10 @@ type cluster struct {
 	stalled map[string]bool
 	// stopOperator stops the running operator.
 	stopOperator func()
+	// reg is the running operator's metrics (its zone passes).
+	reg *prometheus.Registry
+	// agentRounds counts the agents' rounds over every node.
+	agentRounds atomic.Int64
 }
 
 // setup empties the cluster of nodes and the ConfigMap, creates nodes with
@@ -124,8 +129,9 @@ func setup(t *testing.T, zonesOf []string, cm map[string]string) *cluster {
 func (cl *cluster) startOperator() (stop func()) {
 	cl.t.Helper()
 	ctx, cancel := context.WithCancel(cl.ctx)
+	cl.reg = prometheus.NewRegistry()
 	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0", TimeAddr: "0",
-		ManyInProcess: true, ZoneMigration: true, Central: cl.central, Registry: prometheus.NewRegistry()})
+		ManyInProcess: true, ZoneMigration: true, Central: cl.central, Registry: cl.reg})
 	if err != nil {
 		cl.t.Fatal(err)
 	}
@@ -185,8 +191,54 @@ func (cl *cluster) agents() {
 				}
 			}
 		}
+		cl.agentRounds.Add(1)
 		time.Sleep(30 * time.Millisecond)
 	}
+}
+
+// agentsCaughtUp waits for two more rounds of the agents: whatever they would
+// do about the state now is done.
+func (cl *cluster) agentsCaughtUp() {
+	cl.t.Helper()
+	want := cl.agentRounds.Load() + 2
+	for deadline := time.Now().Add(10 * time.Second); cl.agentRounds.Load() < want; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cl.t.Fatal("the agents stopped going round")
+		}
+	}
+}
+
+// operatorCaughtUp waits until the zone controller has decided on the state
+// now, and the agents have carried out what it asked: twice it nudges the
+// ClusterNetwork (an annotation, which the controller watches) and waits for
+// a pass to complete after each, so the second pass started after the call.
+func (cl *cluster) operatorCaughtUp() {
+	cl.t.Helper()
+	passes := func() float64 {
+		mfs, err := cl.reg.Gather()
+		if err != nil {
+			cl.t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "netshift_zone_passes_total" && len(mf.GetMetric()) == 1 {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		return 0
+	}
+	for i := 0; i < 2; i++ {
+		want := passes() + 1
+		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"test.netshift.io/nudge":"%d"}}}`, time.Now().UnixNano()))
+		if err := cl.c.Patch(cl.ctx, &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterNetworkName}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			cl.t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); passes() < want; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cl.t.Fatal("the zone controller made no pass in 30 s")
+			}
+		}
+	}
+	cl.agentsCaughtUp()
 }
 
 func (cl *cluster) stall(node string, stalled bool) {
@@ -276,7 +328,7 @@ func (cl *cluster) uncordonedAll() {
 func TestFreshInstallIsMultizoneAndChangesNothing(t *testing.T) {
 	cl := setup(t, []string{"own", "own", "own"}, nil)
 	st := cl.waitConverged(zones.Multi)
-	time.Sleep(300 * time.Millisecond)
+	cl.operatorCaughtUp()
 	if m := cl.movesSoFar(); len(m) != 0 || len(cl.central.list()) != 0 || st.Central != "Retired" {
 		t.Errorf("a fresh multizone install moved %v, central %v (%s)", m, cl.central.list(), st.Central)
 	}
@@ -326,7 +378,7 @@ func TestAnOperatorRestartedMidUpgradeResumes(t *testing.T) {
 		cl.stopOperator()
 		cl.stall("z2", false)
 		cl.waitMoved("z2", zone)
-		time.Sleep(200 * time.Millisecond) // no operator: nothing else moves
+		cl.agentsCaughtUp() // no operator: nothing else moves
 		if m := cl.movesSoFar(); m[len(m)-1] != "z2->"+zone {
 			t.Fatalf("a node moved with no operator running: %v", m)
 		}
@@ -351,7 +403,7 @@ func TestDefinitiveSingleZoneStopsTheUpgrade(t *testing.T) {
 	cfg := map[string]string{zones.KeyZoneMode: "singlezone", zones.KeyDefinitive: "yes"}
 	cl := setup(t, []string{"", ""}, cfg)
 	cl.waitConverged(zones.Single)
-	time.Sleep(300 * time.Millisecond)
+	cl.operatorCaughtUp()
 	if moves := cl.movesSoFar(); !slices.Equal(moves, []string{"z1->global", "z2->global"}) {
 		t.Errorf("moves %v", moves)
 	}
@@ -415,7 +467,7 @@ func TestInvalidValuesChangeNothing(t *testing.T) {
 	if !strings.Contains(c.Message, `zone-mode: "zoned" is not singlezone or multizone`) || st.Phase != "InvalidConfig" || st.Current != "singlezone" {
 		t.Errorf("status %+v, condition %+v", st, c)
 	}
-	time.Sleep(500 * time.Millisecond)
+	cl.operatorCaughtUp()
 	if len(cl.movesSoFar()) != 0 || len(cl.central.list()) != 0 {
 		t.Errorf("an invalid ConfigMap changed something: %v %v", cl.movesSoFar(), cl.central.list())
 	}
