@@ -81,14 +81,15 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	var port plug.Port
 	has := false
+	var invalid error
 	if !gone {
-		port, has, err = plug.PortOf(pod.Annotations, string(pod.UID))
-		if err != nil {
-			return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonInvalid, err.Error())
+		// An annotation that became invalid asks for no port: what was plugged for it goes.
+		if port, has, invalid = plug.PortOf(pod.Annotations, string(pod.UID)); invalid != nil {
+			has = false
 		}
 	}
-	// Unplug what the pod no longer wants: all of it when it is gone or has no
-	// port, an older port when its port changed.
+	// Unplug what the pod no longer wants: all of it when it is gone, has no
+	// port or an invalid one, an older port when its port changed.
 	for _, pl := range mine {
 		if !gone && has && pl.PortID == port.ID {
 			continue
@@ -99,6 +100,13 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		}
 		pp.forget(pl.PortID)
 		plugged = without(plugged, pl.PortID)
+	}
+	if invalid != nil {
+		msg := invalid.Error()
+		if len(mine) > 0 {
+			msg += "; the port plugged for it before is unplugged until the annotation is fixed"
+		}
+		return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonInvalid, msg)
 	}
 	if gone || !has {
 		return ctrl.Result{}, nil

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -115,6 +116,24 @@ func TestAgentPlugsPodPorts(t *testing.T) {
 		t.Errorf("the tap is attached (%s) though its device was never created", got)
 	}
 	waitFor(t, "the activation of vm-a's port", func() bool { return sw.Vsctl("get", "port", n.BridgePatch, "tag") == "[]" })
+
+	// vm-a's annotation becomes invalid (a multicast MAC): its port is unplugged, and
+	// plugged again once the annotation is fixed.
+	setSpec := func(spec string) {
+		t.Helper()
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{plug.PortSpecAnnotation: spec}}})
+		if err := c.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "vm-a", Namespace: "vms"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setSpec(fmt.Sprintf(`{"id":%q,"mac":"01:00:5e:00:00:01"}`, idA))
+	cond = waitCondition(t, c, "vm-a", reasonInvalid)
+	if !strings.Contains(cond.Message, "multicast") || !strings.Contains(cond.Message, "unplugged") {
+		t.Errorf("vm-a with an invalid annotation: %+v", cond)
+	}
+	waitFor(t, "vm-a's port to be unplugged", func() bool { return !strings.Contains(sw.Vsctl("list-br"), n.Bridge) })
+	setSpec(fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0a"}`, idA))
+	waitCondition(t, c, "vm-a", reasonReady)
 
 	// The node switched to direct while vm-a is plugged per-port: vm-b is refused.
 	var nd corev1.Node
