@@ -266,7 +266,9 @@ func (m *migration) reset(ctx context.Context) error {
 
 func (m *migration) addLogicalPort(ctx context.Context, id, mac, ip string) error {
 	addr := mac + " " + ip
-	if _, err := m.s.nbctl(ctx, m.sh, "lsp-add", vmSwitch, id, "--", "lsp-set-addresses", id, addr, "--", "lsp-set-port-security", id, addr); err != nil {
+	// Recorded for the VM pods' namespace: the operator binds the port to no other namespace's pod.
+	if _, err := m.s.nbctl(ctx, m.sh, "lsp-add", vmSwitch, id, "--", "lsp-set-addresses", id, addr, "--", "lsp-set-port-security", id, addr,
+		"--", "set", "logical_switch_port", id, "external_ids:"+plug.NamespaceKey+"="+PodNamespace); err != nil {
 		return fmt.Errorf("logical port %s: %w", id, err)
 	}
 	return nil

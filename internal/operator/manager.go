@@ -184,7 +184,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		return nil, fmt.Errorf("set up zone controller: %w", err)
 	}
 	if o.OVNNorthbound != "" {
-		pc := &PortChassisReconciler{Client: mgr.GetClient(), Northbound: ovs.Northbound{DB: o.OVNNorthbound}}
+		pc := &PortChassisReconciler{Client: mgr.GetClient(), Northbound: ovs.Northbound{DB: o.OVNNorthbound}, Recorder: mgr.GetEventRecorder("netshift-ports")}
 		if err := pc.SetupWithManager(ctx, mgr); err != nil {
 			return nil, fmt.Errorf("set up port chassis controller: %w", err)
 		}

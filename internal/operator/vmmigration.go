@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -14,6 +15,7 @@ import (
 
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
+	poolmanager "netshift.io/netshift/internal/portpool/manager"
 )
 
 // portIDIndex indexes pods by the ID of the port they are plugged with.
@@ -27,15 +29,21 @@ const portIDIndex = "netshift.io/port-id"
 // announces itself; afterwards the target alone. Requests are keyed by port
 // ID (the logical switch port's name), not by pod: a pod's deletion must move
 // the port it leaves behind.
+//
+// A pod may name any port in its annotation, so a port is bound only to pods
+// it belongs to (plug.CheckOwner: recorded for the pod's namespace, or a
+// Neutron port of the namespace's project); a pod refused gets an Event and
+// is never bound.
 type PortChassisReconciler struct {
 	Client     client.Client
 	Northbound ports
+	Recorder   events.EventRecorder
 }
 
 // ports is the northbound side (ovs.Northbound), an interface for tests of
 // the controller's reading of pods.
 type ports interface {
-	PortOptions(ctx context.Context, port string) (map[string]string, bool, error)
+	Port(ctx context.Context, port string) (options, ids map[string]string, ok bool, err error)
 	SetPortOptions(ctx context.Context, port string, set map[string]string, remove []string) error
 }
 
@@ -73,24 +81,32 @@ func (r *PortChassisReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.List(ctx, &pods, client.MatchingFields{portIDIndex: id}); err != nil {
 		return ctrl.Result{}, err
 	}
+	current, ids, exists, err := r.Northbound.Port(ctx, id)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("port %s: %w", id, err)
+	}
 	var bindings []plug.Binding
-	for _, p := range pods.Items {
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if !exists {
+			// The port's creator (Neutron, the lab) may not have written it yet.
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+		}
+		if err := r.owns(ctx, p, id, ids); err != nil {
+			log.FromContext(ctx).Info("port refused to a pod", "port", id, "pod", p.Namespace+"/"+p.Name, "reason", err.Error())
+			if r.Recorder != nil {
+				r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, "PortRefused", "BindPort", "not bound to this pod's node: %v", err)
+			}
 			continue
 		}
 		bindings = append(bindings, plug.Binding{Pod: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Created: p.CreationTimestamp.Time,
 			Target: p.Annotations[plug.MigrationTargetAnnotation] != ""})
 	}
-	current, exists, err := r.Northbound.PortOptions(ctx, id)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("port %s: %w", id, err)
-	}
 	if !exists {
-		if len(bindings) == 0 {
-			return ctrl.Result{}, nil
-		}
-		// The port's creator (Neutron, the lab) may not have written it yet.
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+		return ctrl.Result{}, nil
 	}
 	set, remove := plug.LogicalPortOptions(current, bindings)
 	if len(set) == 0 && len(remove) == 0 {
@@ -101,4 +117,14 @@ func (r *PortChassisReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, fmt.Errorf("port %s: %w", id, err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// owns checks that the port is the pod's to have, from the port's record and
+// the pod's namespace (never from anything the pod says).
+func (r *PortChassisReconciler) owns(ctx context.Context, pod *corev1.Pod, id string, ids map[string]string) error {
+	var ns corev1.Namespace
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, &ns); err != nil {
+		return fmt.Errorf("namespace %s: %w", pod.Namespace, err)
+	}
+	return plug.CheckOwner(id, ids, pod.Namespace, ns.Annotations[poolmanager.ProjectAnnotation])
 }

@@ -3,11 +3,13 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,11 +30,16 @@ func TestPortChassisFollowsAMigration(t *testing.T) {
 	defer cancel()
 	c := env.Client
 	id := "5e6f7a8b-0000-4000-8000-0000000000c1"
-	nb.Nbctl("ls-add", "ls-vm", "--", "lsp-add", "ls-vm", id, "--", "lsp-set-options", id, "foo=bar")
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "migr-"}}
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
+	other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-"}}
+	if err := c.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	nb.Nbctl("ls-add", "ls-vm", "--", "lsp-add", "ls-vm", id, "--", "lsp-set-options", id, "foo=bar",
+		"--", "set", "logical_switch_port", id, "external_ids:"+plug.NamespaceKey+"="+ns.Name)
 	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0", TimeAddr: "0",
 		ManyInProcess: true, OVNNorthbound: nb.DB, Registry: prometheus.NewRegistry()})
 	if err != nil {
@@ -41,10 +48,11 @@ func TestPortChassisFollowsAMigration(t *testing.T) {
 	go func() { _ = mgr.Start(ctx) }()
 
 	spec := fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0a"}`, id)
-	pod := func(name, node string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name, Annotations: map[string]string{plug.PortSpecAnnotation: spec}},
+	podIn := func(namespace, name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: map[string]string{plug.PortSpecAnnotation: spec}},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "vm", Image: "vm"}}}}
 	}
+	pod := func(name, node string) *corev1.Pod { return podIn(ns.Name, name, node) }
 	expect := func(what string, want map[string]string) {
 		t.Helper()
 		var got map[string]string
@@ -70,6 +78,30 @@ func TestPortChassisFollowsAMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("one pod", map[string]string{"foo": "bar", "requested-chassis": "node-1"})
+	// Another tenant's pod naming the same port is never bound: the port stays where it is.
+	thief := podIn(other.Name, "thief", "node-3")
+	if err := c.Create(ctx, thief); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var evs eventsv1.EventList
+		if err := c.List(ctx, &evs, client.InNamespace(other.Name)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "thief" && e.Reason == "PortRefused" && strings.Contains(e.Note, "recorded for namespace") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no PortRefused event on another tenant's pod naming the port: %v", err)
+	}
+	expect("another tenant's pod refused", map[string]string{"foo": "bar", "requested-chassis": "node-1"})
+	if err := c.Delete(ctx, thief, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
 	target := pod("vm-1-target", "node-2")
 	target.Annotations[plug.MigrationTargetAnnotation] = "vm-1" // created in the same second: the mark orders them
 	if err := c.Create(ctx, target); err != nil {

@@ -17,18 +17,29 @@ func (n Northbound) nbctl(ctx context.Context, args ...string) (string, error) {
 
 // PortOptions reads a logical switch port's options; false when there is no such port.
 func (n Northbound) PortOptions(ctx context.Context, port string) (map[string]string, bool, error) {
-	out, err := n.nbctl(ctx, "--format=json", "--columns=options", "find", "logical_switch_port", "name="+port)
+	opts, _, ok, err := n.Port(ctx, port)
+	return opts, ok, err
+}
+
+// Port reads a logical switch port's options and external_ids (who it
+// belongs to); ok is false when there is no such port.
+func (n Northbound) Port(ctx context.Context, port string) (options, ids map[string]string, ok bool, err error) {
+	out, err := n.nbctl(ctx, "--format=json", "--columns=options,external_ids", "find", "logical_switch_port", "name="+port)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	tables, err := decodeTables(out)
 	if err != nil || len(tables) != 1 {
-		return nil, false, fmt.Errorf("OVN northbound %s: logical switch port %s: unexpected answer (%v)", n.DB, port, err)
+		return nil, nil, false, fmt.Errorf("OVN northbound %s: logical switch port %s: unexpected answer (%v)", n.DB, port, err)
 	}
 	if len(tables[0]) == 0 {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
-	return externalIDs(tables[0][0][0]), true, nil
+	row := tables[0][0]
+	if len(row) != 2 {
+		return nil, nil, false, fmt.Errorf("OVN northbound %s: logical switch port %s: %d columns, want options and external_ids", n.DB, port, len(row))
+	}
+	return externalIDs(row[0]), externalIDs(row[1]), true, nil
 }
 
 // SetPortOptions sets and removes options of a logical switch port in one transaction.
