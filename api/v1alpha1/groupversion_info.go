@@ -8,17 +8,32 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the API group and version of every netshift resource.
 	GroupVersion = schema.GroupVersion{Group: "netshift.io", Version: "v1alpha1"}
 
-	// SchemeBuilder registers the netshift types with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder collects the netshift types (each file registers its own).
+	SchemeBuilder = &schemeBuilder{}
 
 	// AddToScheme adds the netshift types to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// schemeBuilder keeps this package's imports to apimachinery, as an API
+// package's should be.
+type schemeBuilder struct{ types []runtime.Object }
+
+// Register adds types to what AddToScheme registers.
+func (b *schemeBuilder) Register(objs ...runtime.Object) { b.types = append(b.types, objs...) }
+
+// AddToScheme registers the types under GroupVersion.
+func (b *schemeBuilder) AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, b.types...)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

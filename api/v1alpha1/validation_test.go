@@ -138,7 +138,7 @@ func TestDefaults(t *testing.T) {
 	if err := env.Client.Create(ctx, np); err != nil {
 		t.Fatal(err)
 	}
-	defer env.Client.Delete(ctx, np)
+	defer func() { _ = env.Client.Delete(ctx, np) }()
 	if *np.Spec.Priority != 99 || np.Spec.MaxParallel.String() != "1" {
 		t.Fatalf("defaults: priority %d maxParallel %s, want 99 and 1", *np.Spec.Priority, np.Spec.MaxParallel.String())
 	}
@@ -157,7 +157,7 @@ func TestDefaults(t *testing.T) {
 	if err := env.Client.Create(ctx, cn); err != nil {
 		t.Fatal(err)
 	}
-	defer env.Client.Delete(ctx, cn)
+	defer func() { _ = env.Client.Delete(ctx, cn) }()
 	if cn.Spec.Drain.Timeout == nil || cn.Spec.Drain.Timeout.Duration.String() != "10m0s" || cn.Spec.Drain.OnTimeout != v1alpha1.DrainTimeoutWait {
 		t.Fatalf("drain defaults = %+v, want timeout 10m and onTimeout Wait", cn.Spec.Drain)
 	}
@@ -227,7 +227,7 @@ func TestLiveChangeEditsRefused(t *testing.T) {
 	if err := env.Client.Create(ctx, cn); err != nil {
 		t.Fatal(err)
 	}
-	defer env.Client.Delete(ctx, cn)
+	defer func() { _ = env.Client.Delete(ctx, cn) }()
 	edit := func(change func(*v1alpha1.ClusterNetworkSpec)) error {
 		var cur v1alpha1.ClusterNetwork
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cn), &cur); err != nil {

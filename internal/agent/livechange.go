@@ -33,22 +33,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange = &r })
 	}
 	if rep.Done && rep.Failed && strings.HasPrefix(rep.Restore, "Failed") && !a.rechecked[plan.ID] {
-		// The restore failed before this agent started; someone may have fixed the node since (the
-		// runbook's "fix it, restart the agent"): check it once more.
-		a.rechecked[plan.ID] = true
-		// Fixed by a reboot, its pods came back through the CNI chain, some perhaps before this
-		// agent chained netshift-cni again: they get the node's MTU before the check.
-		if plan.Network != nil && a.NetworkConfig != "" {
-			if err := a.alignAfterBoot(ctx, int(plan.Network.MTU)); err != nil {
-				logger.Error(err, "aligning the pods before the check")
-			}
-		}
-		if err := a.check(ctx, plan); err != nil {
-			logger.Info("the node still does not carry the change", "problem", err.Error())
-			return ctrl.Result{}, nil
-		}
-		logger.Info("the node carries the change now; restored")
-		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Restore = "Done" })
+		return ctrl.Result{}, a.recheckAfterFailedRestore(ctx, nns, plan)
 	}
 	if rep.Done && plan.Network != nil && a.NetworkConfig != "" && !a.settled[plan.ID] {
 		return a.settle(ctx, plan)
@@ -64,41 +49,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 		if done[step.Action] {
 			continue
 		}
-		at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
-		if wait := at.Sub(a.now()); wait > 0 {
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return ctrl.Result{}, ctx.Err()
-			}
-		}
-		// The plan may have been withdrawn (an abort before T0) while this agent waited.
-		var fresh v1alpha1.NodeNetworkState
-		if err := a.Client.Get(ctx, client.ObjectKeyFromObject(nns), &fresh); err != nil {
-			return ctrl.Result{}, err
-		}
-		if fresh.Spec.LiveChange == nil || fresh.Spec.LiveChange.ID != plan.ID || fresh.Spec.LiveChange.T0 == nil || !fresh.Spec.LiveChange.T0.Equal(plan.T0) {
-			logger.Info("plan withdrawn before its step; stopping", "step", step.Action)
-			return ctrl.Result{}, nil
-		}
-		began := a.now()
-		outcome, err := a.runStep(ctx, plan, step)
-		res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),
-			LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(a.now().Sub(began).Milliseconds()),
-			Changed: int32(outcome.changed), Skipped: outcome.report()}
-		if err != nil {
-			res.Error = err.Error()
-			logger.Error(err, "step failed", "step", step.Action)
-		} else {
-			logger.Info("step done", "step", step.Action, "value", step.Value, "lateMs", res.LateMs, "tookMs", res.TookMs,
-				"changed", res.Changed, "skipped", outcome.skipped)
-		}
-		if err := a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
-			s.LiveChange.Steps = append(s.LiveChange.Steps, res)
-			if res.Error != "" {
-				s.LiveChange.Failed = true
-			}
-		}); err != nil {
+		if withdrawn, err := a.stepAtItsTime(ctx, nns, plan, step); err != nil || withdrawn {
 			return ctrl.Result{}, err
 		}
 	}
@@ -107,6 +58,67 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 	}
 	a.doneAt[plan.ID] = a.now()
 	return ctrl.Result{RequeueAfter: settleDelay}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Done = true })
+}
+
+// recheckAfterFailedRestore checks once more a node whose restore failed
+// before this agent started: someone may have fixed it since (the runbook's
+// "fix it, restart the agent").
+func (a *Agent) recheckAfterFailedRestore(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan) error {
+	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
+	a.rechecked[plan.ID] = true
+	// Fixed by a reboot, its pods came back through the CNI chain, some perhaps before this
+	// agent chained netshift-cni again: they get the node's MTU before the check.
+	if plan.Network != nil && a.NetworkConfig != "" {
+		if err := a.alignAfterBoot(ctx, int(plan.Network.MTU)); err != nil {
+			logger.Error(err, "aligning the pods before the check")
+		}
+	}
+	if err := a.check(ctx, plan); err != nil {
+		logger.Info("the node still does not carry the change", "problem", err.Error())
+		return nil
+	}
+	logger.Info("the node carries the change now; restored")
+	return a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Restore = "Done" })
+}
+
+// stepAtItsTime waits for the step's time, runs it unless the plan was
+// withdrawn meanwhile (an abort before T0), and reports it.
+func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (withdrawn bool, err error) {
+	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
+	at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
+	if wait := at.Sub(a.now()); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	var fresh v1alpha1.NodeNetworkState
+	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(nns), &fresh); err != nil {
+		return false, err
+	}
+	if fresh.Spec.LiveChange == nil || fresh.Spec.LiveChange.ID != plan.ID || fresh.Spec.LiveChange.T0 == nil || !fresh.Spec.LiveChange.T0.Equal(plan.T0) {
+		logger.Info("plan withdrawn before its step; stopping", "step", step.Action)
+		return true, nil
+	}
+	began := a.now()
+	outcome, err := a.runStep(ctx, plan, step)
+	res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),
+		LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(a.now().Sub(began).Milliseconds()),
+		Changed: int32(outcome.changed), Skipped: outcome.report()}
+	if err != nil {
+		res.Error = err.Error()
+		logger.Error(err, "step failed", "step", step.Action)
+	} else {
+		logger.Info("step done", "step", step.Action, "value", step.Value, "lateMs", res.LateMs, "tookMs", res.TookMs,
+			"changed", res.Changed, "skipped", outcome.skipped)
+	}
+	return false, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+		s.LiveChange.Steps = append(s.LiveChange.Steps, res)
+		if res.Error != "" {
+			s.LiveChange.Failed = true
+		}
+	})
 }
 
 // settleDelay is how long after its last step the agent aligns the node's

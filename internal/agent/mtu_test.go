@@ -111,7 +111,9 @@ func TestMTUStepsOnARealNodeTouchOnlyWhatTheNodeSays(t *testing.T) {
 	nodeEth0 := linkMTUs(t, sw.Netns)["eth0"]
 	var eth0Index int
 	if out, err := exec.Command("ip", "-n", sw.Netns, "-o", "link", "show", "eth0").Output(); err == nil {
-		fmt.Sscanf(string(out), "%d:", &eth0Index)
+		if _, err := fmt.Sscanf(string(out), "%d:", &eth0Index); err != nil {
+			t.Fatalf("eth0's index in %q: %v", out, err)
+		}
 	}
 	inPod(t, byName["veth-maker"], "ip", "link", "add", "inner0", "index", fmt.Sprint(eth0Index), "mtu", "1480", "type", "veth", "peer", "name", "inner1", "mtu", "1480")
 	inPod(t, byName["renamer"], "ip", "link", "set", "eth0", "down")

@@ -136,35 +136,7 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		since = pp.remember(port.ID)
 	}
 
-	ready, reason, msg, err := pp.readiness(ctx, mode, port)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
-	}
-	if !ready {
-		// Poll fast at first: a migration waits on this before it resumes the VM.
-		wait := 20 * time.Millisecond
-		if time.Since(since) > 10*time.Second {
-			wait = time.Second
-		}
-		return ctrl.Result{RequeueAfter: wait}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reason, msg)
-	}
-	if (adm.Existing != nil && adm.Existing.Isolated) || adm.Isolate {
-		if err := pp.db.Activate(ctx, port.ID); err != nil {
-			return ctrl.Result{}, fmt.Errorf("node %s: %w", pp.node, err)
-		}
-		logger.Info("activated", "port", port.ID)
-	}
-	if mode == plug.PerPort && pod.Annotations[plug.MigrationTargetAnnotation] != "" {
-		// A migration's target: OVN blocks the port here until a RARP comes from
-		// it. Nothing can come from this side before the VM's tap appears, so the
-		// agent sends that RARP now, through the port bridge, and the port's
-		// flows are live when the VM resumes instead of a few ms after.
-		if err := pp.announce(ctx, port, string(pod.UID)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
-		}
-		msg += "; activated ahead of the VM (RARP sent through " + plug.NamesFor(port.ID).Bridge + ")"
-	}
-	return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionTrue, reasonReady, msg)
+	return pp.reportReady(ctx, &pod, mode, port, adm, since)
 }
 
 // announce sends a migration target's RARP once per pod, again after 50 and
@@ -287,6 +259,43 @@ func without(plugged []plug.Plugged, id string) []plug.Plugged {
 		}
 	}
 	return out
+}
+
+// reportReady sets the pod's condition from its port's readiness, lifting an
+// isolation and, for a migration's target, activating the port ahead of the
+// VM, once the port is bound.
+func (pp *portPlugger) reportReady(ctx context.Context, pod *corev1.Pod, mode plug.Mode, port plug.Port, adm plug.Admission, since time.Time) (ctrl.Result, error) {
+	owner := pod.Namespace + "/" + pod.Name
+	logger := log.FromContext(ctx).WithValues("node", pp.node, "pod", owner)
+	ready, reason, msg, err := pp.readiness(ctx, mode, port)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
+	}
+	if !ready {
+		// Poll fast at first: a migration waits on this before it resumes the VM.
+		wait := 20 * time.Millisecond
+		if time.Since(since) > 10*time.Second {
+			wait = time.Second
+		}
+		return ctrl.Result{RequeueAfter: wait}, pp.setCondition(ctx, pod, corev1.ConditionFalse, reason, msg)
+	}
+	if (adm.Existing != nil && adm.Existing.Isolated) || adm.Isolate {
+		if err := pp.db.Activate(ctx, port.ID); err != nil {
+			return ctrl.Result{}, fmt.Errorf("node %s: %w", pp.node, err)
+		}
+		logger.Info("activated", "port", port.ID)
+	}
+	if mode == plug.PerPort && pod.Annotations[plug.MigrationTargetAnnotation] != "" {
+		// A migration's target: OVN blocks the port here until a RARP comes from
+		// it. Nothing can come from this side before the VM's tap appears, so the
+		// agent sends that RARP now, through the port bridge, and the port's
+		// flows are live when the VM resumes instead of a few ms after.
+		if err := pp.announce(ctx, port, string(pod.UID)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
+		}
+		msg += "; activated ahead of the VM (RARP sent through " + plug.NamesFor(port.ID).Bridge + ")"
+	}
+	return ctrl.Result{}, pp.setCondition(ctx, pod, corev1.ConditionTrue, reasonReady, msg)
 }
 
 // setCondition writes the pod's network-ready condition when it changed, as

@@ -143,5 +143,10 @@ func startZoneAgent(t *testing.T, node string, move ZoneMover) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	return func() { cancel(); <-done }
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent of %s: %v", node, err)
+		}
+	}
 }

@@ -24,7 +24,7 @@ func (cp *ControlPlane) startControllers(dir string, controllers []string, sched
 	}
 	api := cp.Env.ControlPlane.APIServer
 	cp.CAFile = filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(cp.CAFile, api.SecureServing.CA, 0o644); err != nil {
+	if err := os.WriteFile(cp.CAFile, api.CA, 0o644); err != nil {
 		return err
 	}
 	kcm, err := cp.UserKubeconfig(dir, "system:kube-controller-manager")

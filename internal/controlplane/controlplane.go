@@ -124,7 +124,7 @@ func StartWith(o Options) (*ControlPlane, error) {
 			if err != nil {
 				return nil, fmt.Errorf("API server address %s: %w", o.Address, err)
 			}
-			api.SecureServing.ListenAddr.Address, api.SecureServing.ListenAddr.Port = o.Address, port
+			api.Address, api.Port = o.Address, port
 			api.Configure().Set("advertise-address", o.Address)
 		}
 		if o.Cluster {
@@ -145,7 +145,7 @@ func StartWith(o Options) (*ControlPlane, error) {
 					ips = append(ips, net.ParseIP(o.Address))
 				}
 				api.CertDir = filepath.Join(o.Dir, "pki")
-				if api.SecureServing.CA, err = writeServingCerts(api.CertDir, ips); err != nil {
+				if api.CA, err = writeServingCerts(api.CertDir, ips); err != nil {
 					return nil, fmt.Errorf("API server certificates: %w", err)
 				}
 			}

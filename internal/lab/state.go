@@ -133,7 +133,7 @@ func (s *State) record(add func()) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return err
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
 	if data, err := os.ReadFile(filepath.Join(s.dir, "state.json")); err == nil {
 		if err := json.Unmarshal(data, s); err != nil {
 			return err

@@ -169,7 +169,9 @@ func rssMiB(pid int) float64 {
 	for _, line := range strings.Split(string(data), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			var kb float64
-			fmt.Sscanf(strings.TrimSpace(rest), "%f", &kb)
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%f", &kb); err != nil {
+				return 0
+			}
 			return kb / 1024
 		}
 	}

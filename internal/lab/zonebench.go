@@ -77,50 +77,10 @@ func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport
 	for _, p := range pods {
 		nodeOf[p.Name] = p.Node
 	}
-	type probeRun struct {
-		r   probe.Report
-		err error
-	}
 	measure := func(node, step string, do func() error) error {
-		pctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		done := make(chan probeRun, 1)
-		settled := make(chan struct{})
-		pcfg := cfg
-		pcfg.Settled = settled
-		go func() {
-			r, err := probe.Run(pctx, pcfg)
-			done <- probeRun{r, err}
-		}()
-		select { // the step starts once every connection carries traffic
-		case <-settled:
-		case pr := <-done:
-			return fmt.Errorf("%s: the probe did not start: %v", step, pr.err)
-		case <-time.After(30 * time.Second):
-			return fmt.Errorf("%s: the probe's connections did not settle in 30 s", step)
-		}
-		start := time.Now()
-		err := do()
-		took := time.Since(start)
-		// The window after the step in which a gap it caused still shows.
-		time.Sleep(700 * time.Millisecond)
-		cancel()
-		pr := <-done
+		r, took, err := probeAround(ctx, cfg, do)
 		if err != nil {
 			return fmt.Errorf("%s: %w", step, err)
-		}
-		// A probe that did not run measured nothing: that is a failure, never a 0 ms gap.
-		if pr.err != nil {
-			return fmt.Errorf("%s: the probe: %w", step, pr.err)
-		}
-		r := pr.r
-		if len(r.LongLived) == 0 {
-			return fmt.Errorf("%s: the probe measured no connection", step)
-		}
-		for _, c := range r.LongLived {
-			if c.Echoes == 0 {
-				return fmt.Errorf("%s: the probe's connection %s -> %s carried nothing (%s): no gap can be measured", step, c.From, c.To, c.Error)
-			}
 		}
 		st := ZoneStep{Node: node, Step: step, TookMs: ms(took), Failures: r.ShortLived.Failures + r.HTTPS.Failures}
 		for _, c := range r.LongLived {
@@ -161,4 +121,51 @@ func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport
 		}
 	}
 	return rep, nil
+}
+
+// probeAround runs the probe around do: do starts once every long-lived
+// connection carries traffic, and the probe runs on for 700 ms after it, the
+// window in which a gap do caused still shows. A probe that did not run, or
+// a connection that carried nothing, is an error: never a 0 ms gap.
+func probeAround(ctx context.Context, cfg probe.Config, do func() error) (probe.Report, time.Duration, error) {
+	type probeRun struct {
+		r   probe.Report
+		err error
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan probeRun, 1)
+	settled := make(chan struct{})
+	cfg.Settled = settled
+	go func() {
+		r, err := probe.Run(pctx, cfg)
+		done <- probeRun{r, err}
+	}()
+	select {
+	case <-settled:
+	case pr := <-done:
+		return probe.Report{}, 0, fmt.Errorf("the probe did not start: %v", pr.err)
+	case <-time.After(30 * time.Second):
+		return probe.Report{}, 0, fmt.Errorf("the probe's connections did not settle in 30 s")
+	}
+	start := time.Now()
+	err := do()
+	took := time.Since(start)
+	time.Sleep(700 * time.Millisecond)
+	cancel()
+	pr := <-done
+	switch {
+	case err != nil:
+		return pr.r, took, err
+	case pr.err != nil:
+		return pr.r, took, fmt.Errorf("the probe: %w", pr.err)
+	case len(pr.r.LongLived) == 0:
+		return pr.r, took, fmt.Errorf("the probe measured no connection")
+	}
+	for _, c := range pr.r.LongLived {
+		if c.Echoes == 0 {
+			return pr.r, took, fmt.Errorf("the probe's connection %s -> %s carried nothing (%s): no gap can be measured", c.From, c.To, c.Error)
+		}
+	}
+	return pr.r, took, nil
 }

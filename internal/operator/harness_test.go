@@ -394,12 +394,6 @@ func (sw *slotWatch) peaks() map[string]int {
 	return out
 }
 
-func (sw *slotWatch) resetPeaks() {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	sw.peak = map[string]int{}
-}
-
 func (sw *slotWatch) admissions() []string {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()

@@ -158,16 +158,18 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // advance moves an active change: it distributes the plans, evaluates the
 // agents' reports, schedules T0 and finishes.
-func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.ClusterNetwork) (time.Duration, error) {
-	ch := cn.Status.Change
-	wanted := livechange.FromSpec(cn.Spec)
+// collectReports reads every node and its state, gives each node the change's
+// plan where it lacks it, and returns each node's report of this change (nil
+// where none yet).
+func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted) (
+	*corev1.NodeList, map[string]*v1alpha1.NodeNetworkState, map[string]*v1alpha1.LiveChangeReport, error) {
 	var nodes corev1.NodeList
 	var states v1alpha1.NodeNetworkStateList
 	if err := r.APIReader.List(ctx, &nodes); err != nil {
-		return 0, err
+		return nil, nil, nil, err
 	}
 	if err := r.APIReader.List(ctx, &states); err != nil {
-		return 0, err
+		return nil, nil, nil, err
 	}
 	byNode := map[string]*v1alpha1.NodeNetworkState{}
 	for i := range states.Items {
@@ -184,7 +186,7 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 			plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To,
 				UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL}
 			if err := r.setPlan(ctx, nns, plan); err != nil {
-				return 0, err
+				return nil, nil, nil, err
 			}
 		}
 		if rep := nns.Status.LiveChange; rep != nil && rep.ID == ch.ID {
@@ -193,20 +195,13 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 			reports[n.Name] = nil
 		}
 	}
-	ch.Nodes = int32(len(nodes.Items))
-	if cn.Annotations[AbortAnnotation] == ch.ID {
-		if ch.Phase == v1alpha1.PhasePreconditions || (ch.T0 != nil && ch.T0.Sub(r.Now()) > abortMargin) {
-			if err := r.finish(ctx, nodes.Items, byNode, ch.ID); err != nil {
-				return 0, err
-			}
-			ch.Phase, ch.Message = v1alpha1.PhaseAborted, "aborted before T0; nothing was changed on any node"
-			return 0, nil
-		}
-		ch.Message = "abort refused: T0 has passed (or is too close); edit the value back to change it again"
-	}
-	now := r.Now()
-	// An agent is judged silent only over time this operator was there to hear it: after a
-	// restart (and a leader election) the answer timeout counts from this process's start.
+	return &nodes, byNode, reports, nil
+}
+
+// deadlines are when a silent agent is judged silent: only over time this
+// operator was there to hear it (after a restart and a leader election the
+// answer timeout counts from this process's start).
+func (r *LiveChangeReconciler) deadlines(ch *v1alpha1.NetworkChange) livechange.Deadlines {
 	since := func(t time.Time) time.Time {
 		if t.Before(r.listening) {
 			return r.listening
@@ -220,6 +215,28 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 	if ch.T0 != nil {
 		d.Steps = since(ch.T0.Time).Add(r.AnswerTimeout)
 	}
+	return d
+}
+
+func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.ClusterNetwork) (time.Duration, error) {
+	ch := cn.Status.Change
+	nodes, byNode, reports, err := r.collectReports(ctx, ch, livechange.FromSpec(cn.Spec))
+	if err != nil {
+		return 0, err
+	}
+	ch.Nodes = int32(len(nodes.Items))
+	if cn.Annotations[AbortAnnotation] == ch.ID {
+		if ch.Phase == v1alpha1.PhasePreconditions || (ch.T0 != nil && ch.T0.Sub(r.Now()) > abortMargin) {
+			if err := r.finish(ctx, nodes.Items, byNode, ch.ID); err != nil {
+				return 0, err
+			}
+			ch.Phase, ch.Message = v1alpha1.PhaseAborted, "aborted before T0; nothing was changed on any node"
+			return 0, nil
+		}
+		ch.Message = "abort refused: T0 has passed (or is too close); edit the value back to change it again"
+	}
+	now := r.Now()
+	d := r.deadlines(ch)
 	if ch.Phase == v1alpha1.PhaseScheduled && ch.Southbound == "Pending" {
 		if wait := ch.T0.Sub(now); wait > 0 {
 			return wait, nil

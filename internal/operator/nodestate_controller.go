@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -70,7 +71,7 @@ func (r *NodeStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, fmt.Errorf("node %s: create NodeNetworkState: %w", req.Name, err)
 		}
 		log.FromContext(ctx).Info("created NodeNetworkState", "node", node.Name)
-		return ctrl.Result{Requeue: true}, nil // adopt the legacy annotation on the next pass, from fresh state
+		return ctrl.Result{RequeueAfter: 10 * time.Millisecond}, nil // adopt the legacy annotation on the next pass, from fresh state
 	}
 	return ctrl.Result{}, r.adoptLegacyDrain(ctx, &node, &nns)
 }

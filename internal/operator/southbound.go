@@ -70,7 +70,7 @@ func parseEncaps(out []byte) ([]encapRecord, error) {
 			if kv[0] == "dst_port" {
 				p, err := strconv.Atoi(kv[1])
 				if err != nil {
-					return nil, fmt.Errorf("Encap %s: options:dst_port %q: %w", r.UUID, kv[1], err)
+					return nil, fmt.Errorf("southbound Encap %s: options:dst_port %q: %w", r.UUID, kv[1], err)
 				}
 				r.DstPort = p
 			}

@@ -110,15 +110,7 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	if d.Holding != "" && d.Phase != "WaitingForRollout" {
 		st.Phase = "Holding"
 	}
-	st.Moving, st.InTarget = nil, 0
-	for _, n := range state.Nodes {
-		if n.Moving() {
-			st.Moving = append(st.Moving, n.Name)
-		}
-		if n.Zone == zones.ZoneFor(d.Next, n.Name) {
-			st.InTarget++
-		}
-	}
+	st.Moving, st.InTarget = movingAndInTarget(state.Nodes, d.Next)
 	if !r.Enabled {
 		st.Phase, st.Message = "Disabled", "zone migration is off (operator flag --zone-migration): the layout is reported, nothing is changed"
 		r.setCondition(st, v1alpha1.ZonesConverged, boolCondition(st.Current == st.Desired), v1alpha1.ReasonDisabled, st.Message, cn.Generation)
@@ -144,23 +136,8 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 		}
 		logger.Info("upgrade from the legacy layout: single zone first", "configmap", r.Namespace+"/"+zones.ConfigMapName)
 	}
-	switch d.Central {
-	case zones.CentralEnsure:
-		logger.Info("starting the central side")
-		if err := r.Central.Ensure(ctx); err != nil {
-			st.Message = "starting the central databases and ovn-northd: " + err.Error()
-			_ = r.writeStatus(ctx, &cn, st)
-			return ctrl.Result{}, err
-		}
-		st.Central = string(zones.CentralRunning)
-	case zones.CentralRetire:
-		logger.Info("retiring the central side")
-		if err := r.Central.Retire(ctx); err != nil {
-			st.Message = "retiring the central databases and ovn-northd: " + err.Error()
-			_ = r.writeStatus(ctx, &cn, st)
-			return ctrl.Result{}, err
-		}
-		st.Central = string(zones.CentralRetired)
+	if err := r.centralStep(ctx, &cn, st, d.Central); err != nil {
+		return ctrl.Result{}, err
 	}
 	names := make([]string, 0, len(d.Move))
 	for n := range d.Move {
@@ -190,6 +167,45 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 		r.setCondition(st, v1alpha1.ZonesConverged, metav1.ConditionFalse, st.Phase, msg, cn.Generation)
 	}
 	return ctrl.Result{RequeueAfter: 30 * time.Second}, r.writeStatus(ctx, &cn, st)
+}
+
+// movingAndInTarget are the nodes with a move in progress, and how many are
+// in their zone of next.
+func movingAndInTarget(nodes []zones.Node, next zones.Mode) (moving []string, inTarget int32) {
+	for _, n := range nodes {
+		if n.Moving() {
+			moving = append(moving, n.Name)
+		}
+		if n.Zone == zones.ZoneFor(next, n.Name) {
+			inTarget++
+		}
+	}
+	return moving, inTarget
+}
+
+// centralStep starts or retires the central side as decided, recording it in
+// st (and the error, when it fails, in the status at once).
+func (r *ZoneReconciler) centralStep(ctx context.Context, cn *v1alpha1.ClusterNetwork, st *v1alpha1.ZonesStatus, step zones.CentralAction) error {
+	logger := log.FromContext(ctx).WithName("zones")
+	switch step {
+	case zones.CentralEnsure:
+		logger.Info("starting the central side")
+		if err := r.Central.Ensure(ctx); err != nil {
+			st.Message = "starting the central databases and ovn-northd: " + err.Error()
+			_ = r.writeStatus(ctx, cn, st)
+			return err
+		}
+		st.Central = string(zones.CentralRunning)
+	case zones.CentralRetire:
+		logger.Info("retiring the central side")
+		if err := r.Central.Retire(ctx); err != nil {
+			st.Message = "retiring the central databases and ovn-northd: " + err.Error()
+			_ = r.writeStatus(ctx, cn, st)
+			return err
+		}
+		st.Central = string(zones.CentralRetired)
+	}
+	return nil
 }
 
 // read builds the decision's state from the nodes, their NodeNetworkStates and pools.

@@ -59,7 +59,7 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 			if out, err := runNetshift("lab", "up", "--name", name, "--nodes", fmt.Sprint(nodes)); err != nil {
 				b.Fatalf("%v\n%s", err, out)
 			}
-			defer runNetshift("lab", "down", "--name", name)
+			defer func() { _, _ = runNetshift("lab", "down", "--name", name) }()
 			c, err := labClientFor(name)
 			if err != nil {
 				b.Fatal(err)
@@ -100,7 +100,7 @@ func BenchmarkPodCreateToReady(b *testing.B) {
 	if out, err := runNetshift("lab", "up", "--name", name, "--pods-per-node", "1"); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
-	defer runNetshift("lab", "down", "--name", name)
+	defer func() { _, _ = runNetshift("lab", "down", "--name", name) }()
 	c, err := labClientFor(name)
 	if err != nil {
 		b.Fatal(err)

@@ -270,7 +270,7 @@ func TestAbortBeforeT0(t *testing.T) {
 	if err := syscall.Kill(agentPid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(agentPid, syscall.SIGCONT)
+	defer func() { _ = syscall.Kill(agentPid, syscall.SIGCONT) }()
 	edit(t, c, `{"spec":{"mtu":1300}}`)
 	waitFor(t, "the change to wait for node-2", func() bool {
 		out, _ := netshift(t, "--kubeconfig", s.Kubeconfig, "status")
@@ -366,7 +366,7 @@ func TestRestartsDuringAChange(t *testing.T) {
 		if err := syscall.Kill(oldOperator, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Until(cn.Status.Change.T0.Time.Add(50 * time.Millisecond)))
+		time.Sleep(time.Until(cn.Status.Change.T0.Add(50 * time.Millisecond)))
 		if err := syscall.Kill(oldAgent, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -518,7 +518,7 @@ func TestSilentNodeConverges(t *testing.T) {
 	if err := syscall.Kill(agentPid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(agentPid, syscall.SIGCONT)
+	defer func() { _ = syscall.Kill(agentPid, syscall.SIGCONT) }()
 	end := waitChange(t, c)
 	deg := meta.FindStatusCondition(end.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
 	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" || !strings.Contains(deg.Message, "node-2") ||

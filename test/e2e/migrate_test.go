@@ -98,7 +98,7 @@ func BenchmarkVMMigration(b *testing.B) {
 	if out, err := runNetshift("lab", "up", "--name", "migb", "--ovn", "--pods-per-node", "1"); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
-	defer runNetshift("lab", "down", "--name", "migb")
+	defer func() { _, _ = runNetshift("lab", "down", "--name", "migb") }()
 	for b.Loop() {
 		rep, progress := migrate(b, "migb", 10)
 		data, _ := json.Marshal(struct {

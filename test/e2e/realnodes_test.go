@@ -304,7 +304,9 @@ func linkIndex(t *testing.T, netns, link string) int {
 		t.Fatal(err)
 	}
 	var i int
-	fmt.Sscanf(string(out), "%d:", &i)
+	if _, err := fmt.Sscanf(string(out), "%d:", &i); err != nil {
+		t.Fatalf("an interface index in %q: %v", out, err)
+	}
 	return i
 }
 
@@ -415,7 +417,9 @@ func uptime(t *testing.T) float64 {
 		t.Fatal(err)
 	}
 	var up float64
-	fmt.Sscan(string(data), &up)
+	if _, err := fmt.Sscan(string(data), &up); err != nil {
+		t.Fatalf("uptime %q: %v", data, err)
+	}
 	return up
 }
 
@@ -428,7 +432,7 @@ func createPodsUntilReady(c client.Client, namespace string, count int) ([]time.
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return nil, err
 	}
-	defer c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
+	defer func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}) }()
 	for {
 		var sa corev1.ServiceAccount
 		if c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "default"}, &sa) == nil {

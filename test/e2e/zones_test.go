@@ -180,7 +180,7 @@ func BenchmarkZoneMoves(b *testing.B) {
 	if out, err := runNetshift("lab", "up", "--name", "zbench", "--ovn"); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
-	defer runNetshift("lab", "down", "--name", "zbench")
+	defer func() { _, _ = runNetshift("lab", "down", "--name", "zbench") }()
 	for b.Loop() {
 		cmd := exec.Command(binary, "lab", "zone-bench", "--name", "zbench", "-o", "json")
 		var out, errb bytes.Buffer
@@ -216,7 +216,7 @@ func TestZoneMoveRestartsAStuckInterconnect(t *testing.T) {
 	if err := syscall.Kill(stuck, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(stuck, syscall.SIGCONT)
+	defer func() { _ = syscall.Kill(stuck, syscall.SIGCONT) }()
 	out := mustNetshift(t, "lab", "zone-move", "--name", "zic", "node-1", "node-1")
 	if !strings.Contains(out, "zone global: its ovn-ic did not bind ts-node-1") {
 		t.Errorf("the move did not say it restarted the global zone's ovn-ic:\n%s", out)

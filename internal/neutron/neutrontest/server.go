@@ -115,7 +115,6 @@ func Start(ctx context.Context, dir string) (*Server, error) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				go func() { <-exited }()
 				return s, nil
 			}
 		}
