@@ -432,7 +432,9 @@ func createPodsUntilReady(c client.Client, namespace string, count int) ([]time.
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return nil, err
 	}
-	defer func() { _ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}) }()
+	defer func() {
+		_ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
+	}()
 	for {
 		var sa corev1.ServiceAccount
 		if c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "default"}, &sa) == nil {
