@@ -102,10 +102,7 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		plugged = without(plugged, pl.PortID)
 	}
 	if invalid != nil {
-		msg := invalid.Error()
-		if len(mine) > 0 {
-			msg += "; the port plugged for it before is unplugged until the annotation is fixed"
-		}
+		msg := invalid.Error() + "; no port is plugged for the pod until the annotation is fixed"
 		return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonInvalid, msg)
 	}
 	if gone || !has {

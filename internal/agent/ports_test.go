@@ -128,7 +128,7 @@ func TestAgentPlugsPodPorts(t *testing.T) {
 	}
 	setSpec(fmt.Sprintf(`{"id":%q,"mac":"01:00:5e:00:00:01"}`, idA))
 	cond = waitCondition(t, c, "vm-a", reasonInvalid)
-	if !strings.Contains(cond.Message, "multicast") || !strings.Contains(cond.Message, "unplugged") {
+	if !strings.Contains(cond.Message, "multicast") || !strings.Contains(cond.Message, "no port is plugged") {
 		t.Errorf("vm-a with an invalid annotation: %+v", cond)
 	}
 	waitFor(t, "vm-a's port to be unplugged", func() bool { return !strings.Contains(sw.Vsctl("list-br"), n.Bridge) })
