@@ -122,14 +122,6 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	since, done := pp.pluggedAt(port.ID)
 	if !done {
-		used, err := pp.db.TapInUse(ctx, port.Tap)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
-		}
-		if err := plug.CheckTap(port, used); err != nil {
-			logger.Info("plug refused", "port", port.ID, "reason", err.Error())
-			return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonRefused, fmt.Sprintf("node %s: %v", pp.node, err))
-		}
 		dp, err := pp.datapathType(ctx)
 		if err != nil {
 			return ctrl.Result{}, err

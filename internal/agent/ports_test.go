@@ -175,21 +175,6 @@ func TestAgentPlugsPodPorts(t *testing.T) {
 		t.Errorf("direct: tap on %s", got)
 	}
 
-	// A port-spec naming one of the node's own devices as its tap (the integration
-	// bridge, the uplink, a tunnel) is refused, and the switch is left as it was.
-	before := sw.Vsctl("show")
-	idC := "7c1d0e2f-3333-4000-8000-00000000000c"
-	if err := c.Create(ctx, vmPod("vm-c", node, fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0c","tap":"br-int"}`, idC))); err != nil {
-		t.Fatal(err)
-	}
-	cond = waitCondition(t, c, "vm-c", reasonRefused)
-	if !strings.Contains(cond.Message, `"br-int" is already a bridge of the node's switch`) {
-		t.Errorf("vm-c naming br-int as its tap: %+v", cond)
-	}
-	if after := sw.Vsctl("show"); after != before {
-		t.Errorf("a refused tap changed the switch:\n%s\nwas\n%s", after, before)
-	}
-
 	// vm-b is deleted while the agent is down: the next agent cleans it up.
 	stop()
 	if err := c.Delete(ctx, vmPod("vm-b", node, ""), client.GracePeriodSeconds(0)); err != nil {

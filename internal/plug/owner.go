@@ -34,34 +34,3 @@ func CheckOwner(port string, ids map[string]string, namespace, project string) e
 	}
 	return fmt.Errorf("port %s records no owner (external_ids %s or %s)", port, NamespaceKey, NeutronProjectKey)
 }
-
-// TapInUse is what the node's switch already holds under a port's tap name.
-type TapInUse struct {
-	// Exists is whether the switch has an interface of that name.
-	Exists bool
-	// PortID is the netshift port it was plugged for ("" when netshift did not plug it).
-	PortID string
-	// Type is the interface's OVS type ("" for a system device, internal for a bridge's own).
-	Type string
-}
-
-// CheckTap refuses a tap name that is already a device of the node's switch
-// and not one netshift plugged for this port: a bridge (its internal
-// interface), a tunnel, the node's uplink, another port's tap. Plugging it
-// would move the node's own device into a port bridge, and unplugging it
-// would delete it.
-func CheckTap(p Port, used TapInUse) error {
-	if !used.Exists || used.PortID == p.ID {
-		return nil
-	}
-	what := "a device of the node's switch"
-	switch {
-	case used.PortID != "":
-		what = "the tap of port " + used.PortID
-	case used.Type == "internal":
-		what = "a bridge of the node's switch"
-	case used.Type != "" && used.Type != "system":
-		what = "a " + used.Type + " interface of the node's switch"
-	}
-	return fmt.Errorf("port %s: tap: %q is already %s; a tap must be a device created for this port, or not exist yet", p.ID, p.Tap, what)
-}

@@ -30,23 +30,3 @@ func TestCheckOwner(t *testing.T) {
 		}
 	}
 }
-
-func TestCheckTap(t *testing.T) {
-	p := Port{ID: "p1", MAC: "0a:58:c6:12:fa:0a", Tap: "tapp1"}
-	for _, c := range []struct {
-		used    TapInUse
-		refusal string
-	}{
-		{TapInUse{}, ""},
-		{TapInUse{Exists: true, PortID: "p1"}, ""}, // plugged before for this port: again
-		{TapInUse{Exists: true, PortID: "p2"}, "the tap of port p2"},
-		{TapInUse{Exists: true, Type: "internal"}, "a bridge of the node's switch"},
-		{TapInUse{Exists: true, Type: "vxlan"}, "a vxlan interface"},
-		{TapInUse{Exists: true}, "a device of the node's switch"}, // the uplink in br-phy
-	} {
-		err := CheckTap(p, c.used)
-		if c.refusal == "" && err != nil || c.refusal != "" && (err == nil || !strings.Contains(err.Error(), c.refusal)) {
-			t.Errorf("%+v: %v, want %q", c.used, err, c.refusal)
-		}
-	}
-}
