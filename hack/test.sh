@@ -72,7 +72,8 @@ fuzz_tests() {
   done
 }
 integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
-e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep -E '^(=== RUN|--- |\s+\S+_test.go:|ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
+# A test's log lines and their continuations (indented 8 spaces: a failure's output) are kept.
+e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep -E '^(=== RUN|--- |\s+\S+_test.go:|        |ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
 bench() {
   go test -run '^$' -bench 'FullDecision' -benchtime 200x -count 5 ./internal/rollout/ || return 1
   go test -run '^$' -bench 'DrainCycle200' -benchtime 1x -timeout 10m ./internal/operator/ || return 1
