@@ -180,7 +180,9 @@ func StartWith(o Options) (*ControlPlane, error) {
 		cancel()
 	}
 	if err == nil {
-		cp.Kubeconfig, err = writeKubeconfig(cfg, "admin")
+		// In the control plane's own directory when it has one: a killed process leaves it
+		// where its owner (the lab) cleans up, not in the machine's temporary directory.
+		cp.Kubeconfig, err = writeKubeconfig(o.Dir, cfg, "admin")
 	}
 	if err != nil {
 		_ = te.Stop()
@@ -264,13 +266,13 @@ func freePort(addr string) (string, error) {
 	return port, err
 }
 
-func writeKubeconfig(cfg *rest.Config, name string) (string, error) {
+func writeKubeconfig(dir string, cfg *rest.Config, name string) (string, error) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name
-	f, err := os.CreateTemp("", "netshift-"+name+"-*.kubeconfig")
+	f, err := os.CreateTemp(dir, "netshift-"+name+"-*.kubeconfig")
 	if err != nil {
 		return "", err
 	}
