@@ -81,8 +81,10 @@ func TestClockCheckStopsALiveChange(t *testing.T) {
 		if nns.Spec.LiveChange != nil || cl.node(n).Spec.Unschedulable {
 			t.Errorf("node %s: plan %+v, cordoned %v: nothing may be left of a failed change", n, nns.Spec.LiveChange, cl.node(n).Spec.Unschedulable)
 		}
-		if n == "k1" && (nns.Status.LiveChange == nil || nns.Status.LiveChange.ClockOffsetMicros == nil) {
-			t.Errorf("node k1 did not report its measured clock offset: %+v", nns.Status.LiveChange)
+		// k2's failure ends the change at once; k1 may not have answered by then (under load its
+		// clock check takes more rounds). If it did, its answer carries what it measured.
+		if n == "k1" && nns.Status.LiveChange != nil && nns.Status.LiveChange.ClockOffsetMicros == nil {
+			t.Errorf("node k1 answered without its measured clock offset: %+v", nns.Status.LiveChange)
 		}
 	}
 }
