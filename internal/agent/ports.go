@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
 )
@@ -32,8 +33,10 @@ type portPlugger struct {
 	client client.Client
 	// nodeReader reads the node past the cache: a plug mode just set on the
 	// node applies to the very next plug, never a stale one.
-	nodeReader  client.Reader
-	node        string
+	nodeReader client.Reader
+	node       string
+	// netns is the node's network namespace ("" for the agent's own).
+	netns       string
 	db          ovs.DB
 	integration string
 	defaultMode plug.Mode
@@ -122,6 +125,14 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	since, done := pp.pluggedAt(port.ID)
 	if !done {
+		used, err := pp.tapInUse(ctx, port.Tap)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
+		}
+		if err := plug.CheckTap(port, used); err != nil {
+			logger.Info("plug refused", "port", port.ID, "reason", err.Error())
+			return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonRefused, fmt.Sprintf("node %s: %v", pp.node, err))
+		}
 		dp, err := pp.datapathType(ctx)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -134,6 +145,27 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 
 	return pp.reportReady(ctx, &pod, mode, port, adm, since)
+}
+
+// tapInUse reads what the node has under a tap name, in its switch and
+// among its network devices: a port-spec comes from the pod, so the tap it
+// names is checked against the node itself before anything is plugged.
+func (pp *portPlugger) tapInUse(ctx context.Context, tap string) (plug.TapInUse, error) {
+	used, err := pp.db.TapInUse(ctx, tap)
+	if err != nil || used.InSwitch {
+		return used, err
+	}
+	h, err := netdev.Open(pp.netns)
+	if err != nil {
+		return used, err
+	}
+	defer h.Close()
+	dev, found, err := h.Device(tap)
+	if err != nil || !found {
+		return used, err
+	}
+	used.Device, used.Kind, used.Master, used.Addresses = true, dev.Kind, dev.Master, dev.Addresses
+	return used, nil
 }
 
 // announce sends a migration target's RARP once per pod, again after 50 and
@@ -358,7 +390,7 @@ func addPortPlugger(mgr ctrl.Manager, o Options) error {
 	if o.OVSDB == "" {
 		return fmt.Errorf("node %s: plugging ports needs the node's OVSDB (--ovsdb)", o.Node)
 	}
-	pp := &portPlugger{client: mgr.GetClient(), nodeReader: mgr.GetAPIReader(), node: o.Node, db: ovs.DB{Socket: o.OVSDB}, integration: o.IntegrationBridge,
+	pp := &portPlugger{client: mgr.GetClient(), nodeReader: mgr.GetAPIReader(), node: o.Node, netns: o.NodeNetns, db: ovs.DB{Socket: o.OVSDB}, integration: o.IntegrationBridge,
 		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}}
 	if pp.integration == "" {
 		pp.integration = "br-int"

@@ -27,9 +27,11 @@ var (
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, &envMissing)) }
 
 // startAgent runs the node's agent, as its own ServiceAccount, until stop is called.
-func startAgent(t *testing.T, node, ovsdb string) (stop func()) {
+// The node's network namespace is the switch's: the agent checks a tap name
+// against the devices there.
+func startAgent(t *testing.T, node string, sw *ovstest.Switch) (stop func()) {
 	t.Helper()
-	mgr, err := NewManager(env.AgentConfig(node), Options{Node: node, HealthAddr: "0", ManyInProcess: true, OVSDB: ovsdb, PlugPorts: true})
+	mgr, err := NewManager(env.AgentConfig(node), Options{Node: node, HealthAddr: "0", ManyInProcess: true, OVSDB: sw.DB.Socket, NodeNetns: sw.Netns, PlugPorts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +54,13 @@ func vmPod(name, node, spec string) *corev1.Pod {
 // waitCondition waits until the pod's network-ready condition has the reason.
 func waitCondition(t *testing.T, c client.Client, name, reason string) corev1.PodCondition {
 	t.Helper()
+	return waitConditionMessage(t, c, name, reason, "")
+}
+
+// waitConditionMessage waits until the pod's network-ready condition has the
+// reason and a message that contains text.
+func waitConditionMessage(t *testing.T, c client.Client, name, reason, text string) corev1.PodCondition {
+	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	var last corev1.PodCondition
 	for time.Now().Before(deadline) {
@@ -60,7 +69,7 @@ func waitCondition(t *testing.T, c client.Client, name, reason string) corev1.Po
 			for _, cond := range pod.Status.Conditions {
 				if cond.Type == plug.ReadyCondition {
 					last = cond
-					if cond.Reason == reason {
+					if cond.Reason == reason && strings.Contains(cond.Message, text) {
 						return cond
 					}
 				}
@@ -95,7 +104,7 @@ func TestAgentPlugsPodPorts(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vms"}}); err != nil {
 		t.Fatal(err)
 	}
-	stop := startAgent(t, node, sw.DB.Socket)
+	stop := startAgent(t, node, sw)
 	defer func() { stop() }()
 
 	// Per-port (the default): ready before the tap exists, isolation lifted once bound.
@@ -175,11 +184,51 @@ func TestAgentPlugsPodPorts(t *testing.T) {
 		t.Errorf("direct: tap on %s", got)
 	}
 
+	// A port-spec naming one of the node's own devices as its tap (the integration
+	// bridge, the uplink, a tunnel) is refused, and the switch is left as it was.
+	before := sw.Vsctl("show")
+	idC := "7c1d0e2f-3333-4000-8000-00000000000c"
+	if err := c.Create(ctx, vmPod("vm-c", node, fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0c","tap":"br-int"}`, idC))); err != nil {
+		t.Fatal(err)
+	}
+	cond = waitCondition(t, c, "vm-c", reasonRefused)
+	if !strings.Contains(cond.Message, `"br-int" is already a bridge of the node's switch`) {
+		t.Errorf("vm-c naming br-int as its tap: %+v", cond)
+	}
+	if after := sw.Vsctl("show"); after != before {
+		t.Errorf("a refused tap changed the switch:\n%s\nwas\n%s", after, before)
+	}
+	// Nor may it name a device of the node outside the switch: here the node's
+	// uplink, a veth with the node's address.
+	sw.Run("ip", "-n", sw.Netns, "link", "add", "uplink0", "type", "veth", "peer", "name", "uplink0-peer")
+	sw.Run("ip", "-n", sw.Netns, "addr", "add", "192.0.2.10/24", "dev", "uplink0")
+	var vmc corev1.Pod
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "vm-c"}, &vmc); err != nil {
+		t.Fatal(err)
+	}
+	vmc.Annotations[plug.PortSpecAnnotation] = fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0c","tap":"uplink0"}`, idC)
+	if err := c.Update(ctx, &vmc); err != nil {
+		t.Fatal(err)
+	}
+	cond = waitConditionMessage(t, c, "vm-c", reasonRefused, "uplink0")
+	if !strings.Contains(cond.Message, `"uplink0" is already a device of the node with address 192.0.2.10/24`) {
+		t.Errorf("vm-c naming the node's uplink as its tap: %+v", cond)
+	}
+	if after := sw.Vsctl("show"); after != before {
+		t.Errorf("a refused tap changed the switch:\n%s\nwas\n%s", after, before)
+	}
+	if out := sw.Run("ip", "-n", sw.Netns, "-o", "link", "show", "uplink0"); strings.Contains(out, "master") {
+		t.Errorf("the node's uplink was enslaved: %s", out)
+	}
+	if err := c.Delete(ctx, &vmc, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+
 	// vm-b is deleted while the agent is down: the next agent cleans it up.
 	stop()
 	if err := c.Delete(ctx, vmPod("vm-b", node, ""), client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	stop = startAgent(t, node, sw.DB.Socket)
+	stop = startAgent(t, node, sw)
 	waitFor(t, "the stale direct port to go", func() bool { return !strings.Contains(sw.Vsctl("list-ports", "br-int"), "tapvmb") })
 }

@@ -3,6 +3,7 @@
 package netdev
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/vishvananda/netlink"
@@ -91,4 +92,44 @@ func (h *Handle) MTUs() (map[string]int, error) {
 		out[l.Attrs().Name] = l.Attrs().MTU
 	}
 	return out, nil
+}
+
+// Device is what a network device of a namespace is: enough to tell a
+// port's own tap or veth from a device the node uses.
+type Device struct {
+	// Kind is the link type as netlink names it ("tuntap", "veth", "device", "bridge", ...).
+	Kind string
+	// Master is the device it is enslaved to (a bridge, a bond, ovs-system), "" for none.
+	Master string
+	// Addresses are its IP addresses, IPv6 link-local ones left out.
+	Addresses []string
+}
+
+// Device reads the device called name; found is false when there is none.
+func (h *Handle) Device(name string) (dev Device, found bool, err error) {
+	l, err := h.h.LinkByName(name)
+	if err != nil {
+		var notFound netlink.LinkNotFoundError
+		if errors.As(err, &notFound) {
+			return Device{}, false, nil
+		}
+		return Device{}, false, fmt.Errorf("%s: %w", h.where(name), err)
+	}
+	dev.Kind = l.Type()
+	if idx := l.Attrs().MasterIndex; idx > 0 {
+		dev.Master = fmt.Sprintf("ifindex %d", idx)
+		if m, err := h.h.LinkByIndex(idx); err == nil {
+			dev.Master = m.Attrs().Name
+		}
+	}
+	addrs, err := h.h.AddrList(l, netlink.FAMILY_ALL)
+	if err != nil {
+		return Device{}, false, fmt.Errorf("addresses of %s: %w", h.where(name), err)
+	}
+	for _, a := range addrs {
+		if !a.IP.IsLinkLocalUnicast() {
+			dev.Addresses = append(dev.Addresses, a.IPNet.String())
+		}
+	}
+	return dev, true, nil
 }

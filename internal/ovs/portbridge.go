@@ -180,6 +180,25 @@ func (d DB) Interfaces(ctx context.Context, names ...string) (map[string]Interfa
 	return found, nil
 }
 
+// TapInUse reads what the switch holds under name: whether an interface of
+// that name exists, its type, and the netshift port it was plugged for (the
+// device side is the caller's, read with netlink).
+func (d DB) TapInUse(ctx context.Context, name string) (plug.TapInUse, error) {
+	out, err := d.vsctl(ctx, "--format=json", "--columns=type,external_ids", "find", "interface", "name="+name)
+	if err != nil {
+		return plug.TapInUse{}, err
+	}
+	tables, err := decodeTables(out)
+	if err != nil || len(tables) != 1 {
+		return plug.TapInUse{}, fmt.Errorf("OVSDB %s: interface %s: unexpected answer (%v)", d.Socket, name, err)
+	}
+	if len(tables[0]) == 0 {
+		return plug.TapInUse{}, nil
+	}
+	row := tables[0][0]
+	return plug.TapInUse{InSwitch: true, Type: str(row[0]), PortID: externalIDs(row[1])[extPortID]}, nil
+}
+
 // decodeTables reads the JSON tables ovs-vsctl prints, one per command.
 func decodeTables(out string) ([][][]json.RawMessage, error) {
 	var tables [][][]json.RawMessage

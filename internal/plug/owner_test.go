@@ -30,3 +30,30 @@ func TestCheckOwner(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckTap(t *testing.T) {
+	p := Port{ID: "p1", MAC: "0a:58:c6:12:fa:0a", Tap: "tapp1"}
+	for _, c := range []struct {
+		used    TapInUse
+		refusal string
+	}{
+		{TapInUse{}, ""}, // not there yet: vswitchd attaches it when it appears
+		{TapInUse{InSwitch: true, PortID: "p1", Device: true, Kind: "veth", Master: "ovs-system"}, ""}, // plugged before: again
+		{TapInUse{InSwitch: true, PortID: "p2"}, "the tap of port p2"},
+		{TapInUse{InSwitch: true, Type: "internal"}, "a bridge of the node's switch"},
+		{TapInUse{InSwitch: true, Type: "vxlan"}, "a vxlan interface"},
+		{TapInUse{InSwitch: true, Device: true, Kind: "device"}, "a device of the node's switch"}, // the uplink in br-phy
+		{TapInUse{Device: true, Kind: "tuntap"}, ""},                                              // the VM's tap, made by its hypervisor
+		{TapInUse{Device: true, Kind: "veth"}, ""},                                                // a pod's or a VM's veth
+		{TapInUse{Device: true, Kind: "device", Addresses: []string{"10.0.0.4/24"}}, "a hardware device of the node"},
+		{TapInUse{Device: true, Kind: "veth", Addresses: []string{"10.0.0.4/24"}}, "with address 10.0.0.4/24"}, // a lab node's uplink
+		{TapInUse{Device: true, Kind: "veth", Master: "cni0"}, "enslaved to cni0"},
+		{TapInUse{Device: true, Kind: "bridge"}, "a bridge device of the node"},
+		{TapInUse{Device: true, Kind: "dummy"}, "a dummy device"},
+	} {
+		err := CheckTap(p, c.used)
+		if c.refusal == "" && err != nil || c.refusal != "" && (err == nil || !strings.Contains(err.Error(), c.refusal)) {
+			t.Errorf("%+v: %v, want %q", c.used, err, c.refusal)
+		}
+	}
+}
