@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -22,6 +23,7 @@ import (
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/rollout"
 	"netshift.io/netshift/internal/scheme"
+	"netshift.io/netshift/internal/zones"
 )
 
 // Namespace is where netshift's own workloads, leases and config live.
@@ -111,9 +113,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
-		// The zone controller reads one ConfigMap: cache its namespace's only.
+		// The zone controller reads one ConfigMap, and may read no other: cache
+		// that one, watched by name.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.zoneNamespace(): {}}},
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.zoneNamespace(): {
+				FieldSelector: fields.OneTermEqualSelector("metadata.name", zones.ConfigMapName)}}},
 		}},
 	})
 	if err != nil {

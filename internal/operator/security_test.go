@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +25,7 @@ import (
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/testenv"
+	"netshift.io/netshift/internal/zones"
 )
 
 func clientFor(t *testing.T, cfg *rest.Config) client.Client {
@@ -357,5 +360,184 @@ func waitPolicyActive(t *testing.T, policy string, forbidden func() error) {
 	})
 	if err != nil {
 		t.Fatalf("the API server does not enforce policy %s: %v", policy, err)
+	}
+}
+
+// TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods: the operator's patch
+// rights on nodes and pods reach only what netshift owns there. Its cordon and
+// its netshift.io/ labels, annotations and taints go through; another
+// label, annotation, taint or a finalizer is refused, on a node and on a pod,
+// while an admin may still make the same edits.
+func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	op := clientFor(t, env.OperatorConfig())
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{GenerateName: "opwrites-",
+		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"sriovnetwork.openshift.io/state": "Idle", "other": "x"}}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "opwrites-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns.Name, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	patch := func(c client.Client, obj client.Object, body string) error {
+		return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(body)))
+	}
+	// taints is a patch of the node's whole taint list (a list is replaced,
+	// not merged): the current taints, but for drop, and add.
+	taints := func(drop string, add ...corev1.Taint) string {
+		var n corev1.Node
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), &n); err != nil {
+			t.Fatal(err)
+		}
+		var list []corev1.Taint
+		for _, tn := range n.Spec.Taints {
+			if tn.Key != drop {
+				list = append(list, tn)
+			}
+		}
+		body, _ := json.Marshal(map[string]any{"spec": map[string]any{"taints": append(list, add...)}})
+		return string(body)
+	}
+	nodeRef := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
+	podRef := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns.Name}}
+	// Until the policies are in force, each probe is a real change (a no-op
+	// patch would pass them anyway); an admin then puts the labels back.
+	probe := 0
+	waitPolicyActive(t, "metadata.labels of node", func() error {
+		probe++
+		return patch(op, nodeRef, fmt.Sprintf(`{"metadata":{"labels":{"team":"probe-%d"}}}`, probe))
+	})
+	waitPolicyActive(t, "metadata.labels of pod", func() error {
+		probe++
+		return patch(op, podRef, fmt.Sprintf(`{"metadata":{"labels":{"app":"probe-%d"}}}`, probe))
+	})
+	if err := patch(env.Client, nodeRef, `{"metadata":{"labels":{"team":"a"}}}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := patch(env.Client, podRef, `{"metadata":{"labels":{"app":"web"}}}`); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		what, obj string
+		body      func() string
+		refusal   string // "" when allowed
+	}{
+		{"cordon", "node", func() string { return `{"spec":{"unschedulable":true}}` }, ""},
+		{"uncordon", "node", func() string { return `{"spec":{"unschedulable":false}}` }, ""},
+		{"its own label", "node", func() string { return `{"metadata":{"labels":{"netshift.io/pool":"a"}}}` }, ""},
+		{"its own annotation", "node", func() string { return `{"metadata":{"annotations":{"netshift.io/note":"a"}}}` }, ""},
+		{"its own taint", "node", func() string {
+			return taints("", corev1.Taint{Key: "netshift.io/moving", Effect: corev1.TaintEffectNoSchedule})
+		}, ""},
+		{"removing the legacy drain annotation", "node", func() string { return `{"metadata":{"annotations":{"sriovnetwork.openshift.io/state":null}}}` }, ""},
+		{"another label", "node", func() string { return `{"metadata":{"labels":{"team":"b"}}}` }, "metadata.labels of node"},
+		{"removing another label", "node", func() string { return `{"metadata":{"labels":{"team":null}}}` }, "metadata.labels of node"},
+		{"another annotation", "node", func() string { return `{"metadata":{"annotations":{"other":"y"}}}` }, "metadata.annotations of node"},
+		{"another taint", "node", func() string {
+			return taints("", corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule})
+		}, "spec.taints of node"},
+		{"removing another taint", "node", func() string { return taints("node.kubernetes.io/not-ready") }, "spec.taints of node"},
+		{"a finalizer", "node", func() string { return `{"metadata":{"finalizers":["example.com/keep"]}}` }, "metadata.finalizers"},
+		{"its pod annotation", "pod", func() string { return `{"metadata":{"annotations":{"netshift.io/note":"a"}}}` }, ""},
+		{"another pod annotation", "pod", func() string { return `{"metadata":{"annotations":{"other":"y"}}}` }, "metadata.annotations of pod"},
+		{"a pod label", "pod", func() string { return `{"metadata":{"labels":{"app":"db"}}}` }, "metadata.labels of pod"},
+		{"a pod's image", "pod", func() string { return `{"spec":{"containers":[{"name":"c","image":"evil"}]}}` }, "spec, metadata.finalizers"},
+	} {
+		obj := client.Object(nodeRef)
+		if c.obj == "pod" {
+			obj = podRef
+		}
+		err := patch(op, obj, c.body())
+		if c.refusal == "" && err != nil {
+			t.Errorf("operator, %s of a %s: %v", c.what, c.obj, err)
+		}
+		if c.refusal != "" && (err == nil || !strings.Contains(err.Error(), c.refusal) || !apierrors.IsForbidden(err)) {
+			t.Errorf("operator, %s of a %s: %v, want a refusal naming %q", c.what, c.obj, err, c.refusal)
+		}
+	}
+	var gotNode corev1.Node
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(nodeRef), &gotNode); err != nil {
+		t.Fatal(err)
+	}
+	tainted := map[string]bool{}
+	for _, tn := range gotNode.Spec.Taints {
+		tainted[tn.Key] = true
+	}
+	if gotNode.Labels["team"] != "a" || gotNode.Annotations["other"] != "x" || len(gotNode.Finalizers) != 0 ||
+		!tainted["netshift.io/moving"] || tainted["dedicated"] || !tainted["node.kubernetes.io/not-ready"] {
+		t.Errorf("refused writes changed the node: labels %v annotations %v finalizers %v taints %v",
+			gotNode.Labels, gotNode.Annotations, gotNode.Finalizers, gotNode.Spec.Taints)
+	}
+	// The same edits by an admin are not netshift's business.
+	if err := patch(env.Client, nodeRef, `{"metadata":{"labels":{"team":"b"}}}`); err != nil {
+		t.Errorf("an admin relabelling a node: %v", err)
+	}
+	if err := patch(env.Client, podRef, `{"metadata":{"labels":{"app":"db"}}}`); err != nil {
+		t.Errorf("an admin relabelling a pod: %v", err)
+	}
+}
+
+// TestTheOperatorTouchesOnlyItsConfigMap: of the ConfigMaps, the operator may
+// read, list, watch, create and delete ovn-interconnect-configuration in its
+// namespace, and nothing else: another ConfigMap there (or elsewhere) can be
+// neither read, listed, deleted nor created.
+func TestTheOperatorTouchesOnlyItsConfigMap(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	op := clientFor(t, env.OperatorConfig())
+	ns := operator.Namespace
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: ns}, Data: map[string]string{"k": "v"}}
+	if err := env.Client.Create(ctx, other); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), other) })
+	waitPolicyActive(t, "netshift's operator creates only", func() error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns}}
+		err := op.Create(ctx, cm)
+		if err == nil {
+			_ = env.Client.Delete(ctx, cm)
+		}
+		return err
+	})
+
+	own := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: zones.ConfigMapName, Namespace: ns}, Data: zones.IntermediateData()}
+	if err := op.Create(ctx, own); err != nil {
+		t.Fatalf("the operator creating %s: %v", zones.ConfigMapName, err)
+	}
+	if err := op.Get(ctx, client.ObjectKeyFromObject(own), &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the operator reading %s: %v", zones.ConfigMapName, err)
+	}
+	var byName corev1.ConfigMapList
+	if err := op.List(ctx, &byName, client.InNamespace(ns), client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", zones.ConfigMapName)}); err != nil || len(byName.Items) != 1 {
+		t.Errorf("the operator listing %s by name: %d items, %v", zones.ConfigMapName, len(byName.Items), err)
+	}
+	if err := op.Delete(ctx, own); err != nil {
+		t.Errorf("the operator deleting %s: %v", zones.ConfigMapName, err)
+	}
+
+	forbidden := func(what string, err error, text string) {
+		t.Helper()
+		if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), text) {
+			t.Errorf("the operator %s: %v, want forbidden (%q)", what, err, text)
+		}
+	}
+	forbidden("reading another ConfigMap", op.Get(ctx, client.ObjectKeyFromObject(other), &corev1.ConfigMap{}), "cannot get resource")
+	forbidden("listing every ConfigMap", op.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(ns)), "cannot list resource")
+	forbidden("deleting another ConfigMap", op.Delete(ctx, other), "cannot delete resource")
+	forbidden("creating another ConfigMap", op.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine-now", Namespace: ns}}),
+		"metadata.name of configmap "+ns+"/mine-now: netshift's operator creates only ovn-interconnect-configuration")
+	forbidden("reading its ConfigMap's name in another namespace",
+		op.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: zones.ConfigMapName}, &corev1.ConfigMap{}), "cannot get resource")
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil || other.Data["k"] != "v" {
+		t.Errorf("the other ConfigMap: %v %v", other.Data, err)
 	}
 }
