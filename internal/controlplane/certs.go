@@ -1,19 +1,16 @@
 package controlplane
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
+
+	"netshift.io/netshift/internal/certs"
 )
 
 // kubernetesServiceIP is the first address of the service range: the
@@ -32,51 +29,30 @@ func kubernetesServiceIP(cidr string) (net.IP, error) {
 // Service's, which in-cluster clients verify), and the service account
 // signing key. It returns the CA, which clients trust.
 func writeServingCerts(dir string, ips []net.IP) ([]byte, error) {
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	const tenYears = 10 * 365 * 24 * time.Hour
+	ca, err := certs.NewCA("netshift-lab-ca", tenYears)
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "netshift-lab-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	crt, key, err := ca.Serving("kube-apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		append([]net.IP{net.ParseIP("127.0.0.1")}, ips...), tenYears)
 	if err != nil {
 		return nil, err
 	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	saKey, err := certs.NewKey()
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses: append([]net.IP{net.ParseIP("127.0.0.1")}, ips...)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	saPEM, err := certs.KeyPEM(saKey)
 	if err != nil {
 		return nil, err
-	}
-	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	files := map[string][]byte{}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	files["apiserver.crt"] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	for name, k := range map[string]*ecdsa.PrivateKey{"apiserver.key": key, "sa-signer.key": saKey} {
-		b, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			return nil, err
-		}
-		files[name] = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: b})
 	}
 	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
 	if err != nil {
 		return nil, err
 	}
-	files["sa-signer.crt"] = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
+	files := map[string][]byte{"apiserver.crt": crt, "apiserver.key": key, "sa-signer.key": saPEM,
+		"sa-signer.crt": pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -85,5 +61,5 @@ func writeServingCerts(dir string, ips []net.IP) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return caPEM, nil
+	return ca.PEM, nil
 }

@@ -440,18 +440,7 @@ func (cl *cluster) update(obj client.Object, change func(client.Object)) {
 // on their own while a node waits in Drain_Required (every settle period).
 func (cl *cluster) waitPasses(n int) {
 	cl.t.Helper()
-	passes := func() float64 {
-		mfs, err := cl.reg.Gather()
-		if err != nil {
-			cl.t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() == "netshift_drain_passes_total" && len(mf.GetMetric()) == 1 {
-				return mf.GetMetric()[0].GetCounter().GetValue()
-			}
-		}
-		return 0
-	}
+	passes := func() float64 { return testenv.Counter(cl.t, cl.reg, "netshift_drain_passes_total") }
 	// A pass in progress now may have read the state before the event: it does not count.
 	want := passes() + float64(n) + 1
 	cl.eventually(30*time.Second, fmt.Sprintf("%d drain passes", n), func() bool { return passes() >= want })

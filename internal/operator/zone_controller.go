@@ -186,25 +186,21 @@ func movingAndInTarget(nodes []zones.Node, next zones.Mode) (moving []string, in
 // centralStep starts or retires the central side as decided, recording it in
 // st (and the error, when it fails, in the status at once).
 func (r *ZoneReconciler) centralStep(ctx context.Context, cn *v1alpha1.ClusterNetwork, st *v1alpha1.ZonesStatus, step zones.CentralAction) error {
-	logger := log.FromContext(ctx).WithName("zones")
+	act, verb, after := r.Central.Ensure, "starting", zones.CentralRunning
 	switch step {
 	case zones.CentralEnsure:
-		logger.Info("starting the central side")
-		if err := r.Central.Ensure(ctx); err != nil {
-			st.Message = "starting the central databases and ovn-northd: " + err.Error()
-			_ = r.writeStatus(ctx, cn, st)
-			return err
-		}
-		st.Central = string(zones.CentralRunning)
 	case zones.CentralRetire:
-		logger.Info("retiring the central side")
-		if err := r.Central.Retire(ctx); err != nil {
-			st.Message = "retiring the central databases and ovn-northd: " + err.Error()
-			_ = r.writeStatus(ctx, cn, st)
-			return err
-		}
-		st.Central = string(zones.CentralRetired)
+		act, verb, after = r.Central.Retire, "retiring", zones.CentralRetired
+	default:
+		return nil
 	}
+	log.FromContext(ctx).WithName("zones").Info(verb + " the central side")
+	if err := act(ctx); err != nil {
+		st.Message = verb + " the central databases and ovn-northd: " + err.Error()
+		_ = r.writeStatus(ctx, cn, st)
+		return err
+	}
+	st.Central = string(after)
 	return nil
 }
 

@@ -156,12 +156,14 @@ func TestProbeOnAnUntouchedLab(t *testing.T) {
 // on the connections that cross it.
 func TestProbeDetectsABrokenTunnel(t *testing.T) {
 	up(t, "e2eft")
+	// The windows are the experiment: a baseline, 2 s of drops, and room for
+	// the connections to resume and the gap to be measured.
 	mustNetshift(t, "lab", "probe", "start", "--name", "e2eft")
-	time.Sleep(2 * time.Second)
+	time.Sleep(probeQuiet)
 	mustNetshift(t, "lab", "exec", "--name", "e2eft", "node-1", "--", "ovs-ofctl", "add-flow", "br-int", "priority=1000,in_port=tun2,actions=drop")
 	time.Sleep(2 * time.Second)
 	mustNetshift(t, "lab", "exec", "--name", "e2eft", "node-1", "--", "ovs-ofctl", "del-flows", "--strict", "br-int", "priority=1000,in_port=tun2")
-	time.Sleep(3 * time.Second)
+	time.Sleep(probeQuiet + time.Second)
 	out, _ := netshift(t, "lab", "probe", "stop", "--name", "e2eft", "-o", "json")
 	var r probe.Report
 	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
@@ -266,6 +268,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// holdsFor checks cond over the whole window d and fails at its first
+// breach: how a test says "nothing happens", which no event can signal.
+func holdsFor(t *testing.T, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if err := cond(); err != nil {
+			t.Fatalf("expected %s: %v", what, err)
+		}
 	}
 }
 

@@ -214,18 +214,7 @@ func (cl *cluster) agentsCaughtUp() {
 // a pass to complete after each, so the second pass started after the call.
 func (cl *cluster) operatorCaughtUp() {
 	cl.t.Helper()
-	passes := func() float64 {
-		mfs, err := cl.reg.Gather()
-		if err != nil {
-			cl.t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() == "netshift_zone_passes_total" && len(mf.GetMetric()) == 1 {
-				return mf.GetMetric()[0].GetCounter().GetValue()
-			}
-		}
-		return 0
-	}
+	passes := func() float64 { return testenv.Counter(cl.t, cl.reg, "netshift_zone_passes_total") }
 	for i := 0; i < 2; i++ {
 		want := passes() + 1
 		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"test.netshift.io/nudge":"%d"}}}`, time.Now().UnixNano()))

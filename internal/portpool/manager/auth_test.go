@@ -1,13 +1,6 @@
 package manager
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"netshift.io/netshift/internal/certs"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -115,32 +109,24 @@ func (f *fixture) tokenWithVerbs(name string, verbs ...string) string {
 	return tr.Status.Token
 }
 
-// selfSigned writes a certificate for 127.0.0.1 and its key, and returns them
-// with the certificate as its own CA.
+// selfSigned writes a serving certificate for 127.0.0.1 and its key, and
+// returns them with the file of the CA that issued it, for the client.
 func selfSigned(t *testing.T, dir string) (TLSFiles, string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := certs.NewCA("netshift-portpool-test-ca", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "netshift-portpool"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	crt, key, err := ca.Serving("netshift-portpool", nil, []net.IP{net.ParseIP("127.0.0.1")}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := TLSFiles{Cert: filepath.Join(dir, "tls.crt"), Key: filepath.Join(dir, "tls.key")}
-	if err := os.WriteFile(files.Cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
+	caFile := filepath.Join(dir, "ca.crt")
+	for name, data := range map[string][]byte{files.Cert: crt, files.Key: key, caFile: ca.PEM} {
+		if err := os.WriteFile(name, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(files.Key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return files, files.Cert
+	return files, caFile
 }

@@ -1,0 +1,88 @@
+// Package certs issues the certificates netshift's test and lab servers
+// present: a CA, and serving certificates it signs for the names and
+// addresses clients verify.
+package certs
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"time"
+)
+
+// CA is a certificate authority of its own: clients trust its PEM.
+type CA struct {
+	cert   *x509.Certificate
+	key    *ecdsa.PrivateKey
+	serial int64
+	// PEM is the CA certificate, for clients to trust.
+	PEM []byte
+}
+
+// NewCA creates a CA named name, valid from an hour ago for validity.
+func NewCA(name string, validity time.Duration) (*CA, error) {
+	key, err := NewKey()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(validity),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("CA %s: %w", name, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("CA %s: %w", name, err)
+	}
+	return &CA{cert: cert, key: key, serial: 1, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+}
+
+// Serving issues a server certificate for the DNS names and addresses,
+// returning the certificate and its private key, PEM-encoded.
+func (ca *CA) Serving(name string, dnsNames []string, ips []net.IP, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	key, err := NewKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	ca.serial++
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.serial), Subject: pkix.Name{CommonName: name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(validity),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: dnsNames, IPAddresses: ips}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serving certificate %s: %w", name, err)
+	}
+	if keyPEM, err = KeyPEM(key); err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+}
+
+// NewKey is a P-256 key, what every certificate here uses.
+func NewKey() (*ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate key: %w", err)
+	}
+	return key, nil
+}
+
+// KeyPEM encodes a private key as an EC PRIVATE KEY block.
+func KeyPEM(key *ecdsa.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+}
