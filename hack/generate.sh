@@ -1,5 +1,23 @@
 #!/usr/bin/env bash
-# Regenerates deepcopy code and the CRDs under config/crd from api/.
+# Regenerates deepcopy code and the CRDs under config/crd from api/, and the
+# OVSDB models under internal/ovs/model from the installed schemas (Open
+# vSwitch's and OVN's, the versions the lab runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go tool controller-gen object paths=./api/... crd paths=./api/... output:crd:dir=config/crd
+
+schema() { # NAME FILE...: the first schema file that exists
+	local name=$1; shift
+	for f in "$@"; do [[ -r $f ]] && { echo "$f"; return; }; done
+	echo "generate: the $name schema is not installed (looked in $*)" >&2
+	return 1
+}
+gen() { # PACKAGE SCHEMA
+	rm -rf "internal/ovs/model/$1"
+	go tool modelgen -p "$1" -o "internal/ovs/model/$1" "$2"
+	printf '// Package %s is the libovsdb model of the %s database, generated from\n// %s (schema %s) by hack/generate.sh.\npackage %s\n' \
+		"$1" "$(jq -r .name "$2")" "$(basename "$2")" "$(jq -r .version "$2")" "$1" >"internal/ovs/model/$1/doc.go"
+}
+gen vswitch "$(schema "Open vSwitch" /usr/share/openvswitch/vswitch.ovsschema)"
+gen nb "$(schema "OVN northbound" /usr/share/ovn/ovn-nb.ovsschema)"
+gen sb "$(schema "OVN southbound" /usr/share/ovn/ovn-sb.ovsschema)"

@@ -3,7 +3,7 @@
 # Sets everything up first (hack/setup.sh), so it works on a fresh machine.
 #
 #   static       no tracked file over 1 MB, the README's bad-input table names real tests,
-#                gofmt, go vet, golangci-lint (.golangci.yml), generated code and CRDs up to date
+#                gofmt, go vet, golangci-lint (.golangci.yml), generated code, CRDs and OVSDB models up to date
 #   unit         the pure core and everything that needs no real part; each fuzz target 3 s
 #   integration  controllers, CLI and API against a real kube-apiserver + etcd
 #   e2e          the lab: real namespaces, Open vSwitch, OVN, API server, traffic (root)
@@ -55,8 +55,8 @@ static() {
   "$lint" run ./... || return 1
   "$lint" run --build-tags lab ./... || return 1
   hack/generate.sh || return 1
-  if ! git diff --quiet -- api config/crd 2>/dev/null; then
-    echo "generated code or CRDs are stale: run hack/generate.sh and commit"; git diff --stat -- api config/crd; return 1
+  if [[ -n "$(git status --porcelain -- api config/crd internal/ovs/model 2>/dev/null)" ]]; then
+    echo "generated code, CRDs or OVSDB models are stale: run hack/generate.sh and commit"; git status --short -- api config/crd internal/ovs/model; return 1
   fi
 }
 unit_tests() { go test -count=1 $unit && fuzz_tests; }

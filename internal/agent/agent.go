@@ -23,10 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
 )
 
@@ -41,6 +43,8 @@ type Agent struct {
 	Node   string
 	// NodeNetns, OVSDB and UnderlayInterface locate the node (see Options).
 	NodeNetns, OVSDB, UnderlayInterface string
+	// Switch is the connection to the node's OVSDB (nil without one).
+	Switch *ovs.Switch
 	// OperatorTimeURL and MaxClockSkew set the clock check (see Options).
 	OperatorTimeURL string
 	MaxClockSkew    time.Duration
@@ -220,7 +224,20 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
-	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB,
+	var sw *ovs.Switch
+	if o.OVSDB != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sw, err = ovs.OpenSwitch(ctx, o.OVSDB)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", node, err)
+		}
+		// The connection lives as long as the agent.
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); sw.Close(); return nil })); err != nil {
+			return nil, err
+		}
+	}
+	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB, Switch: sw,
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
 		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Restore: o.Restore, failOnce: map[v1alpha1.StepAction]bool{}, rechecked: map[string]bool{},
 		doneAt: map[string]time.Time{}, settled: map[string]bool{}, Pods: o.Pods, IntegrationBridge: o.IntegrationBridge,
@@ -238,7 +255,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("node %s: set up agent: %w", node, err)
 	}
 	if o.PlugPorts {
-		if err := addPortPlugger(mgr, o); err != nil {
+		if err := addPortPlugger(mgr, o, sw); err != nil {
 			return nil, err
 		}
 	}

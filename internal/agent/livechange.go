@@ -248,7 +248,11 @@ func (a *Agent) check(ctx context.Context, plan *v1alpha1.LiveChangePlan) error 
 				return fmt.Errorf("%s holds %+v, want %+v", a.NetworkConfig, f.NodeNetworkConfig, *plan.Network)
 			}
 		case v1alpha1.StepTunnelPort:
-			tunnels, err := a.ovsdb().Tunnels(ctx)
+			sw, err := a.ovsdb()
+			if err != nil {
+				return err
+			}
+			tunnels, err := sw.Tunnels(ctx)
 			if err != nil {
 				return err
 			}
@@ -281,7 +285,11 @@ func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step
 	case v1alpha1.StepNodePortMTU:
 		return a.setNodePortMTU(ctx, int(step.Value))
 	case v1alpha1.StepTunnelPort:
-		names, err := a.ovsdb().SetTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
+		sw, err := a.ovsdb()
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		names, err := sw.SetTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
 		return stepOutcome{changed: len(names)}, err
 	case v1alpha1.StepNetworkConfig:
 		if plan.Network == nil {
@@ -314,14 +322,20 @@ func setMTU(netns, link string, mtu int) error {
 	return h.SetMTU(link, mtu)
 }
 
-func (a *Agent) ovsdb() ovs.DB { return ovs.DB{Socket: a.OVSDB} }
+// ovsdb is the node's switch, opened at the agent's start.
+func (a *Agent) ovsdb() (*ovs.Switch, error) {
+	if a.Switch == nil {
+		return nil, fmt.Errorf("node %s: the agent has no OVSDB (--ovsdb)", a.Node)
+	}
+	return a.Switch, nil
+}
 
 // preconditions checks, touching nothing, that the node can take the change.
 func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan) v1alpha1.LiveChangeReport {
 	r := v1alpha1.LiveChangeReport{ID: plan.ID}
 	a.checkClock(ctx, &r, plan.TimeURL)
-	if a.OVSDB != "" {
-		if err := a.ovsdb().Reachable(ctx); err != nil {
+	if a.Switch != nil {
+		if err := a.Switch.Reachable(ctx); err != nil {
 			r.Problems = append(r.Problems, "OVS is not reachable: "+err.Error())
 		}
 	}

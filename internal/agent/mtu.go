@@ -85,7 +85,11 @@ func setPods(pods []PodNetwork, mtu int, o *stepOutcome) {
 // device on the integration bridge or on a per-port bridge, and a veth in the
 // node's namespace. Anything else a CNI result names is left alone.
 func (a *Agent) hostEnds(ctx context.Context, pods []PodNetwork, o *stepOutcome) ([]string, error) {
-	ports, err := a.ovsdb().PodPorts(ctx, a.integration())
+	sw, err := a.ovsdb()
+	if err != nil {
+		return nil, err
+	}
+	ports, err := sw.PodPorts(ctx, a.integration())
 	if err != nil {
 		return nil, fmt.Errorf("node %s: pod ports: %w", a.Node, err)
 	}
@@ -140,7 +144,11 @@ func (a *Agent) setHostVethMTU(ctx context.Context, mtu int) (stepOutcome, error
 // nodePorts are the node's own ports into the pod network: the internal
 // interfaces of its integration bridge, read from its OVS.
 func (a *Agent) nodePorts(ctx context.Context) ([]string, error) {
-	ports, err := a.ovsdb().PodPorts(ctx, a.integration())
+	sw, err := a.ovsdb()
+	if err != nil {
+		return nil, err
+	}
+	ports, err := sw.PodPorts(ctx, a.integration())
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", a.Node, err)
 	}
@@ -158,7 +166,7 @@ func (a *Agent) setNodePortMTU(ctx context.Context, mtu int) (stepOutcome, error
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	if err := a.ovsdb().SetMTURequest(ctx, mtu, names...); err != nil {
+	if err := a.Switch.SetMTURequest(ctx, mtu, names...); err != nil {
 		return stepOutcome{}, fmt.Errorf("node %s: %w", a.Node, err)
 	}
 	return stepOutcome{changed: len(names)}, nil

@@ -37,7 +37,7 @@ type portPlugger struct {
 	node       string
 	// netns is the node's network namespace ("" for the agent's own).
 	netns       string
-	db          ovs.DB
+	db          *ovs.Switch
 	integration string
 	defaultMode plug.Mode
 	// ovn: readiness is ovn-controller's ovn-installed=true, not just an ofport.
@@ -386,11 +386,11 @@ func (pp *portPlugger) cleanup(ctx context.Context) error {
 }
 
 // addPortPlugger adds the port plugging controller to an agent's manager.
-func addPortPlugger(mgr ctrl.Manager, o Options) error {
-	if o.OVSDB == "" {
+func addPortPlugger(mgr ctrl.Manager, o Options, sw *ovs.Switch) error {
+	if sw == nil {
 		return fmt.Errorf("node %s: plugging ports needs the node's OVSDB (--ovsdb)", o.Node)
 	}
-	pp := &portPlugger{client: mgr.GetClient(), nodeReader: mgr.GetAPIReader(), node: o.Node, netns: o.NodeNetns, db: ovs.DB{Socket: o.OVSDB}, integration: o.IntegrationBridge,
+	pp := &portPlugger{client: mgr.GetClient(), nodeReader: mgr.GetAPIReader(), node: o.Node, netns: o.NodeNetns, db: sw, integration: o.IntegrationBridge,
 		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}}
 	if pp.integration == "" {
 		pp.integration = "br-int"

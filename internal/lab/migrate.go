@@ -113,7 +113,7 @@ type migration struct {
 	s      *State
 	sh     *shell
 	c      client.Client
-	nb     ovs.Northbound
+	nb     *ovs.Northbound
 	o      MigrateOptions
 	vmNS   string
 	src    NodeSpec // node-1
@@ -153,7 +153,9 @@ func Migrate(ctx context.Context, name string, o MigrateOptions) (MigrateReport,
 	if err != nil {
 		return MigrateReport{}, err
 	}
-	m := &migration{s: s, sh: sh, c: c, nb: ovs.Northbound{DB: s.NBDB()}, o: o, vmNS: fmt.Sprintf("ns-%s-vm", name),
+	nb := ovs.NewNorthbound(s.NBDB())
+	defer nb.Close()
+	m := &migration{s: s, sh: sh, c: c, nb: nb, o: o, vmNS: fmt.Sprintf("ns-%s-vm", name),
 		src: s.Topology.Nodes[0], dst: s.Topology.Nodes[1], peerOn: s.Topology.Nodes[2]}
 	rep := MigrateReport{PauseMs: ms(o.Pause), IntervalMs: ms(o.Interval)}
 	// Whatever an interrupted run left goes first, and this run's goes at the end.
@@ -294,12 +296,13 @@ func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, 
 	if _, err := m.sh.inNetns(ctx, vmNS, nil, "ethtool", "-K", "eth0", "tx", "off"); err != nil {
 		return err
 	}
-	db := ovs.DB{Socket: m.s.OVSDB(n.Name)}
-	return poll(ctx, 2*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
-		ifaces, err := db.Interfaces(ctx, tap)
-		return err == nil && ifaces[tap].OFPort > 0, err
-	}, func() error {
-		return fmt.Errorf("node %s: vswitchd did not attach %s within 10s (is the pod's port plugged?)", n.Name, tap)
+	return ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
+		return poll(ctx, 2*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
+			ifaces, err := db.Interfaces(ctx, tap)
+			return err == nil && ifaces[tap].OFPort > 0, err
+		}, func() error {
+			return fmt.Errorf("node %s: vswitchd did not attach %s within 10s (is the pod's port plugged?)", n.Name, tap)
+		})
 	})
 }
 
@@ -362,11 +365,12 @@ func (m *migration) waitChassis(ctx context.Context, id, chassis string, rarp bo
 
 // waitUnplugged waits until nothing of the port is left plugged on the node.
 func (m *migration) waitUnplugged(ctx context.Context, n NodeSpec, id string) error {
-	db := ovs.DB{Socket: m.s.OVSDB(n.Name)}
-	return poll(ctx, 5*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
-		plugged, err := db.Plugged(ctx)
-		return err == nil && !slices.ContainsFunc(plugged, func(pl plug.Plugged) bool { return pl.PortID == id }), err
-	}, func() error { return fmt.Errorf("node %s: port %s still plugged 20s after its pod went", n.Name, id) })
+	return ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
+		return poll(ctx, 5*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
+			plugged, err := db.Plugged(ctx)
+			return err == nil && !slices.ContainsFunc(plugged, func(pl plug.Plugged) bool { return pl.PortID == id }), err
+		}, func() error { return fmt.Errorf("node %s: port %s still plugged 20s after its pod went", n.Name, id) })
+	})
 }
 
 func (m *migration) setMode(ctx context.Context, mode plug.Mode) error {

@@ -277,11 +277,13 @@ func (s *State) rebootRealNode(ctx context.Context, cp *controlplane.ControlPlan
 	if err != nil {
 		return fmt.Errorf("node %s: %w", node, err)
 	}
-	db := ovs.DB{Socket: s.OVSDB(node)}
-	if err := db.SetMTURequest(ctx, int(cfg.MTU), "br-int"); err != nil {
-		return fmt.Errorf("node %s: %w", node, err)
-	}
-	if _, err := db.SetTunnelPort(ctx, string(cfg.Encapsulation), int(cfg.TunnelPort)); err != nil {
+	if err := ovs.WithSwitch(ctx, s.OVSDB(node), func(sw *ovs.Switch) error {
+		if err := sw.SetMTURequest(ctx, int(cfg.MTU), "br-int"); err != nil {
+			return err
+		}
+		_, err := sw.SetTunnelPort(ctx, string(cfg.Encapsulation), int(cfg.TunnelPort))
+		return err
+	}); err != nil {
 		return fmt.Errorf("node %s: %w", node, err)
 	}
 	if err := s.renewBootID(node); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/livechange"
+	"netshift.io/netshift/internal/ovs"
 )
 
 // AbortAnnotation on ClusterNetwork asks to abort the change it names (`netshift abort`).
@@ -54,7 +55,7 @@ type LiveChangeReconciler struct {
 	RetryAfter time.Duration
 	// OVNSouthbound, when set, is the OVN southbound database: a Geneve port change then goes
 	// into its Encap records at T0 instead of into each node's OVS.
-	OVNSouthbound string
+	OVNSouthbound *ovs.Southbound
 	// AnswerTimeout is how long the change waits for an agent's preconditions (from the start)
 	// and for its step report (from T0).
 	AnswerTimeout time.Duration
@@ -241,7 +242,7 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 		if wait := ch.T0.Sub(now); wait > 0 {
 			return wait, nil
 		}
-		if err := setEncapPort(ctx, r.OVNSouthbound, ch.To, nil); err != nil {
+		if _, err := r.OVNSouthbound.SetEncapPort(ctx, int(ch.To), nil); err != nil {
 			ch.Southbound = "Failed: " + err.Error()
 		} else {
 			ch.Southbound = "Done"
@@ -327,7 +328,7 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Cluste
 	t0 := metav1.NewMicroTime(r.Now().Add(r.Lead))
 	ch.T0 = &t0
 	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
-	if ch.Kind == v1alpha1.ChangeGenevePort && r.OVNSouthbound != "" {
+	if ch.Kind == v1alpha1.ChangeGenevePort && r.OVNSouthbound != nil {
 		// ovn-controller owns the tunnel ports: the port goes into the southbound Encap records
 		// at T0 (done by this controller, which holds the connection), and nodes have no step.
 		c.NodeSteps = false
@@ -416,7 +417,7 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, ch *v1alpha1.Networ
 // keepSouthbound, in OVN mode with Geneve, puts the applied port back on the
 // Encap records that lost it, and comes back to check every southboundResync.
 func (r *LiveChangeReconciler) keepSouthbound(ctx context.Context, cn *v1alpha1.ClusterNetwork, requeue time.Duration) time.Duration {
-	if r.OVNSouthbound == "" || livechange.FromSpec(cn.Spec).Encapsulation != v1alpha1.EncapGeneve || cn.Status.Applied == nil {
+	if r.OVNSouthbound == nil || livechange.FromSpec(cn.Spec).Encapsulation != v1alpha1.EncapGeneve || cn.Status.Applied == nil {
 		return requeue
 	}
 	port := cn.Status.Applied.GenevePort

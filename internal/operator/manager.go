@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -144,8 +145,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		}
 	}
 	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now,
-		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry, OVNSouthbound: o.OVNSouthbound,
-		TimeURL: o.TimeAdvertiseURL}
+		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry, TimeURL: o.TimeAdvertiseURL}
+	if o.OVNSouthbound != "" {
+		lc.OVNSouthbound = ovs.NewSouthbound(o.OVNSouthbound)
+		if err := mgr.Add(closeAtStop(lc.OVNSouthbound.Close)); err != nil {
+			return nil, err
+		}
+	}
 	if lc.RetryAfter == 0 {
 		lc.RetryAfter = 15 * time.Second
 	}
@@ -188,7 +194,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		return nil, fmt.Errorf("set up zone controller: %w", err)
 	}
 	if o.OVNNorthbound != "" {
-		pc := &PortChassisReconciler{Client: mgr.GetClient(), Northbound: ovs.Northbound{DB: o.OVNNorthbound}, Recorder: mgr.GetEventRecorder("netshift-ports")}
+		nb := ovs.NewNorthbound(o.OVNNorthbound)
+		if err := mgr.Add(closeAtStop(nb.Close)); err != nil {
+			return nil, err
+		}
+		pc := &PortChassisReconciler{Client: mgr.GetClient(), Northbound: nb, Recorder: mgr.GetEventRecorder("netshift-ports")}
 		if err := pc.SetupWithManager(ctx, mgr); err != nil {
 			return nil, fmt.Errorf("set up port chassis controller: %w", err)
 		}
@@ -199,4 +209,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		}
 	}
 	return mgr, nil
+}
+
+// closeAtStop closes a connection of the operator's when it stops.
+func closeAtStop(close func()) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		close()
+		return nil
+	})
 }

@@ -47,7 +47,7 @@ type ports interface {
 	SetPortOptions(ctx context.Context, port string, set map[string]string, remove []string) error
 }
 
-var _ ports = ovs.Northbound{}
+var _ ports = (*ovs.Northbound)(nil)
 
 func portIDOf(pod *corev1.Pod) string {
 	p, ok, err := plug.PortOf(pod.Annotations, string(pod.UID))

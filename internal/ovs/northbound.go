@@ -3,68 +3,89 @@ package ovs
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
+
+	"netshift.io/netshift/internal/ovs/model/nb"
 )
 
-// Northbound is an OVN northbound database, reached with ovn-nbctl.
+// Northbound is an OVN northbound database: netshift reads and sets logical
+// switch ports' options (the chassis a port is bound to) and reads whose
+// port is (its external_ids).
 type Northbound struct {
-	DB string // unix:PATH or tcp:HOST:PORT
+	// DB is the endpoint: unix:PATH or tcp:HOST:PORT.
+	DB string
+	lazyConn
 }
 
-func (n Northbound) nbctl(ctx context.Context, args ...string) (string, error) {
-	return run(ctx, "OVN northbound "+n.DB, "ovn-nbctl", append([]string{"--db=" + n.DB, "--timeout=10"}, args...))
-}
+// NewNorthbound returns the northbound database at endpoint; it connects on
+// first use (as does a Northbound with only DB set).
+func NewNorthbound(endpoint string) *Northbound { return &Northbound{DB: endpoint} }
 
-// PortOptions reads a logical switch port's options; false when there is no such port.
-func (n Northbound) PortOptions(ctx context.Context, port string) (map[string]string, bool, error) {
-	opts, _, ok, err := n.Port(ctx, port)
-	return opts, ok, err
+func (n *Northbound) get(ctx context.Context) (*conn, error) {
+	return n.lazyConn.get(ctx, func(ctx context.Context) (*conn, error) {
+		db, err := model.NewClientDBModel(nb.Schema().Name, map[string]model.Model{nb.LogicalSwitchPortTable: &nb.LogicalSwitchPort{}})
+		if err != nil {
+			return nil, err
+		}
+		var p nb.LogicalSwitchPort
+		return dial(ctx, "OVN northbound "+n.DB, n.DB, db, client.WithTable(&p, &p.Name, &p.Options, &p.ExternalIDs))
+	})
 }
 
 // Port reads a logical switch port's options and external_ids (who it
 // belongs to); ok is false when there is no such port.
-func (n Northbound) Port(ctx context.Context, port string) (options, ids map[string]string, ok bool, err error) {
-	out, err := n.nbctl(ctx, "--format=json", "--columns=options,external_ids", "find", "logical_switch_port", "name="+port)
+func (n *Northbound) Port(ctx context.Context, port string) (options, ids map[string]string, ok bool, err error) {
+	c, err := n.get(ctx)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	tables, err := decodeTables(out)
-	if err != nil || len(tables) != 1 {
-		return nil, nil, false, fmt.Errorf("OVN northbound %s: logical switch port %s: unexpected answer (%v)", n.DB, port, err)
+	p := nb.LogicalSwitchPort{Name: port}
+	if err := c.c.Get(ctx, &p); err != nil {
+		if notFound(err) {
+			return nil, nil, false, nil
+		}
+		return nil, nil, false, fmt.Errorf("%s: logical switch port %s: %w", c.what, port, err)
 	}
-	if len(tables[0]) == 0 {
-		return nil, nil, false, nil
-	}
-	row := tables[0][0]
-	if len(row) != 2 {
-		return nil, nil, false, fmt.Errorf("OVN northbound %s: logical switch port %s: %d columns, want options and external_ids", n.DB, port, len(row))
-	}
-	return externalIDs(row[0]), externalIDs(row[1]), true, nil
+	return p.Options, p.ExternalIDs, true, nil
 }
 
-// SetPortOptions sets and removes options of a logical switch port in one transaction.
-func (n Northbound) SetPortOptions(ctx context.Context, port string, set map[string]string, remove []string) error {
-	var args []string
+// PortOptions reads a logical switch port's options; false when there is no such port.
+func (n *Northbound) PortOptions(ctx context.Context, port string) (map[string]string, bool, error) {
+	opts, _, ok, err := n.Port(ctx, port)
+	return opts, ok, err
+}
+
+// SetPortOptions sets and removes options of a logical switch port in one
+// transaction, leaving its other options as they are.
+func (n *Northbound) SetPortOptions(ctx context.Context, port string, set map[string]string, remove []string) error {
+	c, err := n.get(ctx)
+	if err != nil {
+		return err
+	}
+	p := nb.LogicalSwitchPort{Name: port}
+	var mutations []model.Mutation
+	if drop := append(slices.Sorted(maps.Keys(set)), remove...); len(drop) > 0 {
+		mutations = append(mutations, model.Mutation{Field: &p.Options, Mutator: ovsdb.MutateOperationDelete, Value: drop})
+	}
 	if len(set) > 0 {
-		keys := make([]string, 0, len(set))
-		for k := range set {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		args = append(args, "set", "logical_switch_port", port)
-		for _, k := range keys {
-			args = append(args, fmt.Sprintf("options:%s=%q", k, set[k]))
-		}
+		mutations = append(mutations, model.Mutation{Field: &p.Options, Mutator: ovsdb.MutateOperationInsert, Value: set})
 	}
-	for _, k := range remove {
-		if len(args) > 0 {
-			args = append(args, "--")
-		}
-		args = append(args, "remove", "logical_switch_port", port, "options", k)
-	}
-	if len(args) == 0 {
+	if len(mutations) == 0 {
 		return nil
 	}
-	_, err := n.nbctl(ctx, args...)
+	what := fmt.Sprintf("logical switch port %s: set options %v, remove %v", port, set, remove)
+	ops, err := c.c.Where(&p).Mutate(&p, mutations...)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", c.what, what, err)
+	}
+	res, err := c.transact(ctx, what, ops)
+	if err == nil && len(res) > 0 && res[0].Count == 0 {
+		return fmt.Errorf("%s: %s: no such port", c.what, what)
+	}
 	return err
 }

@@ -116,7 +116,7 @@ func TestLiveChanges(t *testing.T) {
 			c := labClient(t, name)
 			ofports := map[string]int{}
 			for _, n := range s.Topology.Nodes {
-				tunnels, err := ovs.DB{Socket: s.OVSDB(n.Name)}.Tunnels(context.Background())
+				tunnels, err := switchTunnels(s.OVSDB(n.Name))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -173,7 +173,7 @@ func TestLiveChanges(t *testing.T) {
 			}
 			if mode.portField != "" {
 				for _, n := range s.Topology.Nodes {
-					tunnels, err := ovs.DB{Socket: s.OVSDB(n.Name)}.Tunnels(context.Background())
+					tunnels, err := switchTunnels(s.OVSDB(n.Name))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -231,7 +231,7 @@ func TestPortHeldOnOneNode(t *testing.T) {
 		t.Fatalf("change %+v, Degraded %+v", cn.Status.Change, deg)
 	}
 	for _, n := range s.Topology.Nodes {
-		tunnels, _ := ovs.DB{Socket: s.OVSDB(n.Name)}.Tunnels(context.Background())
+		tunnels, _ := switchTunnels(s.OVSDB(n.Name))
 		for _, tun := range tunnels {
 			if tun.DstPort != 0 {
 				t.Errorf("node %s %s changed to %d although the preconditions failed", n.Name, tun.Name, tun.DstPort)
@@ -638,4 +638,13 @@ func TestClockCheckedAgainstTheElectedOperator(t *testing.T) {
 	if got := podMTUs(t, s); got[1450] != 2 {
 		t.Errorf("pod MTUs %v after failed preconditions, want both unchanged at 1450", got)
 	}
+}
+
+// switchTunnels reads a lab node's tunnels through a connection of its own.
+func switchTunnels(socket string) (tunnels []ovs.Tunnel, err error) {
+	err = ovs.WithSwitch(context.Background(), socket, func(sw *ovs.Switch) error {
+		tunnels, err = sw.Tunnels(context.Background())
+		return err
+	})
+	return tunnels, err
 }

@@ -15,6 +15,7 @@ import (
 
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/testenv"
 )
 
@@ -79,7 +80,11 @@ func TestVMMigration(t *testing.T) {
 		t.Errorf("logical ports left on ls-vm (want only its router port): %s %v", out, err)
 	}
 	for _, n := range s.Topology.Nodes {
-		plugged, err := ovs.DB{Socket: s.OVSDB(n.Name)}.Plugged(context.Background())
+		var plugged []plug.Plugged
+		err := ovs.WithSwitch(context.Background(), s.OVSDB(n.Name), func(sw *ovs.Switch) (err error) {
+			plugged, err = sw.Plugged(context.Background())
+			return err
+		})
 		if err != nil || len(plugged) != 0 {
 			t.Errorf("node %s: still plugged %+v %v", n.Name, plugged, err)
 		}

@@ -22,7 +22,10 @@ import (
 
 // Switch is one running Open vSwitch.
 type Switch struct {
-	DB ovs.DB
+	// Socket is the database's endpoint, unix:PATH.
+	Socket string
+	// DB is netshift's connection to it (it reconnects across Restart).
+	DB *ovs.Switch
 	// Netns is the namespace vswitchd runs in: create taps there.
 	Netns string
 	// Dir holds the database file, sockets and logs.
@@ -50,7 +53,7 @@ func Start(t testing.TB) *Switch {
 		t.Fatal(err)
 	}
 	s := &Switch{Dir: dir, File: filepath.Join(dir, "conf.db"), Netns: fmt.Sprintf("nsovs-%d-%d", os.Getpid(), seq.Add(1)), t: t}
-	s.DB = ovs.DB{Socket: "unix:" + filepath.Join(dir, "db.sock")}
+	s.Socket = "unix:" + filepath.Join(dir, "db.sock")
 	t.Cleanup(s.stop)
 	s.Run("ip", "netns", "add", s.Netns)
 	s.Run("ip", "-n", s.Netns, "link", "set", "lo", "up")
@@ -58,9 +61,13 @@ func Start(t testing.TB) *Switch {
 	s.inNetns("ovsdb-server", s.File, "--remote=punix:"+filepath.Join(dir, "db.sock"), "--pidfile="+filepath.Join(dir, "ovsdb-server.pid"),
 		"--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(dir, "ovsdb-server.log"), "--detach")
 	s.Vsctl("--no-wait", "init")
-	s.inNetns("ovs-vswitchd", s.DB.Socket, "--pidfile="+filepath.Join(dir, "ovs-vswitchd.pid"),
+	s.inNetns("ovs-vswitchd", s.Socket, "--pidfile="+filepath.Join(dir, "ovs-vswitchd.pid"),
 		"--unixctl="+filepath.Join(dir, "ovs-vswitchd.ctl"), "--log-file="+filepath.Join(dir, "ovs-vswitchd.log"), "--detach")
 	s.Vsctl("add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev")
+	if s.DB, err = ovs.OpenSwitch(context.Background(), s.Socket); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.DB.Close)
 	return s
 }
 
@@ -90,7 +97,7 @@ func (s *Switch) inNetns(name string, args ...string) string {
 // Vsctl runs ovs-vsctl on this switch.
 func (s *Switch) Vsctl(args ...string) string {
 	s.t.Helper()
-	return strings.TrimSpace(s.Run("ovs-vsctl", append([]string{"--db=" + s.DB.Socket, "--timeout=20"}, args...)...))
+	return strings.TrimSpace(s.Run("ovs-vsctl", append([]string{"--db=" + s.Socket, "--timeout=20"}, args...)...))
 }
 
 // Flows dumps a bridge's OpenFlow flows, without their counters.
@@ -130,7 +137,7 @@ func (s *Switch) Restart() {
 	s.stopDaemons()
 	s.inNetns("ovsdb-server", s.File, "--remote=punix:"+filepath.Join(s.Dir, "db.sock"), "--pidfile="+filepath.Join(s.Dir, "ovsdb-server.pid"),
 		"--unixctl="+filepath.Join(s.Dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(s.Dir, "ovsdb-server.log"), "--detach")
-	s.inNetns("ovs-vswitchd", s.DB.Socket, "--pidfile="+filepath.Join(s.Dir, "ovs-vswitchd.pid"),
+	s.inNetns("ovs-vswitchd", s.Socket, "--pidfile="+filepath.Join(s.Dir, "ovs-vswitchd.pid"),
 		"--unixctl="+filepath.Join(s.Dir, "ovs-vswitchd.ctl"), "--log-file="+filepath.Join(s.Dir, "ovs-vswitchd.log"), "--detach")
 	s.Vsctl("show")
 }

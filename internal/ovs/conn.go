@@ -1,0 +1,99 @@
+package ovs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-logr/logr"
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// txTimeout bounds one transaction, as ovs-vsctl's --timeout did.
+const txTimeout = 10 * time.Second
+
+// conn is one long-lived OVSDB connection: a monitor keeps its cache of the
+// tables and columns it watches current, reads come from that cache, and
+// writes are transactions built in code. It reconnects (and monitors again)
+// by itself when the server goes away.
+type conn struct {
+	// what names the database in errors: "OVSDB unix:/run/openvswitch/db.sock".
+	what string
+	c    client.Client
+}
+
+// dial connects to endpoint (unix:PATH or tcp:HOST:PORT) and monitors the
+// tables asked for; it returns once the cache holds their current rows.
+func dial(ctx context.Context, what, endpoint string, db model.ClientDBModel, tables ...client.MonitorOption) (*conn, error) {
+	logger := log.FromContext(ctx).WithName("ovsdb").WithValues("database", db.Name(), "endpoint", endpoint)
+	// libovsdb logs every update at V(5) and its reconnects at V(3): quiet unless asked.
+	quiet := logger.V(2)
+	l := logr.New(quiet.GetSink())
+	if !quiet.Enabled() {
+		l = logr.Discard()
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	c, err := client.NewOVSDBClient(db, client.WithEndpoint(endpoint), client.WithReconnect(txTimeout, b), client.WithLogger(&l))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, txTimeout)
+	defer cancel()
+	if err := c.Connect(ctx); err != nil {
+		return nil, fmt.Errorf("%s: connect: %w", what, err)
+	}
+	if len(tables) > 0 {
+		if _, err := c.Monitor(ctx, c.NewMonitor(tables...)); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: monitor: %w", what, err)
+		}
+	}
+	return &conn{what: what, c: c}, nil
+}
+
+// close ends the connection.
+func (c *conn) close() { c.c.Close() }
+
+// transact commits ops as one transaction; what says what it does, for the error.
+func (c *conn) transact(ctx context.Context, what string, ops []ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, txTimeout)
+	defer cancel()
+	res, err := c.c.Transact(ctx, ops...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", c.what, what, err)
+	}
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", c.what, what, err)
+	}
+	return res, nil
+}
+
+// reachable checks that the server answers now.
+func (c *conn) reachable(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, txTimeout)
+	defer cancel()
+	if err := c.c.Echo(ctx); err != nil {
+		return fmt.Errorf("%s: not answering: %w", c.what, err)
+	}
+	return nil
+}
+
+// list reads every cached row of a table into result (a pointer to a slice of models).
+func (c *conn) list(ctx context.Context, result any) error {
+	if err := c.c.List(ctx, result); err != nil {
+		return fmt.Errorf("%s: read cache: %w", c.what, err)
+	}
+	return nil
+}
+
+// notFound says whether err is a lookup of a row that is not there.
+func notFound(err error) bool { return errors.Is(err, client.ErrNotFound) }

@@ -1,0 +1,44 @@
+// Package ovs owns netshift's access to OVSDB: a node's Open_vSwitch database
+// (tunnel ports, mtu_request, plugging and unplugging ports), OVN's
+// northbound (logical switch port options) and southbound (Encap records)
+// databases. Each is one long-lived libovsdb connection with a monitor of the
+// tables netshift reads, and every change is one transaction built in code
+// from generated models (internal/ovs/model, hack/generate.sh). The one thing
+// OVSDB cannot do, sending a packet into a bridge, is ovs-ofctl's packet-out.
+package ovs
+
+// The external_ids netshift writes on what it plugs: a restarted agent finds
+// its ports by them, and unplug removes exactly what carries them.
+const (
+	extPortID = "netshift-port-id"
+	extOwner  = "netshift-owner"
+	extMode   = "netshift-plug-mode"
+	extTap    = "netshift-tap"
+	// DeadVLAN isolates a port inside its port bridge: NORMAL never forwards VLAN 4095.
+	DeadVLAN = 4095
+)
+
+// Tunnel is a tunnel interface.
+type Tunnel struct {
+	Name   string
+	Type   string
+	OFPort int
+	// DstPort is options:dst_port, 0 when unset (the protocol's default).
+	DstPort int
+	uuid    string
+}
+
+// Interface is what the readiness of a port is read from.
+type Interface struct {
+	Name   string
+	OFPort int // -1: the device does not exist (yet); 0: not read
+	// OVNInstalled is external_ids:ovn-installed=true, which ovn-controller
+	// sets once the port is bound and its flows are in place.
+	OVNInstalled bool
+}
+
+// PodPort is an interface pods may be attached through.
+type PodPort struct {
+	Bridge string
+	Type   string // "" for a system device (a veth), "internal", "patch", ...
+}
