@@ -381,16 +381,6 @@ func (t tables) portNamed(bridge vswitch.Bridge, name string) (vswitch.Port, boo
 	return vswitch.Port{}, false
 }
 
-// interfaceNamed finds an interface by name, anywhere in the switch.
-func (t tables) interfaceNamed(name string) (vswitch.Interface, bool) {
-	for _, i := range t.ifaces {
-		if i.Name == name {
-			return i, true
-		}
-	}
-	return vswitch.Interface{}, false
-}
-
 // bridgeOfPort is the bridge a port (by name) is on.
 func (t tables) bridgeOfPort(name string) (vswitch.Bridge, vswitch.Port, bool) {
 	for _, b := range t.bridges {
