@@ -206,8 +206,21 @@ type DrainFailure struct {
 type StepResult struct {
 	// Action is the step's action.
 	Action StepAction `json:"action"`
-	// At is when the step ran.
+	// At is when the step ran (its actual start).
 	At metav1.MicroTime `json:"at"`
+	// ScheduledAt is when the step was to start: the change's T0 plus the step's offset.
+	// +optional
+	ScheduledAt *metav1.MicroTime `json:"scheduledAt,omitempty"`
+	// EndedAt is when the step ended (for the tunnel port, when ovs-vswitchd had applied it).
+	// +optional
+	EndedAt *metav1.MicroTime `json:"endedAt,omitempty"`
+	// CommittedAt is, for a step that is one OVSDB transaction, when the database committed it.
+	// +optional
+	CommittedAt *metav1.MicroTime `json:"committedAt,omitempty"`
+	// LateMicros is how late the step started after its scheduled time, in microseconds: its
+	// skew, which the agent keeps small by building the step's work before its time.
+	// +optional
+	LateMicros int64 `json:"lateMicros,omitempty"`
 	// LateMs is how late the step started after its offset.
 	// +optional
 	LateMs int32 `json:"lateMs,omitempty"`

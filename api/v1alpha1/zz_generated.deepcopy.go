@@ -638,6 +638,18 @@ func (in *ScheduledStep) DeepCopy() *ScheduledStep {
 func (in *StepResult) DeepCopyInto(out *StepResult) {
 	*out = *in
 	in.At.DeepCopyInto(&out.At)
+	if in.ScheduledAt != nil {
+		in, out := &in.ScheduledAt, &out.ScheduledAt
+		*out = (*in).DeepCopy()
+	}
+	if in.EndedAt != nil {
+		in, out := &in.EndedAt, &out.EndedAt
+		*out = (*in).DeepCopy()
+	}
+	if in.CommittedAt != nil {
+		in, out := &in.CommittedAt, &out.CommittedAt
+		*out = (*in).DeepCopy()
+	}
 	if in.Skipped != nil {
 		in, out := &in.Skipped, &out.Skipped
 		*out = make([]string, len(*in))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -86,6 +87,9 @@ func (a *Agent) recheckAfterFailedRestore(ctx context.Context, nns *v1alpha1.Nod
 func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (withdrawn bool, err error) {
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
 	at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
+	// Everything the step needs is built before its time, so that at its time
+	// it only sends (one OVSDB transaction for the tunnel port).
+	fire := a.armStep(ctx, plan, step)
 	if wait := at.Sub(a.now()); wait > 0 {
 		select {
 		case <-time.After(wait):
@@ -102,15 +106,14 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkStat
 		return true, nil
 	}
 	began := a.now()
-	outcome, err := a.runStep(ctx, plan, step)
-	res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),
-		LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(a.now().Sub(began).Milliseconds()),
-		Changed: int32(outcome.changed), Skipped: outcome.report()}
+	outcome, err := fire(ctx)
+	ended := a.now()
+	res := stepResult(step, at, began, ended, outcome)
 	if err != nil {
 		res.Error = err.Error()
 		logger.Error(err, "step failed", "step", step.Action)
 	} else {
-		logger.Info("step done", "step", step.Action, "value", step.Value, "lateMs", res.LateMs, "tookMs", res.TookMs,
+		logger.Info("step done", "step", step.Action, "value", step.Value, "lateMicros", res.LateMicros, "tookMs", res.TookMs,
 			"changed", res.Changed, "skipped", outcome.skipped)
 	}
 	return false, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
@@ -119,6 +122,40 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkStat
 			s.LiveChange.Failed = true
 		}
 	})
+}
+
+// stepResult is the report of a step scheduled at at, run from began to ended.
+func stepResult(step v1alpha1.ScheduledStep, at, began, ended time.Time, o stepOutcome) v1alpha1.StepResult {
+	res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),
+		ScheduledAt: ptr.To(metav1.NewMicroTime(at)), EndedAt: ptr.To(metav1.NewMicroTime(ended)),
+		LateMicros: began.Sub(at).Microseconds(), LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(ended.Sub(began).Milliseconds()),
+		Changed: int32(o.changed), Skipped: o.report()}
+	if !o.committed.IsZero() {
+		res.CommittedAt = ptr.To(metav1.NewMicroTime(o.committed))
+	}
+	return res
+}
+
+// armStep prepares a step and returns what runs it at its time. The tunnel
+// port's transaction is built now, from the switch's cache; a step that
+// cannot be prepared (or needs nothing prepared) runs whole at its time.
+func (a *Agent) armStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) func(context.Context) (stepOutcome, error) {
+	whole := func(ctx context.Context) (stepOutcome, error) { return a.runStep(ctx, plan, step) }
+	if step.Action != v1alpha1.StepTunnelPort || a.failOnce[step.Action] || a.Switch == nil {
+		return whole
+	}
+	prepared, err := a.Switch.PrepareTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
+	if err != nil {
+		log.FromContext(ctx).Info("could not prepare the tunnel port step; it runs whole at its time", "node", a.Node, "error", err.Error())
+		return whole
+	}
+	return func(ctx context.Context) (stepOutcome, error) {
+		err := prepared.Commit(ctx)
+		if err != nil {
+			err = fmt.Errorf("node %s: %w", a.Node, err)
+		}
+		return stepOutcome{changed: len(prepared.Names), committed: prepared.Committed}, err
+	}
 }
 
 // settleDelay is how long after its last step the agent aligns the node's
@@ -289,8 +326,12 @@ func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step
 		if err != nil {
 			return stepOutcome{}, err
 		}
-		names, err := sw.SetTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
-		return stepOutcome{changed: len(names)}, err
+		prepared, err := sw.PrepareTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		err = prepared.Commit(ctx)
+		return stepOutcome{changed: len(prepared.Names), committed: prepared.Committed}, err
 	case v1alpha1.StepNetworkConfig:
 		if plan.Network == nil {
 			return stepOutcome{}, fmt.Errorf("node %s: the plan of %s carries no network to write", a.Node, plan.ID)

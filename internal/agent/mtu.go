@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/nodeconfig"
@@ -16,6 +17,8 @@ const maxSkipped = 20
 type stepOutcome struct {
 	changed int
 	skipped []string
+	// committed is when a step that is one OVSDB transaction was committed.
+	committed time.Time
 }
 
 func (o *stepOutcome) skip(format string, args ...any) {

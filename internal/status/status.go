@@ -37,6 +37,8 @@ type Change struct {
 	v1alpha1.NetworkChange `json:",inline"`
 	// T0InMs is how long until T0 (negative once passed).
 	T0InMs *int64 `json:"t0InMs,omitempty"`
+	// Skew is the worst start of a step against its time, from the nodes' reports.
+	Skew *Skew `json:"skew,omitempty"`
 }
 
 // Pool is one pool with its nodes.
@@ -93,6 +95,9 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 				r.Change.T0InMs = &in
 			}
 		}
+	}
+	if r.Change != nil {
+		r.Change.Skew = changeSkew(states.Items, r.Change.ID)
 	}
 	byName := map[string]*v1alpha1.NodeNetworkState{}
 	for i := range states.Items {
@@ -211,6 +216,10 @@ func (r Report) WriteText(w io.Writer) error {
 			}
 		}
 		fmt.Fprintf(w, " (%d/%d nodes ready, %d applied, %d failed): %s\n", ch.Ready, ch.Nodes, ch.Applied, ch.Failed, ch.Message)
+		if sk := ch.Skew; sk != nil {
+			fmt.Fprintf(w, "SKEW worst %s on %s %+.3f ms from its time; nodes %.3f ms apart at most (%d steps)\n",
+				sk.Step, sk.Node, float64(sk.LateMicros)/1000, float64(sk.SpreadMicros)/1000, sk.Steps)
+		}
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "PROBLEM %s\n", p)

@@ -149,6 +149,29 @@ func TestLiveChanges(t *testing.T) {
 				if !meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.ClusterNetworkProgressing) || !meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded) {
 					t.Errorf("%s: conditions %+v", ch.what, cn.Status.Conditions)
 				}
+				// Each node's steps carry when they were due, when they began and ended; a
+				// tunnel port step when its transaction was committed. Status shows the worst skew.
+				var states v1alpha1.NodeNetworkStateList
+				if err := c.List(context.Background(), &states); err != nil {
+					t.Fatal(err)
+				}
+				timed := 0
+				for _, st := range states.Items {
+					if rep := st.Status.LiveChange; rep != nil && rep.ID == cn.Status.Change.ID {
+						timed += len(rep.Steps)
+						for _, sr := range rep.Steps {
+							if sr.ScheduledAt == nil || sr.EndedAt == nil || sr.Action == v1alpha1.StepTunnelPort && sr.CommittedAt == nil {
+								t.Errorf("%s: node %s step %s reports no schedule, end or commit: %+v", ch.what, st.Name, sr.Action, sr)
+							}
+						}
+					}
+				}
+				out := mustNetshift(t, "--kubeconfig", s.Kubeconfig, "status")
+				if i := strings.Index(out, "SKEW"); i >= 0 {
+					t.Logf("%s: %s", ch.what, strings.SplitN(out[i:], "\n", 2)[0])
+				} else if timed > 0 {
+					t.Errorf("%s: %d timed steps, but netshift status shows no SKEW line:\n%s", ch.what, timed, out)
+				}
 				// Phase 3: the configuration new pods are set up from carries the applied values.
 				want := livechange.NodeConfig(*cn.Status.Applied, cn.Spec.Encapsulation)
 				for _, n := range s.Topology.Nodes {
