@@ -10,11 +10,12 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/netshift ./cmd/netshift && \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/netshift-cni ./cmd/netshift-cni
 
-# The OVS and OVN clients netshift still runs, a shell and nsenter for the
+# netshift reaches OVSDB itself (libovsdb); the one OVS program it runs is
+# ovs-ofctl, for a migrated VM's RARP (packet-out). A shell and nsenter for the
 # node-restore command (util-linux is in the base image).
 FROM debian:bookworm-slim
 RUN apt-get update && \
-    apt-get install -y --no-install-recommends openvswitch-common ovn-common && \
+    apt-get install -y --no-install-recommends openvswitch-common && \
     rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/netshift /out/netshift-cni /usr/local/bin/
 ENTRYPOINT ["/usr/local/bin/netshift"]

@@ -27,8 +27,9 @@ type Binaries struct {
 	Busybox string
 }
 
-// ovsTools are the OVS and OVN clients netshift still runs as programs; they
-// go into its image with the shared libraries they load.
+// ovsTools go into the lab's image with the shared libraries they load:
+// netshift runs ovs-ofctl (a VM's RARP); the lab's own zone-move hooks, which
+// play the network plugin's part, run the OVS and OVN clients.
 var ovsTools = []string{"/usr/bin/ovs-vsctl", "/usr/bin/ovs-ofctl", "/usr/bin/ovn-nbctl", "/usr/bin/ovn-sbctl"}
 
 // busyboxApplets are the commands the workload image offers.
