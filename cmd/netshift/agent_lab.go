@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -53,6 +54,50 @@ func labAgentFlags(f *pflag.FlagSet) func(*agent.Options, *rest.Config) error {
 		for _, s := range failOnce {
 			o.FailStepOnce = append(o.FailStepOnce, v1alpha1.StepAction(s))
 		}
+		o.TunnelPortPath = execTunnelPort{nodes: cs, node: o.Node, socket: o.OVSDB}
 		return nil
 	}
+}
+
+// ExecPathLabel set to "exec" on a lab node makes its agent take the tunnel
+// port step by running ovs-vsctl, as netshift did before it reached OVSDB
+// through libovsdb: the benchmark runs both paths side by side.
+const ExecPathLabel = LabHookLabel + "ovsdb-path"
+
+// execTunnelPort is the exec path of the tunnel port step: one ovs-vsctl
+// that finds the tunnels and one that sets their port (and, as ovs-vsctl
+// does, waits for ovs-vswitchd to apply it).
+type execTunnelPort struct {
+	nodes  kubernetes.Interface
+	node   string
+	socket string
+}
+
+func (e execTunnelPort) Use(ctx context.Context) bool {
+	n, err := e.nodes.CoreV1().Nodes().Get(ctx, e.node, metav1.GetOptions{})
+	return err == nil && n.Labels[ExecPathLabel] == "exec"
+}
+
+func (e execTunnelPort) Set(ctx context.Context, encapsulation string, port int) (int, error) {
+	vsctl := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, "ovs-vsctl", append([]string{"--db=" + e.socket, "--timeout=10"}, args...)...).CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("ovs-vsctl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+		return string(out), nil
+	}
+	out, err := vsctl("--bare", "--columns=name", "find", "interface", "type="+encapsulation)
+	if err != nil {
+		return 0, err
+	}
+	var args []string
+	names := strings.Fields(out)
+	for _, name := range names {
+		args = append(args, "--", "set", "interface", name, fmt.Sprintf("options:dst_port=%d", port))
+	}
+	if len(args) == 0 {
+		return 0, nil
+	}
+	_, err = vsctl(args[1:]...)
+	return len(names), err
 }

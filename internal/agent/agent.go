@@ -37,6 +37,14 @@ import (
 // reporting the result.
 type Work func(ctx context.Context, node string, op v1alpha1.NodeOperation) error
 
+// TunnelPortPath is another way of taking the tunnel port step, for a lab
+// build's benchmark: Use says, at the step's arming, whether it takes it;
+// Set then changes the tunnels' port at the step's time.
+type TunnelPortPath interface {
+	Use(ctx context.Context) bool
+	Set(ctx context.Context, encapsulation string, port int) (changed int, err error)
+}
+
 // Agent runs its node's plan.
 type Agent struct {
 	Client client.Client
@@ -54,7 +62,9 @@ type Agent struct {
 	Restore Restorer
 	// NetworkConfig and BootIDFile locate the node's files (see Options).
 	NetworkConfig, BootIDFile string
-	failOnce                  map[v1alpha1.StepAction]bool
+	// TunnelPortPath is a lab build's other way of taking the tunnel port step (see Options).
+	TunnelPortPath TunnelPortPath
+	failOnce       map[v1alpha1.StepAction]bool
 	// rechecked are the changes whose failed restore this process has checked again.
 	rechecked map[string]bool
 	// doneAt and settled track the pass that aligns, once a change is done, the pods its steps
@@ -115,6 +125,9 @@ type Options struct {
 	Restore Restorer
 	// FailStepOnce makes the first run of these steps fail, for tests of the restore action.
 	FailStepOnce []v1alpha1.StepAction
+	// TunnelPortPath, when set (lab builds), may take the tunnel port step another way: the
+	// benchmark compares the OVSDB client netshift uses with the exec of ovs-vsctl it replaced.
+	TunnelPortPath TunnelPortPath
 	// NetworkConfig is the node's network configuration file, which new pods are set up from; a
 	// live change rewrites it as its last step. Empty: nothing on the node reads one.
 	NetworkConfig string
@@ -241,7 +254,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
 		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Restore: o.Restore, failOnce: map[v1alpha1.StepAction]bool{}, rechecked: map[string]bool{},
 		doneAt: map[string]time.Time{}, settled: map[string]bool{}, Pods: o.Pods, IntegrationBridge: o.IntegrationBridge,
-		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, MoveZone: o.MoveZone}
+		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, MoveZone: o.MoveZone, TunnelPortPath: o.TunnelPortPath}
 	for _, s := range o.FailStepOnce {
 		a.failOnce[s] = true
 	}

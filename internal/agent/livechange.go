@@ -144,6 +144,12 @@ func (a *Agent) armStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step
 	if step.Action != v1alpha1.StepTunnelPort || a.failOnce[step.Action] || a.Switch == nil {
 		return whole
 	}
+	if a.TunnelPortPath != nil && a.TunnelPortPath.Use(ctx) {
+		return func(ctx context.Context) (stepOutcome, error) {
+			n, err := a.TunnelPortPath.Set(ctx, string(plan.Encapsulation), int(step.Value))
+			return stepOutcome{changed: n, committed: a.now()}, err
+		}
+	}
 	prepared, err := a.Switch.PrepareTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
 	if err != nil {
 		log.FromContext(ctx).Info("could not prepare the tunnel port step; it runs whole at its time", "node", a.Node, "error", err.Error())

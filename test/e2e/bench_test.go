@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/testenv"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // BenchmarkLabUpDown times `lab up` and `lab down` of a plain VXLAN lab with
@@ -47,10 +52,18 @@ func BenchmarkLabUpDown(b *testing.B) {
 }
 
 // BenchmarkLiveChangeGap runs, in a plain VXLAN lab with the probe running,
-// an MTU decrease by 100, the increase back, and a VXLAN port change, and
+// an MTU decrease by 100, the increase back, and VXLAN port changes, and
 // reports each change's longest silence on any long-lived connection, the
-// worst over the rounds (target: under 100 ms at 3 nodes). A change that breaks a connection or fails any
-// probe request fails the benchmark.
+// worst over the rounds (target: under 100 ms at 3 nodes). A change that
+// breaks a connection or fails any probe request fails the benchmark.
+//
+// The port changes run three times through each path of the tunnel port
+// step, side by side: libovsdb (what netshift does: the transaction built
+// before T0, sent at it) and exec (ovs-vsctl run at T0, as netshift did
+// before, chosen by the node label lab.netshift.io/ovsdb-path=exec). For
+// each path: the longest gap, the time from each node's scheduled start to
+// the commit of its transaction (p50 and max, over nodes and rounds), and
+// how late each node's step started (skew p50, p99, max).
 func BenchmarkLiveChangeGap(b *testing.B) {
 	for _, nodes := range []int{3, 10} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
@@ -65,14 +78,12 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 				b.Fatal(err)
 			}
 			gaps := map[string]float64{}
+			port := 4789
 			for i := 0; i < b.N; i++ {
-				changes := []struct{ metric, patch string }{
+				for _, ch := range []struct{ metric, patch string }{
 					{"mtu-down-gap-ms", `{"spec":{"mtu":1350}}`},
 					{"mtu-up-gap-ms", `{"spec":{"mtu":1450}}`},
-					// Alternate, so every round is a real change.
-					{"port-gap-ms", fmt.Sprintf(`{"spec":{"vxlanPort":%d}}`, 4790-i%2)},
-				}
-				for _, ch := range changes {
+				} {
 					r, err := changeUnderProbe(name, c, ch.patch)
 					if err != nil {
 						b.Fatal(err)
@@ -82,12 +93,98 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 					}
 					gaps[ch.metric] = max(gaps[ch.metric], maxGap(r))
 				}
+				for _, path := range []string{"libovsdb", "exec"} {
+					setOVSDBPath(b, c, path)
+					var commits, late []float64
+					for round := 0; round < 3; round++ {
+						port = 4790 - port%2 // alternate, so every round is a real change
+						r, err := changeUnderProbe(name, c, fmt.Sprintf(`{"spec":{"vxlanPort":%d}}`, port))
+						if err != nil {
+							b.Fatal(err)
+						}
+						if !r.OK {
+							b.Fatalf("port %d through %s: %v", port, path, r.Failed())
+						}
+						gaps["port-"+path+"-gap-ms"] = max(gaps["port-"+path+"-gap-ms"], maxGap(r))
+						cm, lt := tunnelStepTimes(b, c)
+						commits, late = append(commits, cm...), append(late, lt...)
+					}
+					slices.Sort(commits)
+					slices.Sort(late)
+					b.ReportMetric(pct(commits, 50), "port-"+path+"-t0-commit-p50-ms")
+					b.ReportMetric(pct(commits, 100), "port-"+path+"-t0-commit-max-ms")
+					b.ReportMetric(pct(late, 50), "port-"+path+"-skew-p50-ms")
+					b.ReportMetric(pct(late, 99), "port-"+path+"-skew-p99-ms")
+					b.ReportMetric(pct(late, 100), "port-"+path+"-skew-max-ms")
+				}
+				setOVSDBPath(b, c, "libovsdb")
 			}
 			for m, g := range gaps {
 				b.ReportMetric(g, m)
 			}
 		})
 	}
+}
+
+// setOVSDBPath labels every lab node for the path its agent takes the tunnel
+// port step by (see BenchmarkLiveChangeGap).
+func setOVSDBPath(b *testing.B, c client.Client, path string) {
+	b.Helper()
+	var nodes corev1.NodeList
+	if err := c.List(context.Background(), &nodes); err != nil {
+		b.Fatal(err)
+	}
+	value := "null"
+	if path == "exec" {
+		value = `"exec"`
+	}
+	for _, n := range nodes.Items {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"lab.netshift.io/ovsdb-path":%s}}}`, value)
+		if err := c.Patch(context.Background(), &n, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// tunnelStepTimes reads, from every node's report of the last change, its
+// tunnel port step: the time from its scheduled start to its commit, and
+// how late it started, in milliseconds.
+func tunnelStepTimes(b *testing.B, c client.Client) (commit, late []float64) {
+	b.Helper()
+	var cn v1alpha1.ClusterNetwork
+	if err := c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil || cn.Status.Change == nil {
+		b.Fatalf("the change: %v", err)
+	}
+	var states v1alpha1.NodeNetworkStateList
+	if err := c.List(context.Background(), &states); err != nil {
+		b.Fatal(err)
+	}
+	for _, st := range states.Items {
+		rep := st.Status.LiveChange
+		if rep == nil || rep.ID != cn.Status.Change.ID {
+			continue
+		}
+		for _, s := range rep.Steps {
+			if s.Action != v1alpha1.StepTunnelPort || s.ScheduledAt == nil || s.CommittedAt == nil {
+				continue
+			}
+			commit = append(commit, float64(s.CommittedAt.Sub(s.ScheduledAt.Time).Microseconds())/1000)
+			late = append(late, float64(s.LateMicros)/1000)
+		}
+	}
+	if len(commit) == 0 {
+		b.Fatalf("change %s: no node reported a timed tunnel port step", cn.Status.Change.ID)
+	}
+	return commit, late
+}
+
+// pct is the p-th percentile of sorted values (100: the largest).
+func pct(sorted []float64, p int) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	return sorted[max(0, min(len(sorted), i)-1)]
 }
 
 // BenchmarkPodCreateToReady measures, on a 3-node lab of real nodes, the
