@@ -141,7 +141,29 @@ func stepResult(step v1alpha1.ScheduledStep, at, began, ended time.Time, o stepO
 // cannot be prepared (or needs nothing prepared) runs whole at its time.
 func (a *Agent) armStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) func(context.Context) (stepOutcome, error) {
 	whole := func(ctx context.Context) (stepOutcome, error) { return a.runStep(ctx, plan, step) }
-	if step.Action != v1alpha1.StepTunnelPort || a.failOnce[step.Action] || a.Switch == nil {
+	switch {
+	case a.failOnce[step.Action]:
+		return whole
+	case step.Action == v1alpha1.StepPodMTU || step.Action == v1alpha1.StepHostVethMTU:
+		// The namespaces the step will enter are entered now: the node's and
+		// each pod's known now (a pod set up meanwhile gets a handle at the step).
+		hs := newNetnsHandles()
+		if _, err := hs.get(a.NodeNetns); err != nil {
+			hs.close()
+			return whole
+		}
+		if step.Action == v1alpha1.StepPodMTU {
+			if pods, _, err := a.Pods.PodNetworks(ctx); err == nil {
+				for _, p := range pods {
+					_, _ = hs.get(p.Netns) // a pod gone meanwhile is the step's to skip
+				}
+			}
+		}
+		return func(ctx context.Context) (stepOutcome, error) {
+			defer hs.close()
+			return a.runStep(withHandles(ctx, hs), plan, step)
+		}
+	case step.Action != v1alpha1.StepTunnelPort || a.Switch == nil:
 		return whole
 	}
 	if a.TunnelPortPath != nil && a.TunnelPortPath.Use(ctx) {
@@ -358,15 +380,6 @@ func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step
 		return a.alignPods(ctx, int(plan.Network.MTU))
 	}
 	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Action)
-}
-
-func setMTU(netns, link string, mtu int) error {
-	h, err := netdev.Open(netns)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	return h.SetMTU(link, mtu)
 }
 
 // ovsdb is the node's switch, opened at the agent's start.

@@ -57,7 +57,7 @@ func (a *Agent) setPodMTU(ctx context.Context, mtu int) (stepOutcome, error) {
 	if err != nil {
 		return o, err
 	}
-	setPods(pods, mtu, &o)
+	setPods(ctx, pods, mtu, &o)
 	return o, nil
 }
 
@@ -71,10 +71,10 @@ func (a *Agent) listPods(ctx context.Context) ([]PodNetwork, stepOutcome, error)
 }
 
 // setPods sets the pods' interfaces to mtu, skipping (with why) those it cannot set.
-func setPods(pods []PodNetwork, mtu int, o *stepOutcome) {
+func setPods(ctx context.Context, pods []PodNetwork, mtu int, o *stepOutcome) {
 	for _, p := range pods {
 		for _, ifc := range p.Interfaces {
-			if err := setMTU(p.Netns, ifc, mtu); err != nil {
+			if err := setMTU(ctx, p.Netns, ifc, mtu); err != nil {
 				o.skip("pod %s: %s: %v", p.Pod, ifc, err)
 				continue
 			}
@@ -131,7 +131,7 @@ func (a *Agent) setHostVethMTU(ctx context.Context, mtu int) (stepOutcome, error
 	}
 	var errs []string
 	for _, e := range ends {
-		if err := setMTU(a.NodeNetns, e, mtu); err != nil {
+		if err := setMTU(ctx, a.NodeNetns, e, mtu); err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
@@ -202,10 +202,10 @@ func (a *Agent) alignPods(ctx context.Context, mtu int) (stepOutcome, error) {
 			return o, err
 		}
 		for _, e := range ends {
-			_ = setMTU(a.NodeNetns, e, mtu)
+			_ = setMTU(ctx, a.NodeNetns, e, mtu)
 		}
 	}
-	setPods(differ, mtu, &o)
+	setPods(ctx, differ, mtu, &o)
 	return o, nil
 }
 
