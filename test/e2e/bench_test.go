@@ -1,15 +1,20 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/testenv"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -96,9 +101,14 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 				for _, path := range []string{"libovsdb", "exec"} {
 					setOVSDBPath(b, c, path)
 					var commits, late []float64
+					cpu := map[string]float64{}
 					for round := 0; round < 3; round++ {
 						port = 4790 - port%2 // alternate, so every round is a real change
+						before := cpuByRole(b, name)
 						r, err := changeUnderProbe(name, c, fmt.Sprintf(`{"spec":{"vxlanPort":%d}}`, port))
+						for role, ms := range cpuByRole(b, name) {
+							cpu[role] += (ms - before[role]) / 3
+						}
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -116,6 +126,11 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 					b.ReportMetric(pct(late, 50), "port-"+path+"-skew-p50-ms")
 					b.ReportMetric(pct(late, 99), "port-"+path+"-skew-p99-ms")
 					b.ReportMetric(pct(late, 100), "port-"+path+"-skew-max-ms")
+					// What held the figures: each kind of process's CPU during a change (its
+					// probe windows included), summed over the nodes, per change.
+					for role, ms := range cpu {
+						b.ReportMetric(ms, "port-"+path+"-cpu-"+role+"-ms")
+					}
 				}
 				setOVSDBPath(b, c, "libovsdb")
 			}
@@ -177,6 +192,50 @@ func tunnelStepTimes(b *testing.B, c client.Client) (commit, late []float64) {
 	}
 	return commit, late
 }
+
+// cpuByRole reads the CPU time (user and system, in ms) the lab's processes
+// have used, summed by kind: agent, operator, ovs-vswitchd, ovsdb-server,
+// kube-apiserver and the rest of what the lab records.
+func cpuByRole(b *testing.B, name string) map[string]float64 {
+	b.Helper()
+	s, err := lab.LoadState(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids := map[int]string{}
+	for _, p := range s.Processes {
+		if p.Alive() {
+			pids[p.Pid], _, _ = strings.Cut(p.Role, ":")
+		}
+	}
+	if pid, err := s.NetshiftPid(context.Background(), "operator"); err == nil {
+		pids[pid] = "operator"
+	}
+	for _, n := range s.Topology.Nodes {
+		if pid, err := s.NetshiftPid(context.Background(), "agent:"+n.Name); err == nil {
+			pids[pid] = "agent"
+		}
+	}
+	out := map[string]float64{}
+	for pid, role := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // gone since: its CPU is not counted
+		}
+		// After the command's closing parenthesis: state is field 3, utime 14, stime 15.
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseFloat(f[11], 64)
+		stime, _ := strconv.ParseFloat(f[12], 64)
+		out[role] += (utime + stime) * 1000 / clockTicks
+	}
+	return out
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's times.
+const clockTicks = 100
 
 // pct is the p-th percentile of sorted values (100: the largest).
 func pct(sorted []float64, p int) float64 {
