@@ -289,22 +289,35 @@ func (s *Switch) SetMTURequest(ctx context.Context, mtu int, ifaces ...string) e
 	return p.Commit(ctx)
 }
 
-// Interfaces reads the named interfaces; a missing one is left out.
+// Interfaces reads the named interfaces from the database itself, not the
+// cache: readiness must see the row that is there now (a port unplugged and
+// plugged again is a new row), in one round trip. A missing one is left out.
 func (s *Switch) Interfaces(ctx context.Context, names ...string) (map[string]Interface, error) {
-	found := map[string]Interface{}
+	if len(names) == 0 {
+		return map[string]Interface{}, nil
+	}
+	ops := make([]ovsdb.Operation, 0, len(names))
 	for _, name := range names {
-		i := vswitch.Interface{Name: name}
-		if err := s.c.Get(ctx, &i); err != nil {
-			if notFound(err) {
-				continue
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: vswitch.InterfaceTable, Columns: []string{"name", "ofport", "external_ids"},
+			Where: []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: name}}})
+	}
+	res, err := s.transact(ctx, "read interfaces", ops)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]Interface{}
+	for _, r := range res {
+		for _, row := range r.Rows {
+			name, _ := row["name"].(string)
+			i := Interface{Name: name}
+			if n, ok := row["ofport"].(float64); ok {
+				i.OFPort = int(n)
 			}
-			return nil, fmt.Errorf("%s: interface %s: %w", s.what, name, err)
+			if m, ok := row["external_ids"].(ovsdb.OvsMap); ok {
+				i.OVNInstalled = m.GoMap["ovn-installed"] == "true"
+			}
+			found[name] = i
 		}
-		got := Interface{Name: name, OVNInstalled: i.ExternalIDs["ovn-installed"] == "true"}
-		if i.Ofport != nil {
-			got.OFPort = *i.Ofport
-		}
-		found[name] = got
 	}
 	return found, nil
 }
