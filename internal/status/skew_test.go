@@ -24,7 +24,7 @@ func TestChangeSkew(t *testing.T) {
 		node("n1", "c1", step(v1alpha1.StepTunnelPort, 0, 300*time.Microsecond)),
 		node("n2", "c1", step(v1alpha1.StepTunnelPort, 0, 1200*time.Microsecond)),
 		node("n3", "c1", step(v1alpha1.StepTunnelPort, 0, -100*time.Microsecond)),
-		node("n4", "c0", step(v1alpha1.StepTunnelPort, 0, 90*time.Millisecond)), // another change's
+		node("n4", "c0", step(v1alpha1.StepTunnelPort, 0, 90*time.Millisecond)),                             // another change's
 		node("n5", "c1", v1alpha1.StepResult{Action: v1alpha1.StepTunnelPort, At: metav1.NewMicroTime(t0)}), // an older agent's: no schedule
 	}
 	got := changeSkew(states, "c1")
