@@ -5,6 +5,12 @@
 // tables netshift reads, and every change is one transaction built in code
 // from generated models (internal/ovs/model, hack/generate.sh). The one thing
 // OVSDB cannot do, sending a packet into a bridge, is ovs-ofctl's packet-out.
+//
+// The cache follows the server a moment behind: libovsdb applies the
+// monitor's updates as they are handled, which may be after the reply to a
+// transaction that caused them. A write that waits for ovs-vswitchd (every
+// Switch commit) returns with the cache caught up to it; a read that decides
+// whether a port is ready (Interfaces) asks the database itself.
 package ovs
 
 // The external_ids netshift writes on what it plugs: a restarted agent finds
