@@ -103,7 +103,8 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 					var commits, late []float64
 					cpu := map[string]float64{}
 					for round := 0; round < 3; round++ {
-						port = 4790 - port%2 // alternate, so every round is a real change
+						// Alternate between 4789 (the lab's) and 4790, so every round is a real change.
+						port = 4789 + 4790 - port
 						before := cpuByRole(b, name)
 						r, err := changeUnderProbe(name, c, fmt.Sprintf(`{"spec":{"vxlanPort":%d}}`, port))
 						for role, ms := range cpuByRole(b, name) {
