@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -93,6 +95,21 @@ func (c *conn) list(ctx context.Context, result any) error {
 		return fmt.Errorf("%s: read cache: %w", c.what, err)
 	}
 	return nil
+}
+
+// setKeys are the mutations that set keys of a map column (options,
+// external_ids) and remove others, leaving the rest of the map as it is: a
+// delete of every key named, then an insert of the new values, in one
+// operation (an insert alone never overwrites a key that is there).
+func setKeys(column any, set map[string]string, remove ...string) []model.Mutation {
+	var m []model.Mutation
+	if drop := append(slices.Sorted(maps.Keys(set)), remove...); len(drop) > 0 {
+		m = append(m, model.Mutation{Field: column, Mutator: ovsdb.MutateOperationDelete, Value: drop})
+	}
+	if len(set) > 0 {
+		m = append(m, model.Mutation{Field: column, Mutator: ovsdb.MutateOperationInsert, Value: set})
+	}
+	return m
 }
 
 // notFound says whether err is a lookup of a row that is not there.

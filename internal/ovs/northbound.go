@@ -3,12 +3,9 @@ package ovs
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
-	"github.com/ovn-org/libovsdb/ovsdb"
 
 	"netshift.io/netshift/internal/ovs/model/nb"
 )
@@ -68,13 +65,7 @@ func (n *Northbound) SetPortOptions(ctx context.Context, port string, set map[st
 		return err
 	}
 	p := nb.LogicalSwitchPort{Name: port}
-	var mutations []model.Mutation
-	if drop := append(slices.Sorted(maps.Keys(set)), remove...); len(drop) > 0 {
-		mutations = append(mutations, model.Mutation{Field: &p.Options, Mutator: ovsdb.MutateOperationDelete, Value: drop})
-	}
-	if len(set) > 0 {
-		mutations = append(mutations, model.Mutation{Field: &p.Options, Mutator: ovsdb.MutateOperationInsert, Value: set})
-	}
+	mutations := setKeys(&p.Options, set, remove...)
 	if len(mutations) == 0 {
 		return nil
 	}

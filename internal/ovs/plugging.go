@@ -37,15 +37,12 @@ func (x *txn) name(prefix string) string {
 	return fmt.Sprintf("%s%d", prefix, x.named)
 }
 
-// setKeys sets keys of a map column without touching its other keys: a
-// delete of the keys, then their insert, in one mutate.
-func setKeys[M model.Model](x *txn, row M, column *map[string]string, kv map[string]string) {
+// setRowKeys sets keys of a row's map column, its other keys kept.
+func setRowKeys[M model.Model](x *txn, row M, column *map[string]string, kv map[string]string) {
 	if len(kv) == 0 {
 		return
 	}
-	x.add(x.s.c.Where(row).Mutate(row,
-		model.Mutation{Field: column, Mutator: ovsdb.MutateOperationDelete, Value: slices.Sorted(maps.Keys(kv))},
-		model.Mutation{Field: column, Mutator: ovsdb.MutateOperationInsert, Value: kv}))
+	x.add(x.s.c.Where(row).Mutate(row, setKeys(column, kv)...))
 }
 
 // ifaceSpec is what an interface of a plugged port must be.
@@ -69,7 +66,7 @@ func (x *txn) ensurePort(t tables, bridge *vswitch.Bridge, name string, spec ifa
 					x.add(x.s.c.Where(&row).Update(&row, &row.Type, &row.Options))
 				}
 				row := vswitch.Interface{UUID: iu}
-				setKeys(x, &row, &row.ExternalIDs, spec.ExternalIDs)
+				setRowKeys(x, &row, &row.ExternalIDs, spec.ExternalIDs)
 			}
 			if tag != nil && (p.Tag == nil || *p.Tag != *tag) {
 				row := vswitch.Port{UUID: p.UUID, Tag: tag}
@@ -125,7 +122,7 @@ func (s *Switch) Plug(ctx context.Context, mode plug.Mode, p plug.Port, owner st
 				x.add(s.c.Where(&row).Update(&row, &row.DatapathType))
 			}
 			row := vswitch.Bridge{UUID: br.UUID}
-			setKeys(x, &row, &row.ExternalIDs, own)
+			setRowKeys(x, &row, &row.ExternalIDs, own)
 			x.ensurePort(t, &br, n.BridgePatch, ifaceSpec{Type: "patch", Options: map[string]string{"peer": n.IntegrationPatch}}, tag)
 			x.ensurePort(t, &br, p.Tap, ifaceSpec{ExternalIDs: map[string]string{extPortID: p.ID}}, nil)
 		} else {

@@ -100,9 +100,7 @@ func (s *Southbound) SetEncapPort(ctx context.Context, port int, uuids []string)
 	var ops []ovsdb.Operation
 	for _, u := range uuids {
 		e := sb.Encap{UUID: u}
-		o, err := c.c.Where(&e).Mutate(&e,
-			model.Mutation{Field: &e.Options, Mutator: ovsdb.MutateOperationDelete, Value: []string{"dst_port"}},
-			model.Mutation{Field: &e.Options, Mutator: ovsdb.MutateOperationInsert, Value: map[string]string{"dst_port": strconv.Itoa(port)}})
+		o, err := c.c.Where(&e).Mutate(&e, setKeys(&e.Options, map[string]string{"dst_port": strconv.Itoa(port)})...)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %s: %w", c.what, what, err)
 		}

@@ -125,14 +125,10 @@ func (s *Switch) commit(ctx context.Context, what string, ops []ovsdb.Operation)
 	return committed, s.waitApplied(ctx, what, want)
 }
 
+// cfgValue reads an integer column of a select's row (a JSON number).
 func cfgValue(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case float64:
-		return int(n), true
-	}
-	return 0, false
+	n, ok := v.(float64)
+	return int(n), ok
 }
 
 // waitApplied waits until ovs-vswitchd reports configuration want applied.
@@ -242,10 +238,7 @@ func (s *Switch) PrepareTunnelPort(ctx context.Context, typ string, port int) (*
 			continue
 		}
 		i := vswitch.Interface{UUID: t.uuid}
-		// A map mutation: delete the key, then insert it, so no other option is rewritten.
-		ops, err := s.c.Where(&i).Mutate(&i,
-			model.Mutation{Field: &i.Options, Mutator: ovsdb.MutateOperationDelete, Value: []string{"dst_port"}},
-			model.Mutation{Field: &i.Options, Mutator: ovsdb.MutateOperationInsert, Value: map[string]string{"dst_port": strconv.Itoa(port)}})
+		ops, err := s.c.Where(&i).Mutate(&i, setKeys(&i.Options, map[string]string{"dst_port": strconv.Itoa(port)})...)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", s.what, p.what, err)
 		}

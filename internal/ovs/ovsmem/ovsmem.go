@@ -91,19 +91,30 @@ func serve(t testing.TB, schema ovsdb.DatabaseSchema, full model.ClientDBModel) 
 // quiet keeps libovsdb's own logging (every cache update) out of test output.
 var quiet = logr.Discard()
 
+// Client is a plain libovsdb client of the database, as its other writers
+// and a test's own reads use one, connected (and closed when the test ends).
+func Client(t testing.TB, endpoint string, full model.ClientDBModel) client.Client {
+	t.Helper()
+	c, err := client.NewOVSDBClient(full, client.WithEndpoint(endpoint), client.WithLogger(&quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // Insert creates rows in one transaction, as the database's other writers
 // would (ovs-vsctl, ovn-northd, a chassis's ovn-controller).
 func Insert(t testing.TB, endpoint string, full model.ClientDBModel, rows ...model.Model) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := client.NewOVSDBClient(full, client.WithEndpoint(endpoint), client.WithLogger(&quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := Client(t, endpoint, full)
 	defer c.Close()
 	ops, err := c.Create(rows...)
 	if err != nil {

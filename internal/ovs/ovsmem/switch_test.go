@@ -5,9 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 
@@ -25,20 +24,12 @@ type contents struct {
 	ifaces  map[string]vswitch.Interface
 }
 
-var quiet = logr.Discard()
-
 func read(t *testing.T, endpoint string) contents {
 	t.Helper()
 	full, _ := vswitch.FullDatabaseModel()
-	c, err := client.NewOVSDBClient(full, client.WithEndpoint(endpoint), client.WithLogger(&quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := ovsmem.Client(t, endpoint, full)
+	defer c.Close() // several reads per test: each its own client, gone at once
 	ctx := context.Background()
-	if err := c.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	if _, err := c.MonitorAll(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -195,14 +186,7 @@ func TestPreparedTunnelPortKeepsOtherOptions(t *testing.T) {
 	sw, endpoint := open(t)
 	ctx := context.Background()
 	full, _ := vswitch.FullDatabaseModel()
-	c, err := client.NewOVSDBClient(full, client.WithEndpoint(endpoint), client.WithLogger(&quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := ovsmem.Client(t, endpoint, full)
 	var ops []ovsdb.Operation
 	var ports []string
 	for i, tun := range []vswitch.Interface{
@@ -226,8 +210,9 @@ func TestPreparedTunnelPortKeepsOtherOptions(t *testing.T) {
 	if res, err := c.Transact(ctx, append(ops, o...)...); err != nil || res[len(res)-1].Error != "" {
 		t.Fatalf("add tunnels: %v %+v", err, res)
 	}
+	// The switch's monitor brings the new tunnels into its cache a moment later.
 	var tunnels []ovs.Tunnel
-	for deadline := 0; deadline < 200 && len(tunnels) < 3; deadline++ { // the monitor brings them into the cache
+	for deadline := time.Now().Add(5 * time.Second); len(tunnels) < 3 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		tunnels, _ = sw.Tunnels(ctx)
 	}
 	prepared, err := sw.PrepareTunnelPort(ctx, "vxlan", 4790)
