@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/util/retry"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -367,6 +369,28 @@ func (a *Agent) report(ctx context.Context, nns *v1alpha1.NodeNetworkState, muta
 	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	mutate(&nns.Status)
 	if err := a.Client.Status().Patch(ctx, nns, patch); err != nil {
+		return fmt.Errorf("node %s: report status: %w", a.Node, err)
+	}
+	return nil
+}
+
+// reportDone writes what the agent has done, which no decision of the
+// operator's changes: on a conflict (the operator wrote the object
+// meanwhile) it is laid again on the object as it is now.
+func (a *Agent) reportDone(ctx context.Context, nns *v1alpha1.NodeNetworkState, mutate func(*v1alpha1.NodeNetworkStateStatus)) error {
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := a.Client.Get(ctx, client.ObjectKeyFromObject(nns), nns); err != nil {
+				return err
+			}
+		}
+		first = false
+		patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		mutate(&nns.Status)
+		return a.Client.Status().Patch(ctx, nns, patch)
+	})
+	if err != nil {
 		return fmt.Errorf("node %s: report status: %w", a.Node, err)
 	}
 	return nil

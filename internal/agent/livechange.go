@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -46,19 +47,73 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 	for _, s := range rep.Steps {
 		done[s.Action] = true // a restarted agent does not repeat a step it reported
 	}
-	for _, step := range plan.Steps {
+	// Steps close together are reported together, after the last of them: a
+	// report is a write that every watcher of the node's state answers, and
+	// the CPU that costs is taken from the datapaths in the very moments the
+	// change must not disturb. A failed step is reported at once.
+	var unreported []v1alpha1.StepResult
+	for i, step := range plan.Steps {
 		if done[step.Action] {
 			continue
 		}
-		if withdrawn, err := a.stepAtItsTime(ctx, nns, plan, step); err != nil || withdrawn {
-			return ctrl.Result{}, err
+		res, withdrawn, err := a.stepAtItsTime(ctx, nns, plan, step)
+		if err != nil || withdrawn {
+			return ctrl.Result{}, errors.Join(err, a.reportSteps(ctx, nns, plan.ID, unreported, false))
+		}
+		unreported = append(unreported, res)
+		if next := nextStepAfter(plan, i, done); res.Error != "" || (next != nil && next.Sub(a.now()) > reportBatchWindow) {
+			if err := a.reportSteps(ctx, nns, plan.ID, unreported, false); err != nil {
+				return ctrl.Result{}, err
+			}
+			unreported = nil
 		}
 	}
 	if rep := nns.Status.LiveChange; rep.Failed && !rep.Done {
+		if err := a.reportSteps(ctx, nns, plan.ID, unreported, false); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, a.restoreAndCheck(ctx, nns, plan)
 	}
 	a.doneAt[plan.ID] = a.now()
-	return ctrl.Result{RequeueAfter: settleDelay}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Done = true })
+	return ctrl.Result{RequeueAfter: settleDelay}, a.reportSteps(ctx, nns, plan.ID, unreported, true)
+}
+
+// reportBatchWindow is how far the next step may be for the steps run so far
+// to wait for it before they are reported.
+const reportBatchWindow = time.Second
+
+// nextStepAfter is the time of the first step after the i-th that is still
+// to run, or nil when there is none.
+func nextStepAfter(plan *v1alpha1.LiveChangePlan, i int, done map[v1alpha1.StepAction]bool) *time.Time {
+	for _, s := range plan.Steps[i+1:] {
+		if !done[s.Action] {
+			at := plan.T0.Add(time.Duration(s.OffsetMs) * time.Millisecond)
+			return &at
+		}
+	}
+	return nil
+}
+
+// reportSteps reports step results in one write, and the node's part of the
+// change done when done is set. A failed step marks the change failed.
+func (a *Agent) reportSteps(ctx context.Context, nns *v1alpha1.NodeNetworkState, id string, results []v1alpha1.StepResult, done bool) error {
+	if len(results) == 0 && !done {
+		return nil
+	}
+	return a.reportDone(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+		if s.LiveChange == nil || s.LiveChange.ID != id {
+			return // the report was replaced meanwhile: nothing of this change to add to
+		}
+		s.LiveChange.Steps = append(s.LiveChange.Steps, results...)
+		for _, r := range results {
+			if r.Error != "" {
+				s.LiveChange.Failed = true
+			}
+		}
+		if done {
+			s.LiveChange.Done = true
+		}
+	})
 }
 
 // recheckAfterFailedRestore checks once more a node whose restore failed
@@ -82,46 +137,41 @@ func (a *Agent) recheckAfterFailedRestore(ctx context.Context, nns *v1alpha1.Nod
 	return a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Restore = "Done" })
 }
 
-// stepAtItsTime waits for the step's time, runs it unless the plan was
-// withdrawn meanwhile (an abort before T0), and reports it.
-func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (withdrawn bool, err error) {
+// stepAtItsTime waits for the step's time and runs it, unless the plan was
+// withdrawn meanwhile (an abort before T0). Everything the step needs is
+// built before its time, so that at its time it only sends (one OVSDB
+// transaction for the tunnel port, netlink requests on open handles).
+func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (res v1alpha1.StepResult, withdrawn bool, err error) {
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
 	at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
-	// Everything the step needs is built before its time, so that at its time
-	// it only sends (one OVSDB transaction for the tunnel port).
-	fire := a.armStep(ctx, plan, step)
-	if wait := at.Sub(a.now()); wait > 0 {
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
+	armed := a.armStep(ctx, plan, step)
+	defer armed.release()
+	if err := a.untilFinalApproach(ctx, at); err != nil {
+		return res, false, err
 	}
+	// The last look at the plan, from the cache, before the final approach:
+	// a plan withdrawn later than this runs its step and is restored as after T0.
 	var fresh v1alpha1.NodeNetworkState
 	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(nns), &fresh); err != nil {
-		return false, err
+		return res, false, fmt.Errorf("node %s: read the plan before step %s: %w", a.Node, step.Action, err)
 	}
 	if fresh.Spec.LiveChange == nil || fresh.Spec.LiveChange.ID != plan.ID || fresh.Spec.LiveChange.T0 == nil || !fresh.Spec.LiveChange.T0.Equal(plan.T0) {
 		logger.Info("plan withdrawn before its step; stopping", "step", step.Action)
-		return true, nil
+		return res, true, nil
 	}
-	began := a.now()
-	outcome, err := fire(ctx)
-	ended := a.now()
-	res := stepResult(step, at, began, ended, outcome)
+	began, ended, outcome, realtime, err := a.onTime(ctx, at, armed.fire)
+	if began.IsZero() {
+		return res, false, fmt.Errorf("node %s: wait for step %s: %w", a.Node, step.Action, err)
+	}
+	res = stepResult(step, at, began, ended, outcome)
 	if err != nil {
 		res.Error = err.Error()
 		logger.Error(err, "step failed", "step", step.Action)
 	} else {
 		logger.Info("step done", "step", step.Action, "value", step.Value, "lateMicros", res.LateMicros, "tookMs", res.TookMs,
-			"changed", res.Changed, "skipped", outcome.skipped)
+			"changed", res.Changed, "skipped", outcome.skipped, "realtime", realtime)
 	}
-	return false, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
-		s.LiveChange.Steps = append(s.LiveChange.Steps, res)
-		if res.Error != "" {
-			s.LiveChange.Failed = true
-		}
-	})
+	return res, false, nil
 }
 
 // stepResult is the report of a step scheduled at at, run from began to ended.
@@ -136,11 +186,18 @@ func stepResult(step v1alpha1.ScheduledStep, at, began, ended time.Time, o stepO
 	return res
 }
 
-// armStep prepares a step and returns what runs it at its time. The tunnel
-// port's transaction is built now, from the switch's cache; a step that
-// cannot be prepared (or needs nothing prepared) runs whole at its time.
-func (a *Agent) armStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) func(context.Context) (stepOutcome, error) {
-	whole := func(ctx context.Context) (stepOutcome, error) { return a.runStep(ctx, plan, step) }
+// armedStep is a step made ready before its time: fire runs it, release
+// frees what was opened for it (whether it ran or not).
+type armedStep struct {
+	fire    func(context.Context) (stepOutcome, error)
+	release func()
+}
+
+// armStep prepares a step. The tunnel port's transaction is built now, from
+// the switch's cache, and the MTU steps' namespaces are entered now; a step
+// that cannot be prepared (or needs nothing prepared) runs whole at its time.
+func (a *Agent) armStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) armedStep {
+	whole := armedStep{fire: func(ctx context.Context) (stepOutcome, error) { return a.runStep(ctx, plan, step) }, release: func() {}}
 	switch {
 	case a.failOnce[step.Action]:
 		return whole
@@ -159,31 +216,30 @@ func (a *Agent) armStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step
 				}
 			}
 		}
-		return func(ctx context.Context) (stepOutcome, error) {
-			defer hs.close()
+		return armedStep{fire: func(ctx context.Context) (stepOutcome, error) {
 			return a.runStep(withHandles(ctx, hs), plan, step)
-		}
+		}, release: hs.close}
 	case step.Action != v1alpha1.StepTunnelPort || a.Switch == nil:
 		return whole
 	}
 	if a.TunnelPortPath != nil && a.TunnelPortPath.Use(ctx) {
-		return func(ctx context.Context) (stepOutcome, error) {
+		return armedStep{fire: func(ctx context.Context) (stepOutcome, error) {
 			n, err := a.TunnelPortPath.Set(ctx, string(plan.Encapsulation), int(step.Value))
 			return stepOutcome{changed: n, committed: a.now()}, err
-		}
+		}, release: func() {}}
 	}
 	prepared, err := a.Switch.PrepareTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
 	if err != nil {
 		log.FromContext(ctx).Info("could not prepare the tunnel port step; it runs whole at its time", "node", a.Node, "error", err.Error())
 		return whole
 	}
-	return func(ctx context.Context) (stepOutcome, error) {
+	return armedStep{fire: func(ctx context.Context) (stepOutcome, error) {
 		err := prepared.Commit(ctx)
 		if err != nil {
 			err = fmt.Errorf("node %s: %w", a.Node, err)
 		}
 		return stepOutcome{changed: len(prepared.Names), committed: prepared.Committed}, err
-	}
+	}, release: func() {}}
 }
 
 // settleDelay is how long after its last step the agent aligns the node's
@@ -375,6 +431,9 @@ func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step
 		defer lock.Unlock()
 		if err := nodeconfig.Write(a.NetworkConfig, nodeconfig.File{NodeNetworkConfig: *plan.Network, Change: plan.ID}); err != nil {
 			return stepOutcome{}, fmt.Errorf("node %s: %w", a.Node, err)
+		}
+		if plan.Kind != v1alpha1.ChangeMTU {
+			return stepOutcome{}, nil // a port change leaves the pods' MTU as it was
 		}
 		// Pods set up between the MTU steps read the old configuration: give them the new one.
 		return a.alignPods(ctx, int(plan.Network.MTU))

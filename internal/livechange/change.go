@@ -231,3 +231,18 @@ func firstError(r *v1alpha1.LiveChangeReport) string {
 	}
 	return "a step failed"
 }
+
+// NextLook is how long from now an active change is next looked at when no
+// report comes: at its next deadline or T0 (zero when unset), or after
+// heartbeat if none is sooner. Reports come as watch events and are looked at
+// as they come, so looking more often only adds reads of every node, in the
+// very moments the datapaths need the CPU.
+func NextLook(now, t0 time.Time, d Deadlines, heartbeat time.Duration) time.Duration {
+	wait := heartbeat
+	for _, t := range []time.Time{t0, d.Preconditions, d.Steps} {
+		if t.After(now) {
+			wait = min(wait, t.Sub(now))
+		}
+	}
+	return wait
+}

@@ -129,3 +129,24 @@ func TestEvaluateDeadlines(t *testing.T) {
 		t.Fatalf("a silent node after T0 fails the change without holding the others: %+v", p)
 	}
 }
+
+func TestNextLook(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	s := time.Second
+	for _, c := range []struct {
+		name string
+		t0   time.Time
+		d    Deadlines
+		want time.Duration
+	}{
+		{"nothing due: the heartbeat", time.Time{}, Deadlines{}, 2 * s},
+		{"the preconditions' deadline is sooner", time.Time{}, Deadlines{Preconditions: now.Add(500 * time.Millisecond)}, 500 * time.Millisecond},
+		{"T0 is sooner than the steps' deadline", now.Add(300 * time.Millisecond), Deadlines{Steps: now.Add(30 * s)}, 300 * time.Millisecond},
+		{"past times are not waited for", now.Add(-s), Deadlines{Preconditions: now.Add(-2 * s), Steps: now.Add(s)}, s},
+		{"far deadlines: the heartbeat", now.Add(10 * s), Deadlines{Steps: now.Add(40 * s)}, 2 * s},
+	} {
+		if got := NextLook(now, c.t0, c.d, 2*s); got != c.want {
+			t.Errorf("%s: next look in %s, want %s", c.name, got, c.want)
+		}
+	}
+}

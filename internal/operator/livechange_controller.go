@@ -289,10 +289,18 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 		}
 	}
 	if ch.Phase.Active() {
-		return 100 * time.Millisecond, nil
+		var t0 time.Time
+		if ch.T0 != nil {
+			t0 = ch.T0.Time
+		}
+		return livechange.NextLook(r.Now(), t0, d, activeHeartbeat), nil
 	}
 	return 0, nil
 }
+
+// activeHeartbeat is how often an active change is looked at with no report
+// arriving and no deadline sooner.
+const activeHeartbeat = time.Second
 
 func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan) error {
 	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})

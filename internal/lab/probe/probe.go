@@ -50,8 +50,11 @@ type LongLived struct {
 	To       string  `json:"to"`
 	Alive    bool    `json:"alive"`
 	MaxGapMs float64 `json:"maxGapMs"`
-	Echoes   int     `json:"echoes"`
-	Error    string  `json:"error,omitempty"`
+	// MaxGapEnded is when the longest gap ended (its first echo after), so
+	// that a gap can be laid beside the change's step times.
+	MaxGapEnded time.Time `json:"maxGapEnded,omitzero"`
+	Echoes      int       `json:"echoes"`
+	Error       string    `json:"error,omitempty"`
 }
 
 // Counter counts attempts and failures, with the most common reasons.
@@ -224,10 +227,12 @@ func longLived(ctx context.Context, cfg Config, from, to Pod, settled func()) (r
 	var mu sync.Mutex
 	last := time.Now()
 	maxGap := time.Duration(0)
+	var maxGapEnded time.Time
 	echoes := 0
 	defer func() {
 		mu.Lock()
 		res.Echoes = echoes
+		res.MaxGapEnded = maxGapEnded
 		mu.Unlock()
 	}()
 	readErr := make(chan error, 1)
@@ -240,7 +245,9 @@ func longLived(ctx context.Context, cfg Config, from, to Pod, settled func()) (r
 			}
 			now := time.Now()
 			mu.Lock()
-			maxGap = max(maxGap, now.Sub(last))
+			if gap := now.Sub(last); gap > maxGap {
+				maxGap, maxGapEnded = gap, now
+			}
 			last = now
 			echoes++
 			mu.Unlock()

@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// finalApproach is how long before a step's time the agent stops waiting on
+// Go's timers and waits on the kernel's. The runtime's netpoller sleeps in
+// whole milliseconds, so a Go timer fires up to a millisecond late even on
+// an idle process: on every node a different fraction of one, which is the
+// step's skew across nodes. The last stretch is a timerfd, which the
+// kernel's high-resolution timers end within microseconds.
+const finalApproach = 3 * time.Millisecond
+
+// untilFinalApproach waits, on a Go timer, until finalApproach before at (by
+// the agent's clock), or until ctx ends.
+func (a *Agent) untilFinalApproach(ctx context.Context, at time.Time) error {
+	wait := at.Sub(a.now()) - finalApproach
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// sleepPrecisely blocks the calling goroutine's thread for d on a monotonic
+// timerfd. It is meant for the last few milliseconds before a step (it
+// cannot be cancelled); without a timerfd it falls back to a Go timer.
+func sleepPrecisely(d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC)
+	if err != nil {
+		time.Sleep(d)
+		return nil
+	}
+	defer unix.Close(fd)
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(d.Nanoseconds())}
+	if err := unix.TimerfdSettime(fd, 0, &spec, nil); err != nil {
+		time.Sleep(d)
+		return nil
+	}
+	var expirations [8]byte
+	for {
+		_, err := unix.Read(fd, expirations[:])
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// onTime runs fire at the agent-clock time at, from a thread of its own that
+// waits the final approach on a timerfd at real-time priority (SCHED_FIFO 1):
+// on a busy node the step then starts when its time comes, not when the
+// scheduler next gets to the agent. The thread is never handed back to the Go
+// runtime (the goroutine ends locked to it, so the runtime ends the thread):
+// its priority cannot leak into other work. Without the privilege for it
+// (CAP_SYS_NICE) the thread keeps its normal priority; realtime says which.
+func (a *Agent) onTime(ctx context.Context, at time.Time, fire func(context.Context) (stepOutcome, error)) (began, ended time.Time, o stepOutcome, realtime bool, err error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked, see above
+		realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0) == nil
+		if err = sleepPrecisely(at.Sub(a.now())); err != nil {
+			return
+		}
+		began = a.now()
+		o, err = fire(ctx)
+		ended = a.now()
+	}()
+	<-done
+	return began, ended, o, realtime, err
+}

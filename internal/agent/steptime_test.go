@@ -1,0 +1,71 @@
+package agent
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A step never starts before its time, and the real-time thread it started
+// from is gone afterwards: no goroutine of the agent runs at real-time
+// priority after a step.
+func TestOnTime(t *testing.T) {
+	a := &Agent{now: func() time.Time { return time.Now().Add(-time.Hour) }} // the agent's clock an hour behind
+	var anyRealtime bool
+	for i := range 20 {
+		at := a.now().Add(time.Duration(i%4) * time.Millisecond)
+		ran := false
+		began, ended, _, realtime, err := a.onTime(context.Background(), at, func(context.Context) (stepOutcome, error) {
+			ran = true
+			return stepOutcome{changed: 1}, nil
+		})
+		if err != nil || !ran {
+			t.Fatalf("round %d: ran %v, %v", i, ran, err)
+		}
+		if began.Before(at) || ended.Before(began) {
+			t.Fatalf("round %d: scheduled at %s, began %s, ended %s", i, at.Format(time.StampMicro), began.Format(time.StampMicro), ended.Format(time.StampMicro))
+		}
+		anyRealtime = anyRealtime || realtime
+	}
+	if !anyRealtime {
+		t.Log("no real-time priority here (no CAP_SYS_NICE): checked the timing only")
+	}
+	// Every thread the runtime hands out now runs at normal priority.
+	var wg sync.WaitGroup
+	for range 4 * runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			attr, err := unix.SchedGetAttr(0, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if attr.Policy != schedOther {
+				t.Errorf("a thread of the runtime runs with scheduling policy %d after a step", attr.Policy)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestSleepPreciselyNeverShort(t *testing.T) {
+	for _, d := range []time.Duration{-time.Millisecond, 0, 200 * time.Microsecond, 2 * time.Millisecond} {
+		start := time.Now()
+		if err := sleepPrecisely(d); err != nil {
+			t.Fatal(err)
+		}
+		if slept := time.Since(start); slept < d {
+			t.Fatalf("asked for %s, slept %s", d, slept)
+		}
+	}
+}
+
+// schedOther is SCHED_OTHER, the normal policy (x/sys/unix names only the others).
+const schedOther = 0
