@@ -378,6 +378,24 @@ func changeUnderProbe(name string, c client.Client, patch string) (probe.Report,
 	return r, nil
 }
 
+// quietUnderProbe runs the probe for d with no change: what the lab's
+// traffic sees from the lab alone.
+func quietUnderProbe(name string, d time.Duration) (probe.Report, error) {
+	var r probe.Report
+	if out, err := runNetshift("lab", "probe", "start", "--name", name); err != nil {
+		return r, fmt.Errorf("%w: %s", err, out)
+	}
+	time.Sleep(d)
+	out, _ := runNetshift("lab", "probe", "stop", "--name", name, "-o", "json")
+	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
+		return r, fmt.Errorf("%w: %s", err, out)
+	}
+	if !r.OK {
+		return r, fmt.Errorf("the probe failed with no change: %v", r.Failed())
+	}
+	return r, nil
+}
+
 // TestRestartsDuringAChange: the operator is killed once T0 is set and node-2's
 // agent is killed just after T0; both are restarted (as Kubernetes would), the
 // change resumes from what the API server holds and succeeds, the restarted
