@@ -60,7 +60,7 @@ func agentCmd(g *globals) *cobra.Command {
 				return errors.New("--cni-plugin: needs --network-config, the file the plugin reads the node's MTU from")
 			}
 			if criEndpoint != "" {
-				o.Pods = agent.RuntimePods{Endpoint: criEndpoint}
+				o.Pods = &agent.RuntimePods{Endpoint: criEndpoint}
 			}
 			if err := labHooks(&o, cfg); err != nil {
 				return err

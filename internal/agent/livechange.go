@@ -159,7 +159,7 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkStat
 		logger.Info("plan withdrawn before its step; stopping", "step", step.Action)
 		return res, true, nil
 	}
-	began, ended, outcome, realtime, err := a.onTime(ctx, at, armed.fire)
+	began, ended, outcome, priority, err := a.onTime(ctx, at, armed.fire)
 	if began.IsZero() {
 		return res, false, fmt.Errorf("node %s: wait for step %s: %w", a.Node, step.Action, err)
 	}
@@ -169,7 +169,7 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkStat
 		logger.Error(err, "step failed", "step", step.Action)
 	} else {
 		logger.Info("step done", "step", step.Action, "value", step.Value, "lateMicros", res.LateMicros, "tookMs", res.TookMs,
-			"changed", res.Changed, "skipped", outcome.skipped, "realtime", realtime)
+			"changed", res.Changed, "skipped", outcome.skipped, "priority", priority)
 	}
 	return res, false, nil
 }

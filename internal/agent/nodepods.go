@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"netshift.io/netshift/internal/cri"
 )
@@ -29,29 +30,36 @@ type NodePods interface {
 // RuntimePods reads the node's pods from its container runtime over the CRI,
 // and enters each through its sandbox's process: the agent shares the node's
 // process namespace (hostPID), so nothing of the runtime's own paths needs to
-// be visible to it.
+// be visible to it. It keeps one connection to the runtime, which remembers
+// the sandboxes it has read (cri.Client).
 type RuntimePods struct {
 	// Endpoint is the CRI socket (default unix:///run/containerd/containerd.sock).
 	Endpoint string
 	// ProcRoot is where the node's processes are (default /proc).
 	ProcRoot string
+
+	once   sync.Once
+	client *cri.Client
+	dial   error
 }
 
 // PodNetworks lists the ready sandboxes with a network namespace of their own.
-func (r RuntimePods) PodNetworks(ctx context.Context) ([]PodNetwork, []string, error) {
-	endpoint, proc := r.Endpoint, r.ProcRoot
-	if endpoint == "" {
-		endpoint = cri.DefaultEndpoint
-	}
+func (r *RuntimePods) PodNetworks(ctx context.Context) ([]PodNetwork, []string, error) {
+	proc := r.ProcRoot
 	if proc == "" {
 		proc = "/proc"
 	}
-	c, err := cri.Dial(endpoint)
-	if err != nil {
-		return nil, nil, err
+	r.once.Do(func() {
+		endpoint := r.Endpoint
+		if endpoint == "" {
+			endpoint = cri.DefaultEndpoint
+		}
+		r.client, r.dial = cri.Dial(endpoint) // connects lazily, and again after the runtime restarts
+	})
+	if r.dial != nil {
+		return nil, nil, r.dial
 	}
-	defer c.Close()
-	sandboxes, err := c.Sandboxes(ctx)
+	sandboxes, err := r.client.Sandboxes(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

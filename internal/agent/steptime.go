@@ -82,19 +82,52 @@ func sleepOnTimerfd(d time.Duration) error {
 	}
 }
 
-// onTime runs fire at the agent-clock time at, from a thread of its own that
-// waits the final approach on a timerfd at real-time priority (SCHED_FIFO 1):
-// on a busy node the step then starts when its time comes, not when the
-// scheduler next gets to the agent. The thread is never handed back to the Go
-// runtime (the goroutine ends locked to it, so the runtime ends the thread):
-// its priority cannot leak into other work. Without the privilege for it
-// (CAP_SYS_NICE) the thread keeps its normal priority; realtime says which.
-func (a *Agent) onTime(ctx context.Context, at time.Time, fire func(context.Context) (stepOutcome, error)) (began, ended time.Time, o stepOutcome, realtime bool, err error) {
+// Priority is what the thread that runs a step got from the kernel.
+type Priority string
+
+const (
+	// PriorityRealtime: SCHED_FIFO 1, ahead of every normal thread.
+	PriorityRealtime Priority = "realtime"
+	// PriorityShortSlice: a normal thread asking the kernel (EEVDF, Linux
+	// 6.12 and later) for 100 µs slices, which lets it preempt the running
+	// thread when it wakes instead of waiting out that thread's slice; at
+	// nice -20 where allowed.
+	PriorityShortSlice Priority = "short-slice"
+	// PriorityNormal: neither was granted.
+	PriorityNormal Priority = "normal"
+)
+
+// raiseThreadPriority gives the calling thread the best priority the kernel
+// grants it. Real time needs CAP_SYS_NICE and, on kernels with real-time
+// group scheduling (CONFIG_RT_GROUP_SCHED), a real-time budget in the
+// thread's cgroup, which a pod's cgroup does not have.
+func raiseThreadPriority() Priority {
+	if unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0) == nil {
+		return PriorityRealtime
+	}
+	slice := uint64(100 * time.Microsecond)
+	if unix.SchedSetAttr(0, &unix.SchedAttr{Policy: schedNormal, Nice: -20, Runtime: slice}, 0) == nil ||
+		unix.SchedSetAttr(0, &unix.SchedAttr{Policy: schedNormal, Runtime: slice}, 0) == nil {
+		return PriorityShortSlice
+	}
+	return PriorityNormal
+}
+
+// schedNormal is SCHED_OTHER (x/sys/unix names only the other policies).
+const schedNormal = 0
+
+// onTime runs fire at the agent-clock time at, from a thread of its own
+// raised to the best priority the kernel grants (raiseThreadPriority) for
+// its final approach and the step: on a busy node the step then starts when
+// its time comes, not when the scheduler next gets to the agent. The thread
+// is never handed back to the Go runtime (the goroutine ends locked to it, so
+// the runtime ends the thread): its priority cannot leak into other work.
+func (a *Agent) onTime(ctx context.Context, at time.Time, fire func(context.Context) (stepOutcome, error)) (began, ended time.Time, o stepOutcome, prio Priority, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		runtime.LockOSThread() // never unlocked, see above
-		realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0) == nil
+		prio = raiseThreadPriority()
 		if err = sleepPrecisely(at.Sub(a.now())); err != nil {
 			return
 		}
@@ -103,5 +136,5 @@ func (a *Agent) onTime(ctx context.Context, at time.Time, fire func(context.Cont
 		ended = a.now()
 	}()
 	<-done
-	return began, ended, o, realtime, err
+	return began, ended, o, prio, err
 }

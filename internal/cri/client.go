@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -18,11 +19,25 @@ import (
 // DefaultEndpoint is containerd's CRI socket at its standard path.
 const DefaultEndpoint = "unix:///run/containerd/containerd.sock"
 
-// Client talks to the node's container runtime.
+// Client talks to the node's container runtime. It is safe for concurrent
+// use and meant to be kept: it remembers what it read of each sandbox.
 type Client struct {
 	endpoint string
 	conn     *grpc.ClientConn
 	rt       runtimeapi.RuntimeServiceClient
+
+	mu sync.Mutex
+	// read holds each ready sandbox read so far, by ID. What the verbose
+	// status says of a ready sandbox (its process, its interfaces) does not
+	// change while it lives, and that status is the runtime's costliest
+	// answer (the sandbox's whole spec): a listing asks only for new ones.
+	read map[string]readSandbox
+}
+
+// readSandbox is a sandbox's parsed status, ok as ParseSandbox said.
+type readSandbox struct {
+	s  Sandbox
+	ok bool
 }
 
 // Dial connects to a CRI endpoint ("unix:///path" or a socket path).
@@ -69,23 +84,35 @@ func (c *Client) Sandboxes(ctx context.Context) ([]Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CRI %s: list pod sandboxes: %w", c.endpoint, err)
 	}
+	c.mu.Lock()
+	known := c.read
+	c.mu.Unlock()
+	read := make(map[string]readSandbox, len(list.Items))
 	var out []Sandbox
 	for _, item := range list.Items {
-		st, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: item.Id, Verbose: true})
-		if err != nil {
-			if isNotFound(err) {
-				continue
+		r, seen := known[item.Id]
+		if !seen {
+			st, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: item.Id, Verbose: true})
+			if err != nil {
+				if isNotFound(err) {
+					continue
+				}
+				return nil, fmt.Errorf("CRI %s: status of sandbox %s: %w", c.endpoint, shortID(item.Id), err)
 			}
-			return nil, fmt.Errorf("CRI %s: status of sandbox %s: %w", c.endpoint, shortID(item.Id), err)
+			s, ok, err := ParseSandbox(st.Status, st.Info)
+			if err != nil {
+				return nil, err
+			}
+			r = readSandbox{s: s, ok: ok}
 		}
-		s, ok, err := ParseSandbox(st.Status, st.Info)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, s)
+		read[item.Id] = r // what is no longer listed is forgotten
+		if r.ok {
+			out = append(out, r.s)
 		}
 	}
+	c.mu.Lock()
+	c.read = read
+	c.mu.Unlock()
 	return out, nil
 }
 

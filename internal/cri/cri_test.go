@@ -165,10 +165,22 @@ func TestSandboxesFromARealContainerd(t *testing.T) {
 		t.Fatalf("NetnsPath with a pid of another process: %v", err)
 	}
 
+	// The client remembers the sandboxes it read: a later listing still
+	// shows a sandbox started since, and no longer one stopped since.
+	api := runSandbox(t, n, rt, "api", false)
+	if list, err := c.Sandboxes(ctx); err != nil || len(list) != 2 {
+		t.Fatalf("after sandbox api (%s) started: %+v, %v", api, list, err)
+	}
 	if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: web}); err != nil {
 		t.Fatal(err)
 	}
+	if list, err := c.Sandboxes(ctx); err != nil || len(list) != 1 || list[0].ID != api || list[0].String() != "default/api" {
+		t.Fatalf("after sandbox web stopped: %+v, %v; want only default/api", list, err)
+	}
+	if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: api}); err != nil {
+		t.Fatal(err)
+	}
 	if list, err := c.Sandboxes(ctx); err != nil || len(list) != 0 {
-		t.Fatalf("after the sandbox stopped: %+v, %v", list, err)
+		t.Fatalf("after the sandboxes stopped: %+v, %v", list, err)
 	}
 }
