@@ -146,6 +146,7 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkStat
 	at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
 	armed := a.armStep(ctx, plan, step)
 	defer armed.release()
+	askShortSlices()
 	if err := a.untilFinalApproach(ctx, at); err != nil {
 		return res, false, err
 	}

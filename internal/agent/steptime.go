@@ -3,19 +3,24 @@ package agent
 import (
 	"context"
 	"errors"
+	"os"
 	"runtime"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // finalApproach is how long before a step's time the agent stops waiting on
-// Go's timers and waits on the kernel's. The runtime's netpoller sleeps in
-// whole milliseconds, so a Go timer fires up to a millisecond late even on
-// an idle process: on every node a different fraction of one, which is the
-// step's skew across nodes. The last stretch is a timerfd, which the
-// kernel's high-resolution timers end within microseconds.
-const finalApproach = 3 * time.Millisecond
+// Go's timers and waits on the kernel's, from the thread that runs the step.
+// The runtime's netpoller sleeps in whole milliseconds, so a Go timer fires
+// up to a millisecond late even on an idle process, and on a busy node a
+// woken goroutine waits for a thread and a processor: tens of milliseconds
+// at 10 nodes on 2 cores. The last stretch is a timerfd, which the kernel's
+// high-resolution timers end within microseconds; it is long enough that the
+// Go timer's own lateness falls inside it. It is well inside the operator's
+// abort margin (500 ms), so a plan withdrawn in time is seen before it.
+const finalApproach = 50 * time.Millisecond
 
 // untilFinalApproach waits, on a Go timer, until finalApproach before at (by
 // the agent's clock), or until ctx ends.
@@ -105,12 +110,43 @@ func raiseThreadPriority() Priority {
 	if unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0) == nil {
 		return PriorityRealtime
 	}
-	slice := uint64(100 * time.Microsecond)
+	slice := uint64(shortSlice)
 	if unix.SchedSetAttr(0, &unix.SchedAttr{Policy: schedNormal, Nice: -20, Runtime: slice}, 0) == nil ||
 		unix.SchedSetAttr(0, &unix.SchedAttr{Policy: schedNormal, Runtime: slice}, 0) == nil {
 		return PriorityShortSlice
 	}
 	return PriorityNormal
+}
+
+// shortSlice is the slice the agent's threads ask for (see PriorityShortSlice).
+const shortSlice = 100 * time.Microsecond
+
+// askShortSlices asks short slices for every thread of the agent as it is
+// now, keeping each one's policy and nice: whichever thread the Go runtime
+// hands a step's answer to (the OVSDB reply, read by another goroutine) then
+// gets to run when it arrives. It returns how many threads took it; kernels
+// before 6.12 take the request and ignore it.
+func askShortSlices() int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		attr, err := unix.SchedGetAttr(tid, 0)
+		if err != nil || attr.Policy != schedNormal {
+			continue
+		}
+		attr.Runtime = uint64(shortSlice)
+		if unix.SchedSetAttr(tid, attr, 0) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // schedNormal is SCHED_OTHER (x/sys/unix names only the other policies).
