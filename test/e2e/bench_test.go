@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"netshift.io/netshift/internal/lab/probe"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"netshift.io/netshift/api/v1alpha1"
@@ -99,6 +101,7 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 						b.Fatalf("%s: %v", ch.patch, r.Failed())
 					}
 					gaps[ch.metric] = max(gaps[ch.metric], maxGap(r))
+					logGapAtT0(b, c, ch.patch, r)
 					// The floor: the same window with no change at all.
 					idle, err := quietUnderProbe(name, time.Since(start))
 					if err != nil {
@@ -125,6 +128,7 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 							b.Fatalf("port %d through %s: %v", port, path, r.Failed())
 						}
 						gaps["port-"+path+"-gap-ms"] = max(gaps["port-"+path+"-gap-ms"], maxGap(r))
+						logGapAtT0(b, c, fmt.Sprintf("VXLAN port %d through %s", port, path), r)
 						cm, lt := tunnelStepTimes(b, c)
 						commits, late = append(commits, cm...), append(late, lt...)
 					}
@@ -148,6 +152,27 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 			}
 		})
 	}
+}
+
+// logGapAtT0 says when the longest gap of the last change began, from its
+// T0: a gap at T0 is the steps', one seconds away is the control plane's.
+func logGapAtT0(b *testing.B, c client.Client, what string, r probe.Report) {
+	var cn v1alpha1.ClusterNetwork
+	if err := c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil || cn.Status.Change == nil || cn.Status.Change.T0 == nil {
+		return
+	}
+	var worst probe.LongLived
+	for _, l := range r.LongLived {
+		if l.MaxGapMs > worst.MaxGapMs {
+			worst = l
+		}
+	}
+	if worst.MaxGapEnded.IsZero() {
+		return
+	}
+	began := worst.MaxGapEnded.Add(-time.Duration(worst.MaxGapMs * float64(time.Millisecond)))
+	b.Logf("%s: longest gap %.1f ms (%s -> %s), began at T0%+.0f ms", what, worst.MaxGapMs, worst.From, worst.To,
+		float64(began.Sub(cn.Status.Change.T0.Time).Microseconds())/1000)
 }
 
 // setOVSDBPath labels every lab node for the path its agent takes the tunnel
