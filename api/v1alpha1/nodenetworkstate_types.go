@@ -326,8 +326,9 @@ type NodeNetworkStateStatus struct {
 	// LiveChange is the agent's report on the node's part of a live change. Written by the agent.
 	// +optional
 	LiveChange *LiveChangeReport `json:"liveChange,omitempty"`
-	// LiveChangeCordoned names the live change for which the operator cordoned the node, so that
-	// it uncordons only what it cordoned. Written by the operator.
+	// LiveChangeCordoned names the live change for which the operator cordoned the node (an MTU
+	// change; a port change cordons nothing), so that it uncordons only what it cordoned. Written
+	// by the operator.
 	// +optional
 	LiveChangeCordoned string `json:"liveChangeCordoned,omitempty"`
 	// ZoneError is why the agent could not move the node to spec.zone (it retries); empty once

@@ -62,6 +62,15 @@ func Next(w Wanted, applied v1alpha1.AppliedNetwork) (Change, bool) {
 	return Change{}, false
 }
 
+// Cordons says whether the nodes are cordoned from the schedule to the end
+// of the change. Only an MTU change needs it: a pod created between its
+// steps would be set up with the old MTU on a path already changed. A
+// tunnel port is the node's alone; a pod created during a port change is set
+// up as any other. A cordon costs each node two writes (and the controller
+// manager's taint), which every watcher answers, at the moment the datapaths
+// are about to change.
+func (c Change) Cordons() bool { return c.Kind == v1alpha1.ChangeMTU }
+
 // Apply returns applied with the change's new value.
 func (c Change) Apply(applied v1alpha1.AppliedNetwork) v1alpha1.AppliedNetwork {
 	switch c.Kind {
@@ -80,7 +89,7 @@ func (c Change) Apply(applied v1alpha1.AppliedNetwork) v1alpha1.AppliedNetwork {
 // (host veths, then node ports); raising it widens the path first and the
 // pods last, so no packet is ever larger than the narrowest hop. The last
 // step writes the node's network configuration, so the pods created after the
-// change (the nodes are cordoned until then) get the new values. A change
+// change (the nodes are cordoned until then, for an MTU) get the new values. A change
 // without node steps (an OVN tunnel port, set in the southbound database)
 // has that step only. Which interfaces each MTU step sets is the node's to
 // find when it runs (its pods from its container runtime, its own ports from

@@ -64,6 +64,26 @@ func TestScheduleOrder(t *testing.T) {
 	}
 }
 
+// TestCordons: the nodes are cordoned for an MTU change, either way, and
+// for no port change, with node steps or through the southbound database.
+func TestCordons(t *testing.T) {
+	for _, c := range []struct {
+		change Change
+		want   bool
+	}{
+		{Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, NodeSteps: true}, true},
+		{Change{Kind: v1alpha1.ChangeMTU, From: 1350, To: 1450, NodeSteps: true}, true},
+		{Change{Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790, NodeSteps: true}, false},
+		{Change{Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, NodeSteps: true}, false},
+		{Change{Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, NodeSteps: false}, false},
+		{Change{Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790, NodeSteps: false}, false},
+	} {
+		if got := c.change.Cordons(); got != c.want {
+			t.Errorf("%s %d -> %d (node steps %v): cordons %v, want %v", c.change.Kind, c.change.From, c.change.To, c.change.NodeSteps, got, c.want)
+		}
+	}
+}
+
 func TestNodeConfig(t *testing.T) {
 	applied := v1alpha1.AppliedNetwork{MTU: 1400, VXLANPort: 4790, GenevePort: 6082}
 	if got := NodeConfig(applied, v1alpha1.EncapVXLAN); got != (v1alpha1.NodeNetworkConfig{MTU: 1400, Encapsulation: "vxlan", TunnelPort: 4790}) {

@@ -311,16 +311,17 @@ func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.NodeNe
 	return nil
 }
 
-// schedule cordons every node (recording which it cordoned), sets T0 and
-// writes each node's steps.
+// schedule cordons every node for an MTU change (recording which it
+// cordoned), sets T0 and writes each node's steps.
 func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.ClusterNetwork, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState) error {
 	ch := cn.Status.Change
+	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
 	// Cordon first (recorded before the cordon, as the drain controller does): no new pods
 	// during the change.
 	for i := range nodes {
 		n := &nodes[i]
 		nns := byNode[n.Name]
-		if !n.Spec.Unschedulable {
+		if c.Cordons() && !n.Spec.Unschedulable {
 			patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			nns.Status.LiveChangeCordoned = ch.ID
 			if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
@@ -335,7 +336,6 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Cluste
 	}
 	t0 := metav1.NewMicroTime(r.Now().Add(r.Lead))
 	ch.T0 = &t0
-	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
 	if ch.Kind == v1alpha1.ChangeGenevePort && r.OVNSouthbound != nil {
 		// ovn-controller owns the tunnel ports: the port goes into the southbound Encap records
 		// at T0 (done by this controller, which holds the connection), and nodes have no step.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,6 +49,26 @@ func waitChange(t *testing.T, c client.Client) *v1alpha1.ClusterNetwork {
 		return !cn.Status.Change.Phase.Active() && cn.Status.ObservedGeneration == cn.Generation
 	})
 	return &cn
+}
+
+// waitChangeSeeingCordons is waitChange that also says whether a node was
+// seen cordoned while the change was scheduled (T0 set, not yet ended).
+func waitChangeSeeingCordons(t *testing.T, c client.Client) (*v1alpha1.ClusterNetwork, bool) {
+	t.Helper()
+	var cn v1alpha1.ClusterNetwork
+	cordoned := false
+	waitFor(t, "the live change to end", func() bool {
+		if c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn) != nil || cn.Status.Change == nil {
+			return false
+		}
+		if cn.Status.Change.Phase.Active() && cn.Status.Change.T0 != nil && !cordoned {
+			for _, on := range labNodes(t, c) {
+				cordoned = cordoned || on
+			}
+		}
+		return !cn.Status.Change.Phase.Active() && cn.Status.ObservedGeneration == cn.Generation
+	})
+	return &cn, cordoned
 }
 
 // probeQuiet is the probe's measurement window before and after a change:
@@ -135,12 +157,21 @@ func TestLiveChanges(t *testing.T) {
 			}
 			for _, ch := range changes {
 				var cn *v1alpha1.ClusterNetwork
+				var cordoned bool
 				r := underProbe(t, name, func() {
 					edit(t, c, ch.patch)
-					cn = waitChange(t, c)
+					cn, cordoned = waitChangeSeeingCordons(t, c)
 				})
 				if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
 					t.Fatalf("%s: change %+v", ch.what, cn.Status.Change)
+				}
+				// New pods wait out an MTU change (they would get the old MTU on a changed
+				// path); a port is the nodes' alone, and its change cordons nothing.
+				if want := cn.Status.Change.Kind == v1alpha1.ChangeMTU; cordoned != want {
+					t.Errorf("%s: nodes seen cordoned during the change: %v, want %v", ch.what, cordoned, want)
+				}
+				if on := labNodes(t, c); slices.Contains(slices.Collect(maps.Values(on)), true) {
+					t.Errorf("%s: cordons after the change: %v", ch.what, on)
 				}
 				if !r.OK {
 					t.Errorf("%s: probe failed: %v", ch.what, r.Failed())

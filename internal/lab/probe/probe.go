@@ -289,8 +289,15 @@ func longLived(ctx context.Context, cfg Config, from, to Pod, settled func()) (r
 	}
 }
 
-// shortLived opens, uses and closes connections from one pod to another as
-// fast as they complete, with a 10 ms pause.
+// shortLivedPause is the pause between two short-lived connections of a
+// pair: about 20 connections a second per pair, every stage of a change
+// crossed by several. Each packet of the lab crosses two userspace datapaths
+// on the same few cores, so a 10 ms pause cost ovs-vswitchd 0.8 of a core
+// at 3 nodes, and the probe loaded the machine whose silences it measures.
+const shortLivedPause = 50 * time.Millisecond
+
+// shortLived opens, uses and closes connections from one pod to another,
+// shortLivedPause apart.
 func shortLived(ctx context.Context, cfg Config, from, to Pod, c *counter) {
 	addr := net.JoinHostPort(to.IP, strconv.Itoa(shortPort))
 	for ctx.Err() == nil {
@@ -312,7 +319,7 @@ func shortLived(ctx context.Context, cfg Config, from, to Pod, c *counter) {
 			return // cut short by the end of the run, not by the network
 		}
 		c.add(err)
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(shortLivedPause)
 	}
 }
 
