@@ -234,13 +234,18 @@ func (a *Agent) armStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step
 		log.FromContext(ctx).Info("could not prepare the tunnel port step; it runs whole at its time", "node", a.Node, "error", err.Error())
 		return whole
 	}
+	// The transaction's own connection: at its time the step's thread sends it
+	// and is the one woken by the reply.
+	if err := prepared.Arm(ctx); err != nil {
+		log.FromContext(ctx).Info("could not open the tunnel port step's own OVSDB connection; it is sent through the agent's", "node", a.Node, "error", err.Error())
+	}
 	return armedStep{fire: func(ctx context.Context) (stepOutcome, error) {
 		err := prepared.Commit(ctx)
 		if err != nil {
 			err = fmt.Errorf("node %s: %w", a.Node, err)
 		}
 		return stepOutcome{changed: len(prepared.Names), committed: prepared.Committed}, err
-	}, release: func() {}}
+	}, release: prepared.Release}
 }
 
 // settleDelay is how long after its last step the agent aligns the node's

@@ -3,6 +3,7 @@ package ovs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/internal/ovs/model/vswitch"
 )
@@ -98,22 +100,37 @@ func (s *Switch) commit(ctx context.Context, what string, ops []ovsdb.Operation)
 		_, err := s.transact(ctx, what, ops)
 		return time.Now(), err
 	}
-	root, err := s.root(ctx)
+	full, err := s.withNextCfg(ctx, what, ops)
 	if err != nil {
 		return time.Time{}, err
+	}
+	res, err := s.transact(ctx, what, full)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return s.applied(ctx, what, time.Now(), res)
+}
+
+// withNextCfg appends to ops the bump of next_cfg that asks ovs-vswitchd
+// to apply the transaction, and the read of its new value.
+func (s *Switch) withNextCfg(ctx context.Context, what string, ops []ovsdb.Operation) ([]ovsdb.Operation, error) {
+	root, err := s.root(ctx)
+	if err != nil {
+		return nil, err
 	}
 	r := vswitch.OpenvSwitch{UUID: root.UUID}
 	bump, err := s.c.Where(&r).Mutate(&r, model.Mutation{Field: &r.NextCfg, Mutator: ovsdb.MutateOperationAdd, Value: 1})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%s: %s: %w", s.what, what, err)
+		return nil, fmt.Errorf("%s: %s: %w", s.what, what, err)
 	}
 	read := ovsdb.Operation{Op: ovsdb.OperationSelect, Table: vswitch.OpenvSwitchTable, Columns: []string{"next_cfg"},
 		Where: []ovsdb.Condition{{Column: "_uuid", Function: ovsdb.ConditionEqual, Value: ovsdb.UUID{GoUUID: root.UUID}}}}
-	res, err := s.transact(ctx, what, append(append(ops, bump...), read))
-	if err != nil {
-		return time.Time{}, err
-	}
-	committed = time.Now()
+	return append(append(slices.Clip(ops), bump...), read), nil
+}
+
+// applied reads the next_cfg a committed transaction (withNextCfg) asked
+// for and waits until ovs-vswitchd has applied it.
+func (s *Switch) applied(ctx context.Context, what string, committed time.Time, res []ovsdb.OperationResult) (time.Time, error) {
 	rows := res[len(res)-1].Rows
 	if len(rows) != 1 {
 		return committed, fmt.Errorf("%s: %s: next_cfg not read back", s.what, what)
@@ -208,17 +225,76 @@ type Prepared struct {
 	s    *Switch
 	what string
 	ops  []ovsdb.Operation
+	// line is the connection of its own Arm opened, nil if not armed.
+	line *armedLine
 	// Names are the rows it changes (the tunnels of a port change).
 	Names []string
 	// Committed is when the database committed it (set by Commit).
 	Committed time.Time
 }
 
+// Arm opens the transaction's own connection to the database and encodes
+// it whole, next_cfg included, so that Commit only writes it and reads the
+// reply on the calling thread (see armedLine). Release (or Commit) closes
+// it. A transaction that is not armed goes through the switch's connection.
+func (p *Prepared) Arm(ctx context.Context) error {
+	if p.line != nil || len(p.ops) == 0 {
+		return nil
+	}
+	full := p.ops
+	if !p.s.noWait {
+		var err error
+		if full, err = p.s.withNextCfg(ctx, p.what, p.ops); err != nil {
+			return err
+		}
+	}
+	line, err := dialArmed(p.s.what+": "+p.what, p.s.Socket, vswitch.Schema().Name, full)
+	if err != nil {
+		return err
+	}
+	p.line, p.ops = line, full
+	return nil
+}
+
+// Release closes what Arm opened; a released transaction can still be
+// committed, through the switch's connection.
+func (p *Prepared) Release() {
+	if p.line != nil {
+		p.line.close()
+		p.line = nil
+		if !p.s.noWait {
+			p.ops = p.ops[:len(p.ops)-2] // without Arm's next_cfg bump and read
+		}
+	}
+}
+
 // Commit sends the prepared transaction and waits until ovs-vswitchd has
 // applied it; Committed is when the database committed it.
 func (p *Prepared) Commit(ctx context.Context) error {
-	var err error
-	p.Committed, err = p.s.commit(ctx, p.what, p.ops)
+	if p.line == nil {
+		var err error
+		p.Committed, err = p.s.commit(ctx, p.what, p.ops)
+		return err
+	}
+	full := p.ops
+	res, at, err := p.line.exchange()
+	p.Release()
+	if err != nil {
+		// The line broke (the server restarted since Arm, say). The transaction
+		// only sets values, so sending it again through the switch's connection
+		// loses nothing, whether or not the first one was committed.
+		log.FromContext(ctx).Info("armed OVSDB transaction failed; sending it through the switch's connection", "what", p.what, "error", err.Error())
+		p.Committed, err = p.s.commit(ctx, p.what, p.ops)
+		return err
+	}
+	if _, err := ovsdb.CheckOperationResults(res, full); err != nil {
+		return fmt.Errorf("%s: %s: %w", p.s.what, p.what, err)
+	}
+	if p.s.noWait {
+		p.Committed = at
+		return nil
+	}
+	p.Committed, err = p.s.applied(ctx, p.what, at, res)
 	return err
 }
 

@@ -2,6 +2,7 @@ package ovsmem_test
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -215,6 +216,27 @@ func TestPreparedTunnelPortKeepsOtherOptions(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); len(tunnels) < 3 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		tunnels, _ = sw.Tunnels(ctx)
 	}
+	// Armed and released without a commit: nothing changes, and its
+	// connection is closed.
+	fds := openFDs(t)
+	withdrawn, err := sw.PrepareTunnelPort(ctx, "vxlan", 4791)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := withdrawn.Arm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := openFDs(t); n != fds+1 {
+		t.Errorf("armed: %d open files, want %d (its own connection)", n, fds+1)
+	}
+	withdrawn.Release()
+	if n := openFDs(t); n != fds {
+		t.Errorf("released: %d open files, want %d", n, fds)
+	}
+	if got := read(t, endpoint).ifaces["tun3"].Options["dst_port"]; got != "4789" {
+		t.Errorf("a released transaction changed tun3's dst_port to %s", got)
+	}
+	// Armed, then committed over its own connection, which the commit closes.
 	prepared, err := sw.PrepareTunnelPort(ctx, "vxlan", 4790)
 	if err != nil {
 		t.Fatal(err)
@@ -222,8 +244,18 @@ func TestPreparedTunnelPortKeepsOtherOptions(t *testing.T) {
 	if !slices.Equal(prepared.Names, []string{"tun2", "tun3"}) {
 		t.Errorf("prepared for %v, want the vxlan tunnels tun2 and tun3 (cache had %v)", prepared.Names, tunnels)
 	}
+	if err := prepared.Arm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
 	if err := prepared.Commit(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if prepared.Committed.Before(before) || prepared.Committed.After(time.Now()) {
+		t.Errorf("committed at %v, not during the commit", prepared.Committed)
+	}
+	if n := openFDs(t); n != fds {
+		t.Errorf("committed: %d open files, want %d", n, fds)
 	}
 	got := read(t, endpoint)
 	for name, want := range map[string]map[string]string{
@@ -272,4 +304,14 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// openFDs counts the test process's open files.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds)
 }
