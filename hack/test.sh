@@ -79,7 +79,9 @@ bench() {
   go test -run '^$' -bench 'DrainCycle200' -benchtime 1x -timeout 10m ./internal/operator/ || return 1
   go test -run '^$' -bench 'SetMTU100Pods' -benchtime 20x -count 5 ./internal/netdev/ || return 1
   go test -run '^$' -bench 'LabUpDown' -benchtime 3x -timeout 25m ./test/e2e/ || return 1
-  go test -run '^$' -bench 'LiveChangeGap' -benchtime 1x -timeout 25m ./test/e2e/ || return 1
+  # The 3-node gap target is judged over 3 runs (each its own lab), the 10-node figures over one.
+  go test -run '^$' -bench 'LiveChangeGap/nodes=3$' -benchtime 1x -count 3 -timeout 25m ./test/e2e/ || return 1
+  go test -run '^$' -bench 'LiveChangeGap/nodes=10$' -benchtime 1x -timeout 25m ./test/e2e/ || return 1
   go test -run '^$' -bench 'VMMigration' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'ZoneMoves' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'PodCreateToReady' -benchtime 1x -timeout 10m ./test/e2e/ || return 1
