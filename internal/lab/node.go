@@ -38,23 +38,14 @@ func (s *State) addNetns(ctx context.Context, sh *shell, name string) error {
 	return sh.ip(ctx, "-n", name, "link", "set", "lo", "up")
 }
 
-// daemonNice is the niceness OVS and OVN daemons run at: what ovs-ctl and
-// ovn-ctl give ovsdb-server, ovs-vswitchd, ovn-controller, northd and ic on a
-// real node (their --*-priority default). A userspace datapath forwards on
-// ovs-vswitchd's main thread, so at the default niceness every burst of the
-// control plane sharing the lab's cores would show as a silence on the pods'
-// connections that no real node has.
-const daemonNice = "-10"
-
-// startDaemon starts an OVS or OVN daemon with --detach inside netns, at
-// daemonNice, and records the process from its pid file.
+// startDaemon starts an OVS or OVN daemon with --detach inside netns and
+// records the process from its pid file.
 func (s *State) startDaemon(ctx context.Context, sh *shell, role, netns string, env []string, pidfile, bin string, args ...string) error {
-	args = append([]string{"-n", daemonNice, bin}, args...)
 	var err error
 	if netns == "" {
-		_, err = sh.run(ctx, env, "nice", args...)
+		_, err = sh.run(ctx, env, bin, args...)
 	} else {
-		_, err = sh.inNetns(ctx, netns, env, "nice", args...)
+		_, err = sh.inNetns(ctx, netns, env, bin, args...)
 	}
 	if err != nil {
 		return err
