@@ -25,7 +25,10 @@ import (
 // cores) the step saw its commit 1.5 to 6 ms after ovsdb-server's jsonrpc log
 // says it sent the reply.
 type armedLine struct {
-	fd      int
+	fd int
+	// ops is the whole transaction encoded in request, whose results the
+	// reply carries in the same order.
+	ops     []ovsdb.Operation
 	request []byte
 	what    string
 }
@@ -67,7 +70,7 @@ func dialArmed(what, endpoint, db string, ops []ovsdb.Operation) (*armedLine, er
 		_ = syscall.Close(fd)
 		return nil, fmt.Errorf("%s: connect %s: %w", what, path, err)
 	}
-	return &armedLine{fd: fd, request: request, what: what}, nil
+	return &armedLine{fd: fd, ops: ops, request: request, what: what}, nil
 }
 
 // exchange sends the request and reads its reply, on the calling thread;

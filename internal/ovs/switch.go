@@ -252,20 +252,15 @@ func (p *Prepared) Arm(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.line, p.ops = line, full
+	p.line = line
 	return nil
 }
 
 // Release closes what Arm opened; a released transaction can still be
 // committed, through the switch's connection.
 func (p *Prepared) Release() {
-	if p.line != nil {
-		p.line.close()
-		p.line = nil
-		if !p.s.noWait {
-			p.ops = p.ops[:len(p.ops)-2] // without Arm's next_cfg bump and read
-		}
-	}
+	p.line.close()
+	p.line = nil
 }
 
 // Commit sends the prepared transaction and waits until ovs-vswitchd has
@@ -276,7 +271,7 @@ func (p *Prepared) Commit(ctx context.Context) error {
 		p.Committed, err = p.s.commit(ctx, p.what, p.ops)
 		return err
 	}
-	full := p.ops
+	full := p.line.ops
 	res, at, err := p.line.exchange()
 	p.Release()
 	if err != nil {

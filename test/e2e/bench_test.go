@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"netshift.io/netshift/internal/lab/probe"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/lab/probe"
 	"netshift.io/netshift/internal/testenv"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
