@@ -39,29 +39,23 @@ func (a *Agent) untilFinalApproach(ctx context.Context, at time.Time) error {
 	}
 }
 
-// spinFor is the very last stretch before a step, spent running rather than
-// sleeping: a thread woken from a sleep first has to get a processor back
-// from the Go scheduler, which on a busy node can take longer than the whole
-// skew allowed. Woken this much early, it is running when its time comes.
-const spinFor = 300 * time.Microsecond
-
-// sleepPrecisely blocks the calling goroutine for d: on a monotonic timerfd
-// until spinFor before its end, then running. It is meant for the last few
-// milliseconds before a step (it cannot be cancelled); without a timerfd it
-// falls back to a Go timer.
+// sleepPrecisely blocks the calling goroutine for d on a monotonic timerfd
+// (it cannot be cancelled: it is meant for the last few milliseconds before
+// a step); without a timerfd it falls back to a Go timer.
+//
+// The thread sleeps to the very time. Waking 300 µs early and spinning the
+// rest, as the agent once did, was later more often: measured side by side
+// (200 waits each, a 3-node lab under the probe, from an agent pod's cgroup),
+// spinning started p99 0.8 to 2.7 ms and at most 1.6 to 3.1 ms late, a plain
+// wake p99 0.3 to 0.9 ms and at most 0.7 to 1.0 ms, for a median of 0.07 ms.
+// A thread that runs through its short slice while spinning is the first the
+// kernel preempts at its next tick; a thread woken by its timer is placed
+// ahead of those that ran.
 func sleepPrecisely(d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	end := time.Now().Add(d)
-	if sleep := d - spinFor; sleep > 0 {
-		if err := sleepOnTimerfd(sleep); err != nil {
-			return err
-		}
-	}
-	for time.Now().Before(end) {
-	}
-	return nil
+	return sleepOnTimerfd(d)
 }
 
 // sleepOnTimerfd blocks the calling thread for d on a monotonic timerfd,

@@ -94,15 +94,24 @@ func (s *State) buildOVN(ctx context.Context, sh *shell, progress func(string, .
 			"external_ids:ovn-bridge-datapath-type=netdev"); err != nil {
 			return fmt.Errorf("node %s: OVN settings: %w", n.Name, err)
 		}
-		nd := s.nodeDir(n.Name)
-		pid := filepath.Join(nd, "ovn-controller.pid")
-		if err := s.startDaemon(ctx, sh, "ovn-controller:"+n.Name, n.Netns, append(s.ovsEnv(n.Name), "OVN_RUNDIR="+nd), pid,
-			"ovn-controller", s.OVSDB(n.Name), "--pidfile="+pid,
-			"--log-file="+filepath.Join(nd, "ovn-controller.log"), "--detach"); err != nil {
-			return fmt.Errorf("node %s: %w", n.Name, err)
+		if err := s.startOVNController(ctx, sh, n); err != nil {
+			return err
 		}
 	}
 	progress("OVN: ovn-controller on every node, router %s, a switch per node and %s (%s)", clusterRouter, vmSwitch, VMSubnet)
+	return nil
+}
+
+// startOVNController starts the node's ovn-controller, which reads where to
+// connect from the node's Open_vSwitch record.
+func (s *State) startOVNController(ctx context.Context, sh *shell, n NodeSpec) error {
+	nd := s.nodeDir(n.Name)
+	pid := filepath.Join(nd, "ovn-controller.pid")
+	if err := s.startDaemon(ctx, sh, "ovn-controller:"+n.Name, n.Netns, append(s.ovsEnv(n.Name), "OVN_RUNDIR="+nd), pid,
+		"ovn-controller", s.OVSDB(n.Name), "--pidfile="+pid,
+		"--log-file="+filepath.Join(nd, "ovn-controller.log"), "--detach"); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
 	return nil
 }
 

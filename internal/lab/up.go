@@ -167,17 +167,24 @@ func lastLines(s string, n int) string {
 // to stay unreachable from the others: the lab's stand-in network plugin
 // then records what OVN holds of it (connectivity.log), has every
 // ovn-controller recompute, and at last replaces the pod (its DaemonSet
-// makes a new one through the CNI chain), as an operator would.
+// makes a new one through the CNI chain), as an operator would. When the
+// new pod of that node is unreachable too, the node's ovn-controller is
+// restarted: it claims its chassis and its ports again. A lab that stays
+// unconnected fails with the end of connectivity.log in its error.
 func (s *State) waitConnected(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var since time.Time // of the failures since the last healing step
 	recomputed := false
+	replaced := map[string]bool{} // nodes whose unreachable pod was replaced
 	for {
 		to, err := s.connected(ctx)
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
+			if log, rerr := os.ReadFile(s.Path("connectivity.log")); rerr == nil {
+				return fmt.Errorf("after %s: %w; connectivity.log ends:\n%s", timeout, err, lastLines(string(log), 60))
+			}
 			return fmt.Errorf("after %s: %w", timeout, err)
 		}
 		if since.IsZero() {
@@ -185,8 +192,12 @@ func (s *State) waitConnected(ctx context.Context, timeout time.Duration) error 
 		}
 		if s.Options.OVN && to.Name != "" {
 			switch waited := time.Since(since); {
+			case waited > 35*time.Second && replaced[to.Node]:
+				s.restartOVNController(ctx, to, err)
+				since, recomputed = time.Time{}, false
 			case waited > 35*time.Second:
 				s.replacePod(ctx, to, err)
+				replaced[to.Node] = true
 				since, recomputed = time.Time{}, false
 			case waited > 20*time.Second && !recomputed:
 				s.recordOVN(ctx, to, err)
@@ -199,6 +210,24 @@ func (s *State) waitConnected(ctx context.Context, timeout time.Duration) error 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// restartOVNController restarts the ovn-controller of the node of a pod
+// that stayed unreachable after it was replaced.
+func (s *State) restartOVNController(ctx context.Context, to PodSpec, cause error) {
+	sh, err := newShell(s.Path("connectivity.log"))
+	if err != nil {
+		return
+	}
+	defer sh.close()
+	s.stopRoles("ovn-controller:" + to.Node)
+	for _, n := range s.Topology.Nodes {
+		if n.Name == to.Node {
+			err = s.startOVNController(ctx, sh, n)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "lab %s: pod %s on %s unreachable for 35 s after its pod was replaced (%v): the node's ovn-controller restarted (%v)\n",
+		s.Options.Name, to.Name, to.Node, cause, err)
 }
 
 // recordOVN writes what OVN holds of an unreachable pod into the lab's

@@ -100,6 +100,8 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 						b.Fatalf("%s: %v", ch.patch, r.Failed())
 					}
 					gaps[ch.metric] = max(gaps[ch.metric], maxGap(r))
+					gaps["probe-stall-ms"] = max(gaps["probe-stall-ms"], r.Stall.MaxMs)
+					gaps["machine-pause-ms"] = max(gaps["machine-pause-ms"], r.Pause.MaxMs)
 					logGapAtT0(b, c, ch.patch, r)
 					// The floor: the same window with no change at all.
 					idle, err := quietUnderProbe(name, time.Since(start))
@@ -107,6 +109,7 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 						b.Fatal(err)
 					}
 					gaps["no-change-gap-ms"] = max(gaps["no-change-gap-ms"], maxGap(idle))
+					gaps["machine-pause-ms"] = max(gaps["machine-pause-ms"], idle.Pause.MaxMs)
 				}
 				for _, path := range []string{"libovsdb", "exec"} {
 					setOVSDBPath(b, c, path)
@@ -127,6 +130,8 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 							b.Fatalf("port %d through %s: %v", port, path, r.Failed())
 						}
 						gaps["port-"+path+"-gap-ms"] = max(gaps["port-"+path+"-gap-ms"], maxGap(r))
+						gaps["probe-stall-ms"] = max(gaps["probe-stall-ms"], r.Stall.MaxMs)
+						gaps["machine-pause-ms"] = max(gaps["machine-pause-ms"], r.Pause.MaxMs)
 						logGapAtT0(b, c, fmt.Sprintf("VXLAN port %d through %s", port, path), r)
 						cm, lt := tunnelStepTimes(b, c)
 						commits, late = append(commits, cm...), append(late, lt...)
@@ -170,8 +175,11 @@ func logGapAtT0(b *testing.B, c client.Client, what string, r probe.Report) {
 		return
 	}
 	began := worst.MaxGapEnded.Add(-time.Duration(worst.MaxGapMs * float64(time.Millisecond)))
-	b.Logf("%s: longest gap %.1f ms (%s -> %s), began at T0%+.0f ms", what, worst.MaxGapMs, worst.From, worst.To,
-		float64(began.Sub(cn.Status.Change.T0.Time).Microseconds())/1000)
+	t0 := cn.Status.Change.T0.Time
+	b.Logf("%s: longest gap %.1f ms (%s -> %s), began at T0%+.0f ms; the probe's own longest stall %.1f ms, ended at T0%+.0f ms; the machine's longest pause %.1f ms, ended at T0%+.0f ms",
+		what, worst.MaxGapMs, worst.From, worst.To, float64(began.Sub(t0).Microseconds())/1000,
+		r.Stall.MaxMs, float64(r.Stall.Ended.Sub(t0).Microseconds())/1000,
+		r.Pause.MaxMs, float64(r.Pause.Ended.Sub(t0).Microseconds())/1000)
 }
 
 // setOVSDBPath labels every lab node for the path its agent takes the tunnel

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sort"
 	"strconv"
 	"sync"
@@ -57,6 +58,23 @@ type LongLived struct {
 	Error       string    `json:"error,omitempty"`
 }
 
+// Stall is how late the probe's own ticker ran, at worst.
+type Stall struct {
+	MaxMs float64 `json:"maxMs"`
+	// Ended is when the longest stall ended.
+	Ended time.Time `json:"ended,omitzero"`
+}
+
+// Pause is how long the machine stood still, at worst.
+type Pause struct {
+	MaxMs float64 `json:"maxMs"`
+	// Ended is when the longest pause ended.
+	Ended time.Time `json:"ended,omitzero"`
+	// Realtime says the watching thread ran real time; if not, what it saw
+	// includes the waits of any thread of the machine.
+	Realtime bool `json:"realtime"`
+}
+
 // Counter counts attempts and failures, with the most common reasons.
 type Counter struct {
 	Attempts int            `json:"attempts"`
@@ -86,6 +104,16 @@ type Report struct {
 	ShortLived Counter     `json:"shortLived"`
 	HTTPS      HTTPS       `json:"https"`
 	Overhead   Overhead    `json:"overhead"`
+	// Stall is the probe's own longest stall: the longest a 1 ms ticker of
+	// its own ran late. The probe sends and echoes from one process on the
+	// machine whose nodes it measures; a gap no longer than a stall at the
+	// same time may be the probe's, not the network's.
+	Stall Stall `json:"stall"`
+	// Pause is the machine's longest pause: the longest a real-time thread of
+	// the probe slept beyond its millisecond. A gap no longer than a pause at
+	// the same time is the machine's (its host did not run it), not the
+	// network's.
+	Pause Pause `json:"pause"`
 	// OK is false when a long-lived connection died or anything failed.
 	OK bool `json:"ok"`
 }
@@ -160,6 +188,14 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); shortLived(runCtx, cfg, p[0], p[1], short) }()
 	}
+	stall := make(chan Stall, 1)
+	go func() { stall <- ownStalls(runCtx) }()
+	// The pause watcher holds a processor of the runtime for good: one more.
+	procs := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(procs + 1)
+	defer runtime.GOMAXPROCS(procs)
+	pause := make(chan Pause, 1)
+	go func() { pause <- machinePauses(runCtx) }()
 	https := &httpsCounter{counter: counter{reasons: map[string]int{}}}
 	for _, p := range cfg.Pods {
 		if p.Node != srv.httpsPod.Node {
@@ -168,6 +204,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		}
 	}
 	wg.Wait()
+	r.Stall, r.Pause = <-stall, <-pause
 	r.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	r.ShortLived = short.snapshot()
 	r.HTTPS.Counter = https.snapshot()
@@ -176,6 +213,30 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	r.Overhead = Overhead{CPUSeconds: after.cpu - before.cpu, MaxRSSMiB: after.maxRSS}
 	r.OK = len(r.Failed()) == 0
 	return r, nil
+}
+
+// stallTick is the period of the probe's own ticker (see Report.Stall).
+const stallTick = time.Millisecond
+
+// ownStalls measures, until ctx ends, the longest time between two ticks of
+// a ticker of stallTick beyond the tick itself: how long the probe's
+// goroutines could not run.
+func ownStalls(ctx context.Context) (s Stall) {
+	tick := time.NewTicker(stallTick)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return s
+		case <-tick.C:
+			now := time.Now() // the tick's value is when it was due, not when it ran
+			if late := now.Sub(last) - stallTick; late > time.Duration(s.MaxMs*float64(time.Millisecond)) {
+				s = Stall{MaxMs: float64(late.Microseconds()) / 1000, Ended: now}
+			}
+			last = now
+		}
+	}
 }
 
 // ring pairs each pod with the pod of the same rank on the next node, so
