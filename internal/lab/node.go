@@ -38,8 +38,8 @@ func (s *State) addNetns(ctx context.Context, sh *shell, name string) error {
 	return sh.ip(ctx, "-n", name, "link", "set", "lo", "up")
 }
 
-// startDaemon starts an OVS or OVN daemon with --detach inside netns, gives
-// it daemonNice (see priority.go) and records the process from its pid file.
+// startDaemon starts an OVS or OVN daemon with --detach inside netns and
+// records the process from its pid file.
 func (s *State) startDaemon(ctx context.Context, sh *shell, role, netns string, env []string, pidfile, bin string, args ...string) error {
 	var err error
 	if netns == "" {
@@ -61,9 +61,6 @@ func (s *State) startDaemon(ctx context.Context, sh *shell, role, netns string, 
 	p, err := Identify(role, pid)
 	if err != nil {
 		return fmt.Errorf("%s (pid %d) exited at once; see its log: %w", role, pid, err)
-	}
-	if err := setSessionNice(pid, daemonNice); err != nil {
-		return fmt.Errorf("%s: %w", role, err)
 	}
 	return s.record(func() { s.Processes = append(s.Processes, p) })
 }

@@ -16,22 +16,14 @@ import (
 // sessions of their own, and so does the probe: a process raised here gets
 // the niceness for its session as well as for its threads.
 //
-// daemonNice is what ovs-ctl and ovn-ctl give ovsdb-server, ovs-vswitchd,
-// ovn-controller, northd and ic on a real node (their --*-priority default).
-// Here it matters more: the lab's datapath is ovs-vswitchd's userspace one,
-// standing in for a real node's kernel datapath, which forwards in softirq
-// ahead of every process. At the default weight a burst of the control
-// plane left an ovs-vswitchd runnable and waiting for a processor for 13 to
-// 18 ms at a time, a silence on every connection through its node that no
-// real node has. Measured side by side in time, 2 runs each at 3 nodes with
-// the probe real time: the longest port-change gap 59.1 and 28.4 ms at the
-// default, 35.8 and 24.2 ms at -10. The agents pay for it: at T0 every
-// switch reconfigures, on the same cores, before the agent's thread gets to
-// read its commit, whose time grew from 1.6 and 2.8 ms (p50; max 3.6 and
-// 6.2) to 2.4 and 4.7 ms (max 6.0 and 10.8).
-const daemonNice = -10
-
-// The probe is raised further (raiseProbe).
+// Only the probe is raised (probeNice). The OVS and OVN daemons keep the
+// default weight, against ovs-ctl's nice -10: on a real node with cgroup v2
+// that niceness ranks ovs-vswitchd only inside its own service's cgroup,
+// which weighs no more than the pods' cgroup. Raised here (its session at
+// -10) it outweighed each node's agent, kubelet and pods together: the
+// longest gaps fell from 26-47 to 15-27 ms, but the steps started up to
+// 4.3 ms late (0.4 to 1.7 ms at the default) and committed up to 6.5 ms
+// after their time (3.5 to 3.9 ms).
 
 // setSessionNice gives process pid's session and every thread of pid the
 // niceness nice. Threads started later inherit it from the thread that
@@ -40,20 +32,6 @@ func setSessionNice(pid, nice int) error {
 	// Without autogroups the file is absent or refuses the write: the
 	// threads' own niceness is then what counts.
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/autogroup", pid), []byte(strconv.Itoa(nice)), 0)
-	return eachThread(pid, func(tid int) error { return unix.Setpriority(unix.PRIO_PROCESS, tid, nice) })
-}
-
-// setRealtime puts every thread of pid in SCHED_FIFO at priority; threads
-// started later inherit it. It fails where the kernel refuses real time to
-// the process (no CAP_SYS_NICE, or a cgroup without a real-time budget).
-func setRealtime(pid, priority int) error {
-	return eachThread(pid, func(tid int) error {
-		return unix.SchedSetAttr(tid, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: uint32(priority)}, 0)
-	})
-}
-
-// eachThread calls set for every thread of pid, stopping at the first error.
-func eachThread(pid int, set func(tid int) error) error {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return fmt.Errorf("pid %d: list threads: %w", pid, err)
@@ -63,8 +41,8 @@ func eachThread(pid int, set func(tid int) error) error {
 		if err != nil {
 			continue
 		}
-		if err := set(tid); err != nil {
-			return fmt.Errorf("pid %d: thread %d: %w", pid, tid, err)
+		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil {
+			return fmt.Errorf("pid %d: thread %d: nice %d: %w", pid, tid, nice, err)
 		}
 	}
 	return nil

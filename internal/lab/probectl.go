@@ -95,9 +95,8 @@ func RunProbe(ctx context.Context, name string, d time.Duration, reportFile stri
 	if err != nil {
 		return probe.Report{}, err
 	}
-	priority := raiseProbe()
+	_ = setSessionNice(os.Getpid(), probeNice)
 	r, err := probe.Run(ctx, cfg)
-	r.Priority = priority
 	if err != nil {
 		return r, err
 	}
@@ -114,39 +113,16 @@ func RunProbe(ctx context.Context, name string, d time.Duration, reportFile stri
 	return r, nil
 }
 
-// raiseProbe puts the probe ahead of the lab's nodes and control plane, and
-// says how it runs: "realtime" (SCHED_FIFO 1, every thread), else "nice -10"
-// (its session too, see priority.go), else "default".
-//
-// The probe sends and echoes every connection from one process on the cores
-// the lab's nodes and control plane share, and what it measures is meant to
-// be the network's silence, not its own. At the default weight a burst of
-// the control plane (a change's plans and reports) kept its threads waiting
-// for a processor for up to 33 ms; at nice -10, still up to 56 ms: the
-// kernel spreads a session's weight over the processors by its recent load
-// there, and a thread that wakes where the probe seldom ran gets little of
-// it. Real time is ahead of every such weight. The probe uses the same CPU
-// either way (about a third of a core at 3 nodes, Report.Overhead); its
-// priority only decides who waits when the cores are short, for the short
-// while each message takes it. Its report's stall says what it still waited.
-func raiseProbe() string {
-	pid := os.Getpid()
-	if setRealtime(pid, probeRealtime) == nil {
-		return "realtime"
-	}
-	if setSessionNice(pid, probeNice) == nil {
-		return fmt.Sprintf("nice %d", probeNice)
-	}
-	return "default"
-}
-
-const (
-	// probeRealtime is the probe's SCHED_FIFO priority: the lowest, below
-	// the probe's own pause watcher (see probe.Report.Pause).
-	probeRealtime = 1
-	// probeNice is the probe's niceness where real time is refused.
-	probeNice = -10
-)
+// probeNice is the niceness the probe runs at (see priority.go). The probe
+// sends and echoes every connection from one process on the cores the lab's
+// nodes and control plane share; at the default weight a burst of the
+// control plane (a change's plans and reports) kept its threads waiting for
+// a processor for up to 33 ms, and the connections' "gap" was the probe's
+// own. It uses the same CPU at any weight (about a third of a core at 3
+// nodes, Report.Overhead); the weight only decides who waits when the cores
+// are short. Where it is not allowed the probe runs as it is, and its
+// report's stall says what that cost.
+const probeNice = -10
 
 // WriteProbeText prints a report for a person.
 func WriteProbeText(w io.Writer, r probe.Report) {

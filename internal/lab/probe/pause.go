@@ -14,10 +14,6 @@ import (
 // clock (see Report.Pause).
 const pauseTick = time.Millisecond
 
-// pausePriority is the pause watcher's SCHED_FIFO priority: above the
-// probe's other threads, which may run real time too (at 1).
-const pausePriority = 2
-
 // machinePauses measures, until ctx ends, the longest a thread of the probe
 // slept beyond pauseTick. The thread is real time where the kernel grants it
 // (Report.Pause.Realtime): no thread of the machine then runs before it, so
@@ -27,7 +23,7 @@ const pausePriority = 2
 // coming back costs no wait for one; Run gives the runtime one more.
 func machinePauses(ctx context.Context) (p Pause) {
 	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its priority with it
-	p.Realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: pausePriority}, 0) == nil
+	p.Realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0) == nil
 	ts := unix.NsecToTimespec(pauseTick.Nanoseconds())
 	for ctx.Err() == nil {
 		before := time.Now()

@@ -114,9 +114,6 @@ type Report struct {
 	// the same time is the machine's (its host did not run it), not the
 	// network's.
 	Pause Pause `json:"pause"`
-	// Priority is how the probe ran, as its caller set it ("realtime",
-	// "nice -10", "default"; empty when not said).
-	Priority string `json:"priority,omitempty"`
 	// OK is false when a long-lived connection died or anything failed.
 	OK bool `json:"ok"`
 }
