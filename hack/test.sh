@@ -60,6 +60,28 @@ static() {
   fi
 }
 unit_tests() { go test -count=1 $unit && fuzz_tests; }
+# One fuzz target. Go 1.26's fuzz engine can fail a target at the end of its
+# -fuzztime with a bare "context deadline exceeded" and no input found
+# (go.dev/issue/75804, fixed in Go 1.27; seen here on a loaded machine): that
+# failure, and only that one, is run once more. An input that fails is always
+# written to testdata/fuzz and fails the tier.
+fuzz_one() {
+  local dir=$1 target=$2 out attempt
+  out=$(mktemp)
+  for attempt in 1 2; do
+    if go test -run '^$' -fuzz "^$target\$" -fuzztime "${FUZZTIME:-3s}" "$dir" 2>&1 | tee "$out"; then
+      rm -f "$out"
+      return 0
+    fi
+    if ! grep -q 'context deadline exceeded' "$out" || grep -q 'Failing input written' "$out"; then
+      break
+    fi
+    echo "fuzz $dir $target: the fuzz engine's deadline race (go.dev/issue/75804), no input found; once more"
+  done
+  rm -f "$out"
+  return 1
+}
+
 # Every fuzz target (the parsers of outside input) for a few seconds; its seeds
 # are in the code, and any input that ever failed is in its testdata/fuzz.
 fuzz_tests() {
@@ -67,7 +89,7 @@ fuzz_tests() {
   for dir in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -r -n1 dirname | sort -u); do
     for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go | cut -d' ' -f2); do
       echo "fuzz $dir $target"
-      go test -run '^$' -fuzz "^$target\$" -fuzztime "${FUZZTIME:-3s}" "$dir" || return 1
+      fuzz_one "$dir" "$target" || return 1
     done
   done
 }
