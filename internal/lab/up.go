@@ -221,10 +221,8 @@ func (s *State) restartOVNController(ctx context.Context, to PodSpec, cause erro
 	}
 	defer sh.close()
 	s.stopRoles("ovn-controller:" + to.Node)
-	for _, n := range s.Topology.Nodes {
-		if n.Name == to.Node {
-			err = s.startOVNController(ctx, sh, n)
-		}
+	if n, ok := s.Topology.Node(to.Node); ok {
+		err = s.startOVNController(ctx, sh, n)
 	}
 	fmt.Fprintf(os.Stderr, "lab %s: pod %s on %s unreachable for 35 s after its pod was replaced (%v): the node's ovn-controller restarted (%v)\n",
 		s.Options.Name, to.Name, to.Node, cause, err)

@@ -29,9 +29,7 @@ func machinePauses(ctx context.Context) (p Pause) {
 		before := time.Now()
 		_, _, _ = syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 		now := time.Now()
-		if late := now.Sub(before) - pauseTick; late > time.Duration(p.MaxMs*float64(time.Millisecond)) {
-			p.MaxMs, p.Ended = float64(late.Microseconds())/1000, now
-		}
+		p.note(now.Sub(before)-pauseTick, now)
 	}
 	return p
 }

@@ -58,18 +58,26 @@ type LongLived struct {
 	Error       string    `json:"error,omitempty"`
 }
 
-// Stall is how late the probe's own ticker ran, at worst.
-type Stall struct {
+// Longest is the longest of some lateness seen over a run, and when it ended.
+type Longest struct {
 	MaxMs float64 `json:"maxMs"`
-	// Ended is when the longest stall ended.
+	// Ended is when the longest one ended.
 	Ended time.Time `json:"ended,omitzero"`
 }
 
+// note keeps late, which ended at ended, if it is the longest so far.
+func (l *Longest) note(late time.Duration, ended time.Time) {
+	if ms := float64(late.Microseconds()) / 1000; ms > l.MaxMs {
+		l.MaxMs, l.Ended = ms, ended
+	}
+}
+
+// Stall is how late the probe's own ticker ran, at worst.
+type Stall = Longest
+
 // Pause is how long the machine stood still, at worst.
 type Pause struct {
-	MaxMs float64 `json:"maxMs"`
-	// Ended is when the longest pause ended.
-	Ended time.Time `json:"ended,omitzero"`
+	Longest
 	// Realtime says the watching thread ran real time; if not, what it saw
 	// includes the waits of any thread of the machine.
 	Realtime bool `json:"realtime"`
@@ -231,9 +239,7 @@ func ownStalls(ctx context.Context) (s Stall) {
 			return s
 		case <-tick.C:
 			now := time.Now() // the tick's value is when it was due, not when it ran
-			if late := now.Sub(last) - stallTick; late > time.Duration(s.MaxMs*float64(time.Millisecond)) {
-				s = Stall{MaxMs: float64(late.Microseconds()) / 1000, Ended: now}
-			}
+			s.note(now.Sub(last)-stallTick, now)
 			last = now
 		}
 	}
