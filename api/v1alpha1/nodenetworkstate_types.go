@@ -227,6 +227,11 @@ type StepResult struct {
 	// TookMs is how long the step took.
 	// +optional
 	TookMs int32 `json:"tookMs,omitempty"`
+	// WaitedMicros is how long the step's thread, from its scheduled time to its end, was ready
+	// to run but waited for a processor (the kernel's run delay), in microseconds: the part of
+	// its lateness and of its time to commit that the node's busy CPUs cost, not the database.
+	// +optional
+	WaitedMicros int64 `json:"waitedMicros,omitempty"`
 	// Error is why the step failed; empty when it succeeded.
 	// +optional
 	Error string `json:"error,omitempty"`

@@ -169,7 +169,7 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkStat
 		res.Error = err.Error()
 		logger.Error(err, "step failed", "step", step.Action)
 	} else {
-		logger.Info("step done", "step", step.Action, "value", step.Value, "lateMicros", res.LateMicros, "tookMs", res.TookMs,
+		logger.Info("step done", "step", step.Action, "value", step.Value, "lateMicros", res.LateMicros, "tookMs", res.TookMs, "waitedMicros", res.WaitedMicros,
 			"changed", res.Changed, "skipped", outcome.skipped, "priority", priority)
 	}
 	return res, false, nil
@@ -180,7 +180,7 @@ func stepResult(step v1alpha1.ScheduledStep, at, began, ended time.Time, o stepO
 	res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),
 		ScheduledAt: ptr.To(metav1.NewMicroTime(at)), EndedAt: ptr.To(metav1.NewMicroTime(ended)),
 		LateMicros: began.Sub(at).Microseconds(), LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(ended.Sub(began).Milliseconds()),
-		Changed: int32(o.changed), Skipped: o.report()}
+		WaitedMicros: o.waited.Microseconds(), Changed: int32(o.changed), Skipped: o.report()}
 	if !o.committed.IsZero() {
 		res.CommittedAt = ptr.To(metav1.NewMicroTime(o.committed))
 	}

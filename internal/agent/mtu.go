@@ -19,6 +19,9 @@ type stepOutcome struct {
 	skipped []string
 	// committed is when a step that is one OVSDB transaction was committed.
 	committed time.Time
+	// waited is how long the step's thread waited for a processor from its
+	// wake to its end (see threadRunDelay).
+	waited time.Duration
 }
 
 func (o *stepOutcome) skip(format string, args ...any) {

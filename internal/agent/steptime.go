@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -158,13 +159,37 @@ func (a *Agent) onTime(ctx context.Context, at time.Time, fire func(context.Cont
 		defer close(done)
 		runtime.LockOSThread() // never unlocked, see above
 		prio = raiseThreadPriority()
+		waited, known := threadRunDelay()
 		if err = sleepPrecisely(at.Sub(a.now())); err != nil {
 			return
 		}
 		began = a.now()
 		o, err = fire(ctx)
 		ended = a.now()
+		if after, ok := threadRunDelay(); ok && known {
+			o.waited = after - waited
+		}
 	}()
 	<-done
 	return began, ended, o, prio, err
+}
+
+// threadRunDelay is how long the calling thread has, over its life, been
+// ready to run and waited for a processor (the second figure of its
+// schedstat). Read around a step, it tells the node's busy CPUs apart from a
+// slow database in the step's lateness and time to commit.
+func threadRunDelay() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/thread-self/schedstat")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	ns, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(ns), true
 }

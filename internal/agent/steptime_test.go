@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
@@ -59,6 +60,42 @@ func TestOnTime(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A step that waits for a processor says how long: the figure that tells a
+// busy node from a slow database in a step's lateness.
+func TestOnTimeCountsTheStepsWaitForAProcessor(t *testing.T) {
+	// Busy processes, twice as many as processors: the kernel's threads to
+	// wait behind (threads of this process would wait for the Go scheduler).
+	for range 2 * runtime.NumCPU() {
+		busy := exec.Command("sh", "-c", "while :; do :; done")
+		if err := busy.Start(); err != nil {
+			t.Skip(err)
+		}
+		t.Cleanup(func() { _ = busy.Process.Kill(); _ = busy.Wait() })
+	}
+	a := &Agent{now: time.Now}
+	_, _, o, _, err := a.onTime(context.Background(), time.Now().Add(time.Millisecond), func(context.Context) (stepOutcome, error) {
+		// The step's thread steps down among the busy threads, as on a node
+		// whose kernel grants it nothing, and works for a while.
+		if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: schedNormal, Nice: 19}, 0); err != nil {
+			return stepOutcome{}, err
+		}
+		for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
+		}
+		return stepOutcome{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := threadRunDelay(); !ok {
+		t.Skip("this kernel keeps no schedstat")
+	}
+	// At nice 19 against twice as many busy processes as processors, the step
+	// ran a small share of its 100 ms.
+	if o.waited < 30*time.Millisecond {
+		t.Fatalf("the step's thread waited %v for a processor, want most of its 100 ms", o.waited)
+	}
 }
 
 func TestSleepPreciselyNeverShort(t *testing.T) {

@@ -127,7 +127,11 @@ const probeNice = -10
 // WriteProbeText prints a report for a person.
 func WriteProbeText(w io.Writer, r probe.Report) {
 	fmt.Fprintf(w, "probe ran %.1f s\n", r.DurationMs/1000)
-	fmt.Fprintln(w, "long-lived connections (a message every 5 ms):")
+	carried := "carried by a real-time thread"
+	if !r.LongLivedRealtime {
+		carried = fmt.Sprintf("not real time: gaps include the probe's own stalls, up to %.1f ms", r.Stall.MaxMs)
+	}
+	fmt.Fprintf(w, "long-lived connections (a message every 5 ms, %s):\n", carried)
 	for _, l := range r.LongLived {
 		state := "alive"
 		if !l.Alive {

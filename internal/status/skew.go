@@ -13,6 +13,9 @@ type Skew struct {
 	Step v1alpha1.StepAction `json:"step"`
 	// LateMicros is how late (negative: early) that step started.
 	LateMicros int64 `json:"lateMicros"`
+	// WaitedMicros is how long that step's thread waited for a processor
+	// (v1alpha1.StepResult.WaitedMicros): lateness that was the node's CPUs.
+	WaitedMicros int64 `json:"waitedMicros,omitempty"`
 	// SpreadMicros is, over the change's steps, the widest gap between the
 	// first and the last node starting the same step: what the network sees
 	// as nodes out of step.
@@ -39,7 +42,7 @@ func changeSkew(states []v1alpha1.NodeNetworkState, id string) *Skew {
 			steps++
 			starts[s.Action] = append(starts[s.Action], s.At.UnixMicro())
 			if worst == nil || abs(s.LateMicros) > abs(worst.LateMicros) {
-				worst = &Skew{Node: st.Name, Step: s.Action, LateMicros: s.LateMicros}
+				worst = &Skew{Node: st.Name, Step: s.Action, LateMicros: s.LateMicros, WaitedMicros: s.WaitedMicros}
 			}
 		}
 	}

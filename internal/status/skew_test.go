@@ -13,7 +13,8 @@ func TestChangeSkew(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	step := func(a v1alpha1.StepAction, offset, late time.Duration) v1alpha1.StepResult {
 		at := t0.Add(offset)
-		return v1alpha1.StepResult{Action: a, At: metav1.NewMicroTime(at.Add(late)), ScheduledAt: &metav1.MicroTime{Time: at}, LateMicros: late.Microseconds()}
+		return v1alpha1.StepResult{Action: a, At: metav1.NewMicroTime(at.Add(late)), ScheduledAt: &metav1.MicroTime{Time: at},
+			LateMicros: late.Microseconds(), WaitedMicros: late.Microseconds() / 2}
 	}
 	node := func(name, id string, steps ...v1alpha1.StepResult) v1alpha1.NodeNetworkState {
 		st := v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -28,7 +29,7 @@ func TestChangeSkew(t *testing.T) {
 		node("n5", "c1", v1alpha1.StepResult{Action: v1alpha1.StepTunnelPort, At: metav1.NewMicroTime(t0)}), // an older agent's: no schedule
 	}
 	got := changeSkew(states, "c1")
-	want := Skew{Node: "n2", Step: v1alpha1.StepTunnelPort, LateMicros: 1200, SpreadMicros: 1300, Steps: 3}
+	want := Skew{Node: "n2", Step: v1alpha1.StepTunnelPort, LateMicros: 1200, WaitedMicros: 600, SpreadMicros: 1300, Steps: 3}
 	if got == nil || *got != want {
 		t.Errorf("skew %+v, want %+v", got, want)
 	}
@@ -38,7 +39,7 @@ func TestChangeSkew(t *testing.T) {
 		node("n2", "c2", step(v1alpha1.StepPodMTU, 0, 500*time.Microsecond), step(v1alpha1.StepHostVethMTU, 500*time.Millisecond, 0)),
 	}
 	got = changeSkew(states, "c2")
-	want = Skew{Node: "n1", Step: v1alpha1.StepHostVethMTU, LateMicros: 2000, SpreadMicros: 2000, Steps: 4}
+	want = Skew{Node: "n1", Step: v1alpha1.StepHostVethMTU, LateMicros: 2000, WaitedMicros: 1000, SpreadMicros: 2000, Steps: 4}
 	if got == nil || *got != want {
 		t.Errorf("two steps: skew %+v, want %+v", got, want)
 	}

@@ -217,8 +217,8 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(w, " (%d/%d nodes ready, %d applied, %d failed): %s\n", ch.Ready, ch.Nodes, ch.Applied, ch.Failed, ch.Message)
 		if sk := ch.Skew; sk != nil {
-			fmt.Fprintf(w, "SKEW worst %s on %s %+.3f ms from its time; nodes %.3f ms apart at most (%d steps)\n",
-				sk.Step, sk.Node, float64(sk.LateMicros)/1000, float64(sk.SpreadMicros)/1000, sk.Steps)
+			fmt.Fprintf(w, "SKEW worst %s on %s %+.3f ms from its time (its thread waited %.3f ms for a processor); nodes %.3f ms apart at most (%d steps)\n",
+				sk.Step, sk.Node, float64(sk.LateMicros)/1000, float64(sk.WaitedMicros)/1000, float64(sk.SpreadMicros)/1000, sk.Steps)
 		}
 	}
 	for _, p := range r.Problems {

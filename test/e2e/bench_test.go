@@ -112,7 +112,7 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 				}
 				for _, path := range []string{"libovsdb", "exec"} {
 					setOVSDBPath(b, c, path)
-					var commits, late []float64
+					var commits, late, waits []float64
 					cpu := map[string]float64{}
 					for round := 0; round < 3; round++ {
 						// Alternate between 4789 (the lab's) and 4790, so every round is a real change.
@@ -131,8 +131,9 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 						gaps["port-"+path+"-gap-ms"] = max(gaps["port-"+path+"-gap-ms"], maxGap(r))
 						noteNotTheNetwork(gaps, r)
 						logGapAtT0(b, c, fmt.Sprintf("VXLAN port %d through %s", port, path), r)
-						cm, lt := tunnelStepTimes(b, c)
+						cm, lt, waited := tunnelStepTimes(b, c)
 						commits, late = append(commits, cm...), append(late, lt...)
+						waits = append(waits, waited...)
 					}
 					slices.Sort(commits)
 					slices.Sort(late)
@@ -141,6 +142,10 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 					b.ReportMetric(pct(late, 50), "port-"+path+"-skew-p50-ms")
 					b.ReportMetric(pct(late, 99), "port-"+path+"-skew-p99-ms")
 					b.ReportMetric(pct(late, 100), "port-"+path+"-skew-max-ms")
+					// How long the steps' threads waited for a processor, at worst: the part
+					// of the lateness and of the time to commit that was the busy cores.
+					slices.Sort(waits)
+					b.ReportMetric(pct(waits, 100), "port-"+path+"-step-waited-max-ms")
 					// What held the figures: each kind of process's CPU during a change (its
 					// probe windows included), summed over the nodes, per change.
 					for role, ms := range cpu {
@@ -208,9 +213,10 @@ func setOVSDBPath(b *testing.B, c client.Client, path string) {
 }
 
 // tunnelStepTimes reads, from every node's report of the last change, its
-// tunnel port step: the time from its scheduled start to its commit, and
-// how late it started, in milliseconds.
-func tunnelStepTimes(b *testing.B, c client.Client) (commit, late []float64) {
+// tunnel port step: the time from its scheduled start to its commit, how
+// late it started, and how long its thread waited for a processor, in
+// milliseconds; it logs the slowest commit with its own lateness and wait.
+func tunnelStepTimes(b *testing.B, c client.Client) (commit, late, waited []float64) {
 	b.Helper()
 	var cn v1alpha1.ClusterNetwork
 	if err := c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil || cn.Status.Change == nil {
@@ -220,6 +226,7 @@ func tunnelStepTimes(b *testing.B, c client.Client) (commit, late []float64) {
 	if err := c.List(context.Background(), &states); err != nil {
 		b.Fatal(err)
 	}
+	slowest, slowestNode := v1alpha1.StepResult{}, ""
 	for _, st := range states.Items {
 		rep := st.Status.LiveChange
 		if rep == nil || rep.ID != cn.Status.Change.ID {
@@ -229,14 +236,22 @@ func tunnelStepTimes(b *testing.B, c client.Client) (commit, late []float64) {
 			if s.Action != v1alpha1.StepTunnelPort || s.ScheduledAt == nil || s.CommittedAt == nil {
 				continue
 			}
-			commit = append(commit, float64(s.CommittedAt.Sub(s.ScheduledAt.Time).Microseconds())/1000)
+			ms := float64(s.CommittedAt.Sub(s.ScheduledAt.Time).Microseconds()) / 1000
+			commit = append(commit, ms)
 			late = append(late, float64(s.LateMicros)/1000)
+			waited = append(waited, float64(s.WaitedMicros)/1000)
+			if slowestNode == "" || s.CommittedAt.Sub(s.ScheduledAt.Time) > slowest.CommittedAt.Sub(slowest.ScheduledAt.Time) {
+				slowest, slowestNode = s, st.Name
+			}
 		}
 	}
 	if len(commit) == 0 {
 		b.Fatalf("change %s: no node reported a timed tunnel port step", cn.Status.Change.ID)
 	}
-	return commit, late
+	b.Logf("change %s: the slowest commit %.2f ms after its time on %s (started %.2f ms late; its thread waited %.2f ms for a processor)",
+		cn.Status.Change.ID, float64(slowest.CommittedAt.Sub(slowest.ScheduledAt.Time).Microseconds())/1000, slowestNode,
+		float64(slowest.LateMicros)/1000, float64(slowest.WaitedMicros)/1000)
+	return commit, late, waited
 }
 
 // cpuByRole reads the CPU time (user and system, in ms) the lab's processes

@@ -12,7 +12,6 @@ package probe
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -122,6 +121,10 @@ type Report struct {
 	// the same time is the machine's (its host did not run it), not the
 	// network's.
 	Pause Pause `json:"pause"`
+	// LongLivedRealtime says the long-lived connections were carried by a
+	// real-time thread (see liveLoop); if not, their gaps include the probe's
+	// own waits for a processor, up to its Stall.
+	LongLivedRealtime bool `json:"longLivedRealtime"`
 	// OK is false when a long-lived connection died or anything failed.
 	OK bool `json:"ok"`
 }
@@ -164,18 +167,27 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return r, errors.New("the probe needs pods on at least two nodes")
 	}
 	before := rusage()
-	srv, err := startServers(cfg)
-	if err != nil {
-		return r, err
-	}
-	defer srv.close()
-	r.HTTPS.CertBytes = srv.certBytes
-
 	runCtx, cancel := context.WithCancel(ctx)
 	if cfg.Duration > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
 	}
 	defer cancel()
+	// The loop of the long-lived connections holds a processor of the
+	// runtime for good, as does the pause watcher: one more each.
+	procs := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(procs + 2)
+	defer runtime.GOMAXPROCS(procs)
+	loop := newLiveLoop(cfg.Interval)
+	go loop.run(runCtx)
+	srv, err := startServers(cfg, loop)
+	if err != nil {
+		cancel()
+		<-loop.done
+		return r, err
+	}
+	defer srv.close()
+	r.HTTPS.CertBytes = srv.certBytes
+
 	start := time.Now()
 	var wg sync.WaitGroup
 	r.LongLived = make([]LongLived, len(pairs))
@@ -188,7 +200,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.LongLived[i] = longLived(runCtx, cfg, p[0], p[1], sync.OnceFunc(settling.Done))
+			longLived(cfg, loop, p[0], p[1], net.JoinHostPort(p[1].IP, strconv.Itoa(echoPort)), &r.LongLived[i], sync.OnceFunc(settling.Done))
 		}()
 	}
 	short := &counter{reasons: map[string]int{}}
@@ -198,10 +210,6 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	stall := make(chan Stall, 1)
 	go func() { stall <- ownStalls(runCtx) }()
-	// The pause watcher holds a processor of the runtime for good: one more.
-	procs := runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(procs + 1)
-	defer runtime.GOMAXPROCS(procs)
 	pause := make(chan Pause, 1)
 	go func() { pause <- machinePauses(runCtx) }()
 	https := &httpsCounter{counter: counter{reasons: map[string]int{}}}
@@ -212,6 +220,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		}
 	}
 	wg.Wait()
+	<-loop.done
+	r.LongLivedRealtime = loop.realtime
 	r.Stall, r.Pause = <-stall, <-pause
 	r.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	r.ShortLived = short.snapshot()
@@ -280,80 +290,22 @@ func dial(cfg Config, from Pod, addr string, timeout time.Duration) (net.Conn, e
 	return c, err
 }
 
-// longLived keeps one connection open, sends a sequence number every
-// interval, and measures the longest time without an echo.
-func longLived(ctx context.Context, cfg Config, from, to Pod, settled func()) (res LongLived) {
-	res = LongLived{From: from.Name, To: to.Name}
-	defer settled() // a connection that never echoes settles as it ends
-	conn, err := dial(cfg, from, net.JoinHostPort(to.IP, strconv.Itoa(echoPort)), 3*time.Second)
+// longLived dials one long-lived connection and hands it to the loop, which
+// fills res.
+func longLived(cfg Config, loop *liveLoop, from, to Pod, addr string, res *LongLived, settled func()) {
+	*res = LongLived{From: from.Name, To: to.Name}
+	conn, err := dial(cfg, from, addr, 3*time.Second)
+	if err == nil {
+		if err = loop.addClient(conn, res, settled); err != nil {
+			_ = conn.Close()
+		}
+	}
 	if err != nil {
 		res.Error = err.Error()
-		return res
+		settled() // a connection that never echoes settles as it ends
+		return
 	}
-	defer conn.Close()
-	var mu sync.Mutex
-	last := time.Now()
-	maxGap := time.Duration(0)
-	var maxGapEnded time.Time
-	echoes := 0
-	defer func() {
-		mu.Lock()
-		res.Echoes = echoes
-		res.MaxGapEnded = maxGapEnded
-		mu.Unlock()
-	}()
-	readErr := make(chan error, 1)
-	go func() {
-		buf := make([]byte, 8)
-		for {
-			if _, err := io.ReadFull(conn, buf); err != nil {
-				readErr <- err
-				return
-			}
-			now := time.Now()
-			mu.Lock()
-			if gap := now.Sub(last); gap > maxGap {
-				maxGap, maxGapEnded = gap, now
-			}
-			last = now
-			echoes++
-			mu.Unlock()
-			settled()
-		}
-	}()
-	tick := time.NewTicker(cfg.Interval)
-	defer tick.Stop()
-	var seq uint64
-	buf := make([]byte, 8)
-	for {
-		select {
-		case <-ctx.Done():
-			// Alive: the connection never failed and the last echo is recent.
-			mu.Lock()
-			gap := max(maxGap, time.Since(last))
-			mu.Unlock()
-			res.MaxGapMs = float64(gap.Microseconds()) / 1000
-			res.Alive = res.Error == "" && time.Since(last) < 2*time.Second
-			if res.Error == "" && !res.Alive {
-				res.Error = fmt.Sprintf("no echo for %s at the end", time.Since(last).Round(time.Millisecond))
-			}
-			return res
-		case err := <-readErr:
-			res.Error = "read: " + err.Error()
-			mu.Lock()
-			res.MaxGapMs = float64(max(maxGap, time.Since(last)).Microseconds()) / 1000
-			mu.Unlock()
-			return res
-		case <-tick.C:
-			seq++
-			binary.BigEndian.PutUint64(buf, seq)
-			_ = conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			if _, err := conn.Write(buf); err != nil {
-				res.Error = "write: " + err.Error()
-				return res
-			}
-		}
-	}
+	go func() { <-loop.done; _ = conn.Close() }()
 }
 
 // shortLivedPause is the pause between two short-lived connections of a

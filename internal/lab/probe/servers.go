@@ -30,12 +30,12 @@ type servers struct {
 }
 
 // startServers listens in every pod: an echo server for the long-lived
-// connections, a one-byte server for the short-lived ones, and in the last
+// connections (served by the loop), a one-byte server for the short-lived ones, and in the last
 // pod an HTTPS server with a large certificate.
-func startServers(cfg Config) (*servers, error) {
+func startServers(cfg Config, loop *liveLoop) (*servers, error) {
 	s := &servers{}
 	for _, p := range cfg.Pods {
-		for port, serve := range map[int]func(net.Conn){echoPort: echo, shortPort: oneByte} {
+		for port, serve := range map[int]func(net.Conn){echoPort: loop.serveEcho, shortPort: oneByte} {
 			var l net.Listener
 			err := cfg.InNetns(p.Netns, func() (err error) {
 				l, err = net.Listen("tcp", net.JoinHostPort(p.IP, strconv.Itoa(port)))
@@ -102,8 +102,6 @@ func acceptLoop(l net.Listener, serve func(net.Conn)) {
 		go func() { defer wg.Done(); defer c.Close(); serve(c) }()
 	}
 }
-
-func echo(c net.Conn) { _, _ = io.Copy(c, c) }
 
 func oneByte(c net.Conn) {
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
