@@ -103,6 +103,9 @@ func (s *State) buildNode(ctx context.Context, sh *shell, n NodeSpec) error {
 		"--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(dir, "ovsdb-server.log"), "--detach"); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
+	if err := raisePidfile(filepath.Join(dir, "ovsdb-server.pid"), ovsdbServerNice); err != nil {
+		return fmt.Errorf("node %s: ovsdb-server: %w", n.Name, err)
+	}
 	if _, err := s.vsctl(ctx, sh, n.Name, "--no-wait", "init"); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}

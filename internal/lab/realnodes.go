@@ -701,6 +701,7 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 	if err := s.record(func() { s.Kubeconfig, s.Ready = kubeconfig, true }); err != nil {
 		return err
 	}
+	s.grantAgentsRealtime(ctx)
 	s.watchNodes(ctx, binary, func(node string) error { return s.rebootRealNode(ctx, cp, node, binary, archives, proxy) })
 	// The nodes go before the control plane: the API server's graceful stop otherwise waits on
 	// every kubelet's and agent's open watches.
@@ -708,4 +709,31 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 		return err
 	}
 	return s.stopKubeNodes()
+}
+
+// agentsRealtime is the real-time budget, per second, the lab grants each
+// node's agent (see kubenode.GrantRealtime): its steps' threads ask for real
+// time for the few milliseconds of a step. The nodes' budgets together stay
+// well under the machine's (950 ms a second).
+func agentsRealtime(nodes int) time.Duration {
+	return min(50*time.Millisecond, 800*time.Millisecond/time.Duration(max(nodes, 1)))
+}
+
+// grantAgentsRealtime grants each node's agent, as it runs now, its
+// real-time budget. An agent that restarts later runs its steps at the best
+// priority it gets without one, and says so in its step logs.
+func (s *State) grantAgentsRealtime(ctx context.Context) {
+	budget := agentsRealtime(len(s.Topology.Nodes))
+	for _, n := range s.Topology.Nodes {
+		pid, err := s.NetshiftPid(ctx, "agent:"+n.Name)
+		if err == nil && pid == 0 {
+			err = errors.New("no agent runs")
+		}
+		if err == nil {
+			err = s.kubeNode(n, "").GrantRealtime(pid, budget)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "lab: node %s: the agent's steps run without real time: %v\n", n.Name, err)
+		}
+	}
 }
