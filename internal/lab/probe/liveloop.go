@@ -195,8 +195,6 @@ func (e *liveEnd) readable(now time.Time, buf []byte) {
 		switch {
 		case errors.Is(err, unix.EAGAIN):
 			return
-		case errors.Is(err, unix.EINTR):
-			continue
 		case err != nil:
 			e.err = fmt.Errorf("read: %w", err)
 			return
@@ -244,8 +242,6 @@ func (e *liveEnd) write(b []byte) {
 			}
 			e.unsent = append(e.unsent[:0], b...)
 			return
-		case errors.Is(err, unix.EINTR):
-			continue
 		case err != nil:
 			e.err = fmt.Errorf("write: %w", err)
 			return
@@ -273,13 +269,19 @@ func (e *liveEnd) finish(now time.Time) {
 }
 
 // rawIO reads or writes without telling the Go scheduler, so the thread
-// keeps its processor (the socket is non-blocking: it never waits).
+// keeps its processor (the socket is non-blocking: it never waits). A call
+// a signal interrupted is made again.
 func rawIO(trap uintptr, fd int, b []byte) (int, error) {
-	n, _, errno := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if errno != 0 {
+	for {
+		n, _, errno := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch errno {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		}
 		return 0, errno
 	}
-	return int(n), nil
 }
 
 // epollWait waits at most timeout milliseconds, keeping the processor.
