@@ -123,7 +123,9 @@ func (l *liveLoop) run(ctx context.Context) {
 			for _, e := range l.pending {
 				ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(e.fd)}
 				if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, e.fd, &ev); err != nil {
-					e.err = fmt.Errorf("epoll: %w", err)
+					if e.err = fmt.Errorf("epoll: %w", err); e.client {
+						e.finish(time.Now())
+					}
 					continue
 				}
 				ends[int32(e.fd)] = e
@@ -149,11 +151,18 @@ func (l *liveLoop) run(ctx context.Context) {
 		}
 		now := time.Now()
 		for _, ev := range events[:n] {
-			if e := ends[ev.Fd]; e != nil && e.err == nil {
+			e := ends[ev.Fd]
+			if e == nil {
+				continue
+			}
+			if e.err == nil {
 				e.readable(now, buf)
-				if e.err != nil {
-					_ = unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, e.fd, nil)
-				}
+			}
+			// A failed end (here, or at its last send) leaves the loop: its
+			// socket would be ready at every wait.
+			if e.err != nil {
+				_ = unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, e.fd, nil)
+				delete(ends, ev.Fd)
 			}
 		}
 		if !now.Before(next) {
