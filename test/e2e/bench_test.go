@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,8 +70,10 @@ func BenchmarkLabUpDown(b *testing.B) {
 // before T0, sent at it) and exec (ovs-vsctl run at T0, as netshift did
 // before, chosen by the node label lab.netshift.io/ovsdb-path=exec). For
 // each path: the longest gap, the time from each node's scheduled start to
-// the commit of its transaction (p50 and max, over nodes and rounds), and
-// how late each node's step started (skew p50, p99, max).
+// the commit of its transaction (p50 and max, over nodes and rounds), how
+// late each node's step started (skew p50, p99, max), how long a step's
+// thread waited for a processor at worst, and, per kind of process, the CPU
+// it used and the time its threads waited for a processor during a change.
 func BenchmarkLiveChangeGap(b *testing.B) {
 	for _, nodes := range []int{3, 10} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
@@ -113,14 +116,18 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 				for _, path := range []string{"libovsdb", "exec"} {
 					setOVSDBPath(b, c, path)
 					var commits, late, waits []float64
-					cpu := map[string]float64{}
+					cpu, waitedFor := map[string]float64{}, map[string]float64{}
 					for round := 0; round < 3; round++ {
 						// Alternate between 4789 (the lab's) and 4790, so every round is a real change.
 						port = 4789 + 4790 - port
-						before := cpuByRole(b, name)
+						cpuBefore, waitedBefore := usageByRole(b, name)
 						r, err := changeUnderProbe(name, c, fmt.Sprintf(`{"spec":{"vxlanPort":%d}}`, port))
-						for role, ms := range cpuByRole(b, name) {
-							cpu[role] += (ms - before[role]) / 3
+						cpuAfter, waitedAfter := usageByRole(b, name)
+						for role, ms := range cpuAfter {
+							cpu[role] += (ms - cpuBefore[role]) / 3
+						}
+						for role, ms := range waitedAfter {
+							waitedFor[role] += (ms - waitedBefore[role]) / 3
 						}
 						if err != nil {
 							b.Fatal(err)
@@ -150,6 +157,10 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 					// probe windows included), summed over the nodes, per change.
 					for role, ms := range cpu {
 						b.ReportMetric(ms, "port-"+path+"-cpu-"+role+"-ms")
+					}
+					// And how long their threads waited for a processor, summed likewise.
+					for role, ms := range waitedFor {
+						b.ReportMetric(ms, "port-"+path+"-waited-"+role+"-ms")
 					}
 				}
 				setOVSDBPath(b, c, "libovsdb")
@@ -254,10 +265,12 @@ func tunnelStepTimes(b *testing.B, c client.Client) (commit, late, waited []floa
 	return commit, late, waited
 }
 
-// cpuByRole reads the CPU time (user and system, in ms) the lab's processes
-// have used, summed by kind: agent, operator, ovs-vswitchd, ovsdb-server,
-// kube-apiserver and the rest of what the lab records.
-func cpuByRole(b *testing.B, name string) map[string]float64 {
+// usageByRole reads the CPU time (user and system, in ms) the lab's
+// processes have used, and how long their threads have waited for a
+// processor (the kernel's run delay, in ms), each summed by kind: agent,
+// operator, ovs-vswitchd, ovsdb-server, kube-apiserver and the rest of what
+// the lab records.
+func usageByRole(b *testing.B, name string) (cpu, waited map[string]float64) {
 	b.Helper()
 	s, err := lab.LoadState(name)
 	if err != nil {
@@ -277,7 +290,7 @@ func cpuByRole(b *testing.B, name string) map[string]float64 {
 			pids[pid] = "agent"
 		}
 	}
-	out := map[string]float64{}
+	cpu, waited = map[string]float64{}, map[string]float64{}
 	for pid, role := range pids {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
@@ -290,9 +303,18 @@ func cpuByRole(b *testing.B, name string) map[string]float64 {
 		}
 		utime, _ := strconv.ParseFloat(f[11], 64)
 		stime, _ := strconv.ParseFloat(f[12], 64)
-		out[role] += (utime + stime) * 1000 / clockTicks
+		cpu[role] += (utime + stime) * 1000 / clockTicks
+		// A process's own schedstat is its first thread's: add up every thread's.
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+		for _, t := range tasks {
+			stat, err := os.ReadFile(t)
+			if f := strings.Fields(string(stat)); err == nil && len(f) >= 2 {
+				ns, _ := strconv.ParseFloat(f[1], 64)
+				waited[role] += ns / 1e6
+			}
+		}
 	}
-	return out
+	return cpu, waited
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's times.
