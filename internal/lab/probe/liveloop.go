@@ -29,6 +29,8 @@ type liveLoop struct {
 	interval time.Duration
 	mu       sync.Mutex
 	pending  []*liveEnd
+	// closed: the loop takes no more ends (it has finished those it had).
+	closed   bool
 	done     chan struct{}
 	realtime bool
 }
@@ -74,7 +76,9 @@ func (l *liveLoop) addClient(c net.Conn, res *LongLived, settled func()) error {
 		return err
 	}
 	e.client, e.res, e.settled, e.last = true, res, settled, time.Now()
-	l.adopt(e)
+	if !l.adopt(e) {
+		return errors.New("the probe ended before the connection was up")
+	}
 	return nil
 }
 
@@ -94,10 +98,15 @@ func (l *liveLoop) newEnd(c net.Conn) (*liveEnd, error) {
 	return e, nil
 }
 
-func (l *liveLoop) adopt(e *liveEnd) {
+// adopt hands e to the loop, unless the loop has ended.
+func (l *liveLoop) adopt(e *liveEnd) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
 	l.pending = append(l.pending, e)
-	l.mu.Unlock()
+	return true
 }
 
 // run serves the connections until ctx ends, then finishes each client's
@@ -184,7 +193,7 @@ func (l *liveLoop) run(ctx context.Context) {
 }
 
 // failPending finishes the clients that never joined the loop, failed with
-// err if it is not nil.
+// err if it is not nil, and closes the loop to new ones.
 func (l *liveLoop) failPending(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -194,7 +203,7 @@ func (l *liveLoop) failPending(err error) {
 			e.finish(time.Now())
 		}
 	}
-	l.pending = nil
+	l.pending, l.closed = nil, true
 }
 
 // readable reads what has arrived: a server end echoes it, a client end times it.

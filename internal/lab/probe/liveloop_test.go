@@ -133,3 +133,19 @@ func realtimeAllowed() bool {
 	}()
 	return <-ok
 }
+
+func TestLiveLoopRefusesAConnectionAfterItsEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	loop := newLiveLoop(5 * time.Millisecond)
+	go loop.run(ctx)
+	addr := listen(t, loop.serveEcho)
+	cancel()
+	<-loop.done
+	cfg := Config{InNetns: func(_ string, fn func() error) error { return fn() }}
+	var res LongLived
+	settled := false
+	longLived(cfg, loop, Pod{Name: "a"}, Pod{Name: "b"}, addr, &res, func() { settled = true })
+	if res.Alive || !strings.Contains(res.Error, "ended before the connection was up") || !settled {
+		t.Fatalf("a connection up after the end: %+v, settled %v", res, settled)
+	}
+}
