@@ -50,19 +50,28 @@ func (s *State) startDaemon(ctx context.Context, sh *shell, role, netns string, 
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(pidfile)
+	pid, err := readPidfile(pidfile)
 	if err != nil {
-		return fmt.Errorf("%s: no pid file: %w", role, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return fmt.Errorf("%s: pid file %s: %w", role, pidfile, err)
+		return fmt.Errorf("%s: %w", role, err)
 	}
 	p, err := Identify(role, pid)
 	if err != nil {
 		return fmt.Errorf("%s (pid %d) exited at once; see its log: %w", role, pid, err)
 	}
 	return s.record(func() { s.Processes = append(s.Processes, p) })
+}
+
+// readPidfile is the pid a daemon wrote to its pid file.
+func readPidfile(pidfile string) (int, error) {
+	data, err := os.ReadFile(pidfile)
+	if err != nil {
+		return 0, fmt.Errorf("no pid file: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return 0, fmt.Errorf("pid file %s: %w", pidfile, err)
+	}
+	return pid, nil
 }
 
 // buildNode creates the node's namespace, its underlay link, its own
@@ -103,7 +112,11 @@ func (s *State) buildNode(ctx context.Context, sh *shell, n NodeSpec) error {
 		"--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(dir, "ovsdb-server.log"), "--detach"); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
-	if err := raisePidfile(filepath.Join(dir, "ovsdb-server.pid"), ovsdbServerNice); err != nil {
+	pid, err := readPidfile(filepath.Join(dir, "ovsdb-server.pid"))
+	if err == nil {
+		err = setSessionNice(pid, ovsdbServerNice)
+	}
+	if err != nil {
 		return fmt.Errorf("node %s: ovsdb-server: %w", n.Name, err)
 	}
 	if _, err := s.vsctl(ctx, sh, n.Name, "--no-wait", "init"); err != nil {

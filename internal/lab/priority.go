@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -59,16 +58,3 @@ func setSessionNice(pid, nice int) error {
 // nothing the others miss: it used 27 ms of CPU per change at 10 nodes,
 // against 7.4 s for the switches.
 const ovsdbServerNice = -10
-
-// raisePidfile gives the process of a pid file, and its session, niceness nice.
-func raisePidfile(pidfile string, nice int) error {
-	data, err := os.ReadFile(pidfile)
-	if err != nil {
-		return err
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return fmt.Errorf("pid file %s: %w", pidfile, err)
-	}
-	return setSessionNice(pid, nice)
-}

@@ -117,7 +117,7 @@ func (l *liveLoop) run(ctx context.Context) {
 	l.realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: realtimePriority}, 0) == nil
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		l.failPending(fmt.Errorf("epoll: %w", err))
+		l.finishPending(fmt.Errorf("epoll: %w", err))
 		return
 	}
 	defer unix.Close(epfd)
@@ -155,7 +155,7 @@ func (l *liveLoop) run(ctx context.Context) {
 			for _, e := range clients {
 				e.err = cmp.Or(e.err, fmt.Errorf("epoll: %w", err))
 			}
-			l.failPending(fmt.Errorf("epoll: %w", err))
+			l.finishPending(fmt.Errorf("epoll: %w", err))
 			break
 		}
 		now := time.Now()
@@ -189,12 +189,12 @@ func (l *liveLoop) run(ctx context.Context) {
 	for _, e := range clients {
 		e.finish(time.Now())
 	}
-	l.failPending(nil)
+	l.finishPending(nil)
 }
 
-// failPending finishes the clients that never joined the loop, failed with
-// err if it is not nil, and closes the loop to new ones.
-func (l *liveLoop) failPending(err error) {
+// finishPending finishes the clients that never joined the loop (failed
+// with err, if not nil) and closes the loop to new ones.
+func (l *liveLoop) finishPending(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range l.pending {
