@@ -50,3 +50,15 @@ const (
 	ReasonPlugRefused       = "PlugRefused"
 	ReasonInvalidPort       = "InvalidPort"
 )
+
+// The pod condition the operator sets on a pod of a pool-enabled namespace
+// while no port can be recorded for it yet (its pool empty, the pools
+// recovering, a Neutron error), and once the wait is over. netshift-cni
+// quotes it when its wait for the pod's port runs out.
+const (
+	PodPortAssigned = "netshift.io/port-assigned"
+
+	ReasonPortAssigned = "PortAssigned"
+	ReasonPoolNotReady = "PoolNotReady"
+	ReasonPortFailed   = "PortFailed"
+)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,6 +10,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
+	"netshift.io/netshift/internal/cni"
 	"netshift.io/netshift/internal/cri"
 	"netshift.io/netshift/internal/plug"
 )
@@ -22,6 +24,7 @@ func agentCmd(g *globals) *cobra.Command {
 	var labHooks func(*agent.Options, *rest.Config) error
 	var plugPorts bool
 	var plugMode, integration, zoneMove string
+	var cniPools bool
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent for one node (one per node, host network)",
@@ -59,6 +62,16 @@ func agentCmd(g *globals) *cobra.Command {
 			if o.CNI.Plugin != "" && networkConfig == "" {
 				return errors.New("--cni-plugin: needs --network-config, the file the plugin reads the node's MTU from")
 			}
+			if cniPools {
+				if o.CNI.Plugin == "" || ovsdb == "" || o.CNI.NodeKubeconfig == "" {
+					return errors.New("--cni-port-pools: needs --cni-plugin, --ovsdb and --cni-node-kubeconfig")
+				}
+				// Beside the node's network configuration, where the agent's DaemonSet mounts the node's /var/lib/netshift.
+				state := filepath.Dir(networkConfig)
+				o.CNI.Pool = &cni.PoolConfig{Node: node, Kubeconfig: filepath.Join(o.CNI.ConfDir, "netshift-cni", "kubeconfig"),
+					Namespaces: filepath.Join(state, "pool-namespaces.json"), StateDir: filepath.Join(state, "cni"),
+					OVSDB: ovsdb, Bridge: integration, PlugMode: string(mode)}
+			}
 			if criEndpoint != "" {
 				o.Pods = &agent.RuntimePods{Endpoint: criEndpoint}
 			}
@@ -95,6 +108,10 @@ func agentCmd(g *globals) *cobra.Command {
 	f.StringVar(&cniInstall.Plugin, "cni-plugin", "", "the netshift-cni binary to install into the node's CNI binary directory and chain into its CNI configuration, kept so (empty: not installed)")
 	f.StringVar(&cniInstall.ConfDir, "cni-conf-dir", "/etc/cni/net.d", "the node's CNI configuration directory (its first .conflist gets netshift-cni chained)")
 	f.StringVar(&cniInstall.BinDir, "cni-bin-dir", "/opt/cni/bin", "the node's CNI binary directory")
+	f.BoolVar(&cniPools, "cni-port-pools", false, "netshift-cni wraps the network plugin's entry and wires the pods of namespaces labelled "+
+		"netshift.io/port-pools=enabled to the Neutron ports their pools hand them (needs --cni-plugin, --ovsdb, --cni-node-kubeconfig)")
+	f.StringVar(&cniInstall.NodeKubeconfig, "cni-node-kubeconfig", "/etc/kubernetes/kubelet.conf", "with --cni-port-pools: the node's own kubeconfig (the kubelet's), "+
+		"from which netshift-cni's identity is written: as the node, it may read only the pods bound to it")
 	labHooks = labAgentFlags(f)
 	return cmd
 }

@@ -278,6 +278,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		if err := mgr.Add(o.CNI); err != nil {
 			return nil, err
 		}
+		if o.CNI.Pool != nil {
+			if err := addPoolNamespaces(mgr, o.CNI.Pool.Namespaces); err != nil {
+				return nil, fmt.Errorf("node %s: %w", node, err)
+			}
+		}
 	}
 	if o.NetworkConfig != "" && o.Pods != nil {
 		if err := mgr.Add(podAligner{a}); err != nil {

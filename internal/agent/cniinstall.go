@@ -19,6 +19,14 @@ type CNIInstall struct {
 	ConfDir, BinDir string
 	// NetworkConfig is the node's configuration file as the plugin, on the node, reads it.
 	NetworkConfig string
+	// Pool, when set, makes netshift-cni wrap the network plugin's entry to
+	// wire the pods of pool-enabled namespaces to their pooled Neutron ports
+	// (its Delegate is filled from the node's list).
+	Pool *cni.PoolConfig
+	// NodeKubeconfig is the node's own kubeconfig (the kubelet's), as mounted
+	// into the agent: with Pool, netshift-cni's identity is written from it
+	// to Pool.Kubeconfig.
+	NodeKubeconfig string
 	// Every is how often the chain is checked.
 	Every time.Duration
 }
@@ -32,7 +40,7 @@ func (c CNIInstall) Start(ctx context.Context) error {
 	}
 	last := ""
 	for {
-		changed, err := cni.Install(c.ConfDir, c.BinDir, c.Plugin, c.NetworkConfig)
+		changed, err := c.install()
 		switch {
 		case err != nil && err.Error() != last:
 			logger.Error(err, "netshift-cni is not installed; new pods get the network plugin's MTU until it is")
@@ -51,4 +59,18 @@ func (c CNIInstall) Start(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// install writes what netshift-cni needs on the node: its binary, its place
+// in the node's CNI configuration and, with pools, its identity.
+func (c CNIInstall) install() (bool, error) {
+	identity := false
+	if c.Pool != nil {
+		var err error
+		if identity, err = writeNodeKubeconfig(c.NodeKubeconfig, c.Pool.Kubeconfig); err != nil {
+			return false, err
+		}
+	}
+	changed, err := cni.Install(c.ConfDir, c.BinDir, c.Plugin, c.NetworkConfig, c.Pool)
+	return changed || identity, err
 }

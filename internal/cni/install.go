@@ -17,8 +17,11 @@ const PluginName = "netshift-cni"
 
 // Chain returns the configuration list with netshift-cni appended to its
 // plugins (the network plugin's own entries kept as they are), and whether it
-// changed: a list that already ends with it is returned as it is.
-func Chain(conflist []byte, networkConfig string) ([]byte, bool, error) {
+// changed: a list that already ends with it is returned as it is. With pool
+// set, netshift-cni also wraps the list's first entry, the network plugin's
+// main one, to wire the pods of pool-enabled namespaces itself (pool's
+// Delegate is filled from that entry); without, a wrapped entry is restored.
+func Chain(conflist []byte, networkConfig string, pool *PoolConfig) ([]byte, bool, error) {
 	var list map[string]json.RawMessage
 	if err := json.Unmarshal(conflist, &list); err != nil {
 		return nil, false, fmt.Errorf("not a CNI configuration list: %w", err)
@@ -27,21 +30,50 @@ func Chain(conflist []byte, networkConfig string) ([]byte, bool, error) {
 	if err := json.Unmarshal(list["plugins"], &plugins); err != nil || len(plugins) == 0 {
 		return nil, false, fmt.Errorf("not a CNI configuration list: no plugins")
 	}
-	for i, p := range plugins {
-		if p["type"] == PluginName {
-			if i == len(plugins)-1 && p["networkConfig"] == networkConfig {
-				return conflist, false, nil
-			}
-			plugins = append(plugins[:i], plugins[i+1:]...) // moved to the end, as configured now
-			break
-		}
-	}
-	plugins = append(plugins, map[string]any{"type": PluginName, "networkConfig": networkConfig})
-	raw, err := json.Marshal(plugins)
+	before, err := json.Marshal(plugins)
 	if err != nil {
 		return nil, false, err
 	}
-	list["plugins"] = raw
+	if main := plugins[0]; main["type"] == PluginName && main["pool"] != nil {
+		// Unwrapped first, to be wrapped again as configured now.
+		wrapped, _ := main["pool"].(map[string]any)
+		delegate, ok := wrapped["delegate"].(map[string]any)
+		if !ok {
+			return nil, false, fmt.Errorf("the first plugin is %s with a pool but no delegate: restore the network plugin's configuration", PluginName)
+		}
+		plugins[0] = delegate
+	}
+	for i := 0; i < len(plugins); i++ {
+		if plugins[i]["type"] == PluginName {
+			plugins = append(plugins[:i], plugins[i+1:]...)
+			i--
+		}
+	}
+	if len(plugins) == 0 {
+		return nil, false, fmt.Errorf("not a CNI configuration list: only %s in it, no network plugin", PluginName)
+	}
+	if pool != nil {
+		p := *pool
+		p.Delegate = plugins[0]
+		raw, err := json.Marshal(p)
+		if err != nil {
+			return nil, false, err
+		}
+		var asMap map[string]any
+		if err := json.Unmarshal(raw, &asMap); err != nil {
+			return nil, false, err
+		}
+		plugins[0] = map[string]any{"type": PluginName, "networkConfig": networkConfig, "pool": asMap}
+	}
+	plugins = append(plugins, map[string]any{"type": PluginName, "networkConfig": networkConfig})
+	after, err := json.Marshal(plugins)
+	if err != nil {
+		return nil, false, err
+	}
+	if bytes.Equal(before, after) {
+		return conflist, false, nil
+	}
+	list["plugins"] = after
 	var buf bytes.Buffer
 	out, err := json.Marshal(list)
 	if err != nil {
@@ -58,7 +90,7 @@ func Chain(conflist []byte, networkConfig string) ([]byte, bool, error) {
 // the one the runtime uses). It changes nothing that is already as wanted,
 // so an agent may run it at start and every now and then: a network plugin
 // that rewrote its configuration gets netshift-cni chained again.
-func Install(confDir, binDir, plugin, networkConfig string) (changed bool, err error) {
+func Install(confDir, binDir, plugin, networkConfig string, pool *PoolConfig) (changed bool, err error) {
 	src, err := os.ReadFile(plugin)
 	if err != nil {
 		return false, fmt.Errorf("install %s: %w", PluginName, err)
@@ -89,7 +121,7 @@ func Install(confDir, binDir, plugin, networkConfig string) (changed bool, err e
 	if err != nil {
 		return changed, err
 	}
-	next, diff, err := Chain(cur, networkConfig)
+	next, diff, err := Chain(cur, networkConfig, pool)
 	if err != nil {
 		return changed, fmt.Errorf("%s: %w", path, err)
 	}

@@ -22,6 +22,9 @@ func Add(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	if c.Pool != nil {
+		return poolAdd(args, c)
+	}
 	if c.prevResult == nil {
 		return errors.New("netshift-cni is a chained plugin: it must come after the main plugin in the node's configuration list, whose result it needs")
 	}
@@ -81,6 +84,9 @@ func Check(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	if c.Pool != nil {
+		return poolCheck(args, c)
+	}
 	if c.prevResult == nil {
 		return errors.New("netshift-cni: CHECK needs the previous result")
 	}
@@ -112,10 +118,16 @@ func Check(args *skel.CmdArgs) error {
 	return nil
 }
 
-// Del has nothing to undo: the pod's interfaces go with its namespace.
+// Del has nothing to undo as a chained plugin: the pod's interfaces go with
+// its namespace. As the main plugin it undoes a pooled pod's wiring, or
+// hands the DEL to the network plugin it wraps.
 func Del(args *skel.CmdArgs) error {
-	if _, err := ParseConfig(args.StdinData); err != nil {
+	c, err := ParseConfig(args.StdinData)
+	if err != nil {
 		return err
+	}
+	if c.Pool != nil {
+		return poolDel(args, c)
 	}
 	return nil
 }

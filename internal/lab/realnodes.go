@@ -410,6 +410,12 @@ func (s *State) startKubeNode(ctx context.Context, cp *controlplane.ControlPlane
 	if err != nil {
 		return err
 	}
+	if s.Options.Neutron {
+		// Where a kubelet's kubeconfig lives on a node: netshift-cni's identity is made from it.
+		if err := writeFlatKubeconfig(kn.Kubeconfig, kn.Path("/var/lib/kubelet/kubeconfig")); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
 	if err := kn.InstallCNI(s.labCNIConfig(n), map[string]string{labcni.Name: binary,
 		"host-local": filepath.Join(kubenode.SystemCNIPlugins, "host-local"), "loopback": filepath.Join(kubenode.SystemCNIPlugins, "loopback")}); err != nil {
 		return err
@@ -496,6 +502,8 @@ func (s *State) installNetshift(ctx context.Context, cp *controlplane.ControlPla
 	defer cancel()
 	overlay := "lab"
 	switch {
+	case s.Options.Neutron:
+		overlay = "lab-neutron"
 	case s.Options.OVN && s.Options.Zones == ZonesLegacy:
 		overlay = "lab-ovn" // no zone controller until `lab upgrade-zones`
 	case s.Options.OVN:

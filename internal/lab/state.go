@@ -34,16 +34,18 @@ type Process struct {
 
 // State is everything a lab created, written before each thing is created.
 type State struct {
-	Options    Options    `json:"options"`
-	Topology   Topology   `json:"topology"`
-	Created    time.Time  `json:"created"`
-	Netns      []string   `json:"netns"`     // namespaces created, in order
-	Processes  []Process  `json:"processes"` // processes started
-	Kubeconfig string     `json:"kubeconfig,omitempty"`
-	Ready      bool       `json:"ready"`
-	Probe      *Process   `json:"probe,omitempty"`
-	mu         sync.Mutex `json:"-"`
-	dir        string
+	Options    Options   `json:"options"`
+	Topology   Topology  `json:"topology"`
+	Created    time.Time `json:"created"`
+	Netns      []string  `json:"netns"`     // namespaces created, in order
+	Processes  []Process `json:"processes"` // processes started
+	Kubeconfig string    `json:"kubeconfig,omitempty"`
+	Ready      bool      `json:"ready"`
+	Probe      *Process  `json:"probe,omitempty"`
+	// Neutron is what --neutron made in the lab's neutron-server.
+	Neutron *NeutronLab `json:"neutron,omitempty"`
+	mu      sync.Mutex  `json:"-"`
+	dir     string
 }
 
 // Dir is the lab's state directory.

@@ -71,6 +71,11 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: PodNamespace}}); err != nil {
 		return err
 	}
+	if s.Options.Neutron {
+		if err := s.createNeutronObjects(ctx, c); err != nil {
+			return err
+		}
+	}
 	// The nodes register themselves (their kubelets), with the lab's labels.
 	// The layout the lab built is the wish: a lab never starts moving zones by itself.
 	if mode := map[string]zones.Mode{ZonesSingle: zones.Single, ZonesMulti: zones.Multi}[s.Options.Zones]; mode != "" {

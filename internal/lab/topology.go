@@ -41,6 +41,11 @@ type Options struct {
 	// Zones is the OVN interconnect layout to build: legacy (central, no zones), single (one
 	// zone "global" with interconnect) or multi (a zone per node). OVN only; default single.
 	Zones string `json:"zones,omitempty"`
+	// Neutron runs a real neutron-server with ML2/OVN on the lab's central OVN
+	// databases, and netshift's port pools: pods of namespaces labelled
+	// netshift.io/port-pools=enabled get Neutron ports, wired by netshift-cni.
+	// OVN without interconnect zones only (--zones legacy).
+	Neutron bool `json:"neutron,omitempty"`
 	// FailReboots are real nodes whose reboot, asked by their agent's node-restore action,
 	// fails (tests of a restore that fails).
 	FailReboots []string `json:"failReboots,omitempty"`
@@ -65,10 +70,16 @@ func DefaultOptions() Options {
 	return Options{Name: "lab", Nodes: 3, PodsPerNode: 2, Tunnel: VXLAN, UnderlayMTU: 1500}
 }
 
-// Derive fills what follows from the other options: OVN's Geneve tunnel and
-// single zone, and an unset (0) pod MTU as the underlay's minus the tunnel's
+// Derive fills what follows from the other options: Neutron's OVN without
+// zones, OVN's Geneve tunnel and single zone, and an unset (0) pod MTU as the underlay's minus the tunnel's
 // overhead. Zero counts are not filled in: Validate refuses them.
 func (o *Options) Derive() {
+	if o.Neutron {
+		o.OVN = true
+		if o.Zones == "" {
+			o.Zones = ZonesLegacy
+		}
+	}
 	if o.OVN {
 		o.Tunnel = Geneve
 		if o.Zones == "" {
@@ -95,6 +106,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--zones: OVN interconnect zones need --ovn")
 	case o.OVN && o.Zones != ZonesLegacy && o.Zones != ZonesSingle && o.Zones != ZonesMulti:
 		return fmt.Errorf("--zones: %q is not legacy, single or multi", o.Zones)
+	case o.Neutron && (!o.OVN || o.Zones != ZonesLegacy):
+		return fmt.Errorf("--neutron: Neutron's ML2/OVN writes the central OVN databases: it needs --ovn --zones legacy")
 	case unknownNode(o, o.FailReboots) != "":
 		return fmt.Errorf("--fail-reboot: %q is not a node of this lab (node-1..node-%d)", unknownNode(o, o.FailReboots), o.Nodes)
 	case hookLabelsErr(o.AgentArgs) != nil:

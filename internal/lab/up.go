@@ -87,6 +87,12 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 	if err := s.buildNetwork(ctx, sh, progress); err != nil {
 		return s, err
 	}
+	if o.Neutron {
+		if err := s.startNeutron(ctx); err != nil {
+			return s, fmt.Errorf("Neutron: %w", err)
+		}
+		progress("Neutron: neutron-server (ML2/OVN) on %s, network pods %s, project %s", s.Neutron.URL, neutronCIDR, neutronProject)
+	}
 	if o.OVN && o.Zones != ZonesLegacy {
 		if err := s.buildIC(ctx, sh); err != nil {
 			return s, fmt.Errorf("OVN interconnect: %w", err)

@@ -15,10 +15,23 @@ type Port struct {
 	ID  string   `json:"id"`
 	MAC string   `json:"mac"`
 	IPs []string `json:"ips,omitempty"`
+	// Addresses are IPs as the pod's interface carries them, with their
+	// subnets' prefix lengths and gateways.
+	Addresses []Address `json:"addresses,omitempty"`
+	// MTU is the port's network's MTU (0: unknown).
+	MTU int `json:"mtu,omitempty"`
 	// SegmentationID is the VLAN of a trunk's subport (0 for a host pool's port).
 	SegmentationID int `json:"segmentationID,omitempty"`
 	// IdleSince is when the port last became ready.
 	IdleSince time.Time `json:"idleSince,omitempty"`
+}
+
+// Address is one of a port's addresses as its pod's interface carries it.
+type Address struct {
+	// CIDR is the address with its subnet's prefix length ("10.1.0.5/24").
+	CIDR string `json:"cidr"`
+	// Gateway is the subnet's gateway, the pod's default route ("" for none).
+	Gateway string `json:"gateway,omitempty"`
 }
 
 // Owned is a port handed out, with its owner (a pod, namespace/name).

@@ -22,16 +22,8 @@ import (
 // restarted manager recovers from.
 const PortAnnotation = plug.PoolAnnotation
 
-// Assignment is a pod's port.
-type Assignment struct {
-	ID  string   `json:"id"`
-	MAC string   `json:"mac"`
-	IPs []string `json:"ips,omitempty"`
-	// Pool is the pool's key (portpool.Key's one-line form).
-	Pool string `json:"pool"`
-	// SegmentationID is the VLAN of a trunk subport (pods in VMs).
-	SegmentationID int `json:"segmentationID,omitempty"`
-}
+// Assignment is a pod's port (see portpool.Assignment).
+type Assignment = portpool.Assignment
 
 // OwnerOf is the owner name of a pod: namespace/name.
 func OwnerOf(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
@@ -42,9 +34,9 @@ func AssignmentOf(pod *corev1.Pod) (Assignment, bool, error) {
 	if !ok {
 		return Assignment{}, false, nil
 	}
-	var a Assignment
-	if err := json.Unmarshal([]byte(raw), &a); err != nil || a.ID == "" {
-		return Assignment{}, true, fmt.Errorf("pod %s: annotation %s %q: not a port assignment", OwnerOf(pod), PortAnnotation, raw)
+	a, err := portpool.ParseAssignment(raw)
+	if err != nil {
+		return Assignment{}, true, fmt.Errorf("pod %s: annotation %s: %w", OwnerOf(pod), PortAnnotation, err)
 	}
 	return a, true, nil
 }
@@ -87,7 +79,7 @@ func (m *Manager) Acquire(ctx context.Context, pod *corev1.Pod, key portpool.Key
 	m.poke()
 	m.metrics.decisionSeconds.Observe(m.opts.Now().Sub(start).Seconds())
 
-	a := Assignment{ID: port.ID, MAC: port.MAC, IPs: port.IPs, Pool: key.String(), SegmentationID: port.SegmentationID}
+	a := Assignment{ID: port.ID, MAC: port.MAC, IPs: port.IPs, Addresses: port.Addresses, MTU: port.MTU, Pool: key.String(), SegmentationID: port.SegmentationID}
 	if err := m.recordOwner(ctx, pod, a); err != nil {
 		var gone *podGoneError
 		if errors.As(err, &gone) {

@@ -65,6 +65,7 @@ type Manager struct {
 	recovered bool
 	deleting  map[string]portpool.Key // ports to delete, retried until gone
 	trunks    map[string]string       // parent port → trunk ID
+	subnets   subnetCache
 
 	creates chan struct{} // semaphore: concurrent create calls
 	wake    chan struct{}
@@ -283,9 +284,14 @@ func (m *Manager) create(ctx context.Context, key portpool.Key, n int) (int, err
 	for i := range specs {
 		specs[i] = spec
 	}
-	start := m.opts.Now()
-	created, err := m.neutron.CreatePorts(ctx, specs)
-	m.metrics.createSeconds.Observe(m.opts.Now().Sub(start).Seconds())
+	var created []neutron.Port
+	// The network's subnets first (read once): a port is never made that could not be handed out.
+	_, err := m.subnets.of(ctx, m.neutron, key.Network, false)
+	if err == nil {
+		start := m.opts.Now()
+		created, err = m.neutron.CreatePorts(ctx, specs)
+		m.metrics.createSeconds.Observe(m.opts.Now().Sub(start).Seconds())
+	}
 	if err != nil && neutron.Retryable(err) {
 		if found, lerr := m.neutron.ListPorts(ctx, url.Values{"tags": {batch}}); lerr == nil && len(found) > 0 {
 			m.opts.Log.Info("bulk create failed but its ports exist; adopting them", "pool", key.String(), "ports", len(found), "error", err.Error())
@@ -328,7 +334,10 @@ func (m *Manager) create(ctx context.Context, key portpool.Key, n int) (int, err
 func (m *Manager) joinTrunk(ctx context.Context, key portpool.Key, created []neutron.Port) ([]portpool.Port, error) {
 	ports := make([]portpool.Port, len(created))
 	for i, c := range created {
-		ports[i] = portpool.Port{ID: c.ID, MAC: c.MACAddress, IPs: c.IPs()}
+		var err error
+		if ports[i], err = m.pooledPort(ctx, c); err != nil {
+			return nil, err
+		}
 	}
 	if key.Trunk == "" {
 		return ports, nil

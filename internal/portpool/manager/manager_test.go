@@ -35,8 +35,13 @@ func TestAcquireFromAWarmPool(t *testing.T) {
 	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(p), &cur); err != nil {
 		t.Fatal(err)
 	}
-	if rec, ok, err := AssignmentOf(&cur); err != nil || !ok || rec.ID != a.ID || rec.MAC == "" || len(rec.IPs) != 1 || rec.Pool != f.key.String() {
+	rec, ok, err := AssignmentOf(&cur)
+	if err != nil || !ok || rec.ID != a.ID || rec.MAC == "" || len(rec.IPs) != 1 || rec.Pool != f.key.String() {
 		t.Fatalf("ownership record %+v (%v, %v), assignment %+v", rec, ok, err, a)
+	}
+	// The pod's interface is made from the record: its address with the subnet's prefix and gateway.
+	if want := rec.IPs[0] + "/16"; len(rec.Addresses) != 1 || rec.Addresses[0].CIDR != want || !strings.HasSuffix(rec.Addresses[0].Gateway, ".0.1") {
+		t.Fatalf("ownership record's addresses %+v: want [%s, gateway the subnet's first address]", rec.Addresses, want)
 	}
 	port, err := f.nc.GetPort(f.ctx, a.ID)
 	if err != nil || port.Name != f.ns+"/web-1" || port.DeviceID != string(p.UID) || port.HostID != "worker-1" ||
@@ -170,6 +175,12 @@ func TestRecovery(t *testing.T) {
 	d, _ := m2.Show(f.key)
 	if len(d.InUsePorts) != 1 || d.InUsePorts[0].ID != la.ID || d.InUsePorts[0].Owner != f.ns+"/live" {
 		t.Fatalf("in use after recovery: %+v, want only live's %s", d.InUsePorts, la.ID)
+	}
+	// A recovered pool hands out ports a pod's interface can be made from, as a new one does.
+	for _, q := range d.ReadyPorts {
+		if len(q.Addresses) != 1 || q.Addresses[0].CIDR != q.IPs[0]+"/16" {
+			t.Fatalf("recovered ready port %+v: want its address with the subnet's prefix", q)
+		}
 	}
 	f.eventually("the dead pod's port reset and back", func() bool {
 		p, err := f.nc.GetPort(f.ctx, da.ID)

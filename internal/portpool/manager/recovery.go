@@ -55,8 +55,11 @@ func (m *Manager) recover(ctx context.Context) error {
 	for _, p := range ports {
 		groups := append([]string(nil), p.SecurityGroups...)
 		sort.Strings(groups)
-		f := portpool.Found{Port: portpool.Port{ID: p.ID, MAC: p.MACAddress, IPs: p.IPs()},
-			Clean: p.Name == portpool.AvailableName && p.DeviceID == ""}
+		pooled, err := m.pooledPort(ctx, p)
+		if err != nil {
+			return fmt.Errorf("recover: %w", err)
+		}
+		f := portpool.Found{Port: pooled, Clean: p.Name == portpool.AvailableName && p.DeviceID == ""}
 		host, trunk := p.HostID, ""
 		if s, ok := subport[p.ID]; ok {
 			host, trunk = "", s.parent

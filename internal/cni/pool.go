@@ -1,0 +1,400 @@
+package cni
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"netshift.io/netshift/internal/atomicfile"
+	"netshift.io/netshift/internal/nodeconfig"
+	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/plug"
+	"netshift.io/netshift/internal/portpool"
+)
+
+// PoolNamespaces is the file in which the agent lists the namespaces whose
+// pods get pooled Neutron ports (those labelled netshift.io/port-pools=enabled).
+// The plugin reads it, not the namespace: the node may read only its own
+// pods, and a pod's own labels are its owner's to write.
+type PoolNamespaces struct {
+	Namespaces []string `json:"namespaces"`
+}
+
+// WritePoolNamespaces replaces the file at path, sorted.
+func WritePoolNamespaces(path string, names []string) error {
+	names = slices.Sorted(slices.Values(names))
+	data, err := json.Marshal(PoolNamespaces{Namespaces: slices.Compact(names)})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(data, '\n'), 0o644)
+}
+
+// usesPools reads the agent's list; a node without it has no pooled pods yet.
+func usesPools(path, namespace string) (bool, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var l PoolNamespaces
+	if err := json.Unmarshal(data, &l); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	return slices.Contains(l.Namespaces, namespace), nil
+}
+
+// sandboxState is what a pooled sandbox was wired with, kept for its DEL
+// (the pod, and its record, may be gone by then).
+type sandboxState struct {
+	Pod    string    `json:"pod"`
+	PortID string    `json:"portID"`
+	Mode   plug.Mode `json:"mode"`
+	Tap    string    `json:"tap"`
+}
+
+func statePath(dir, containerID string) string { return filepath.Join(dir, containerID+".json") }
+
+// podOf is the pod a sandbox is for, from the runtime's CNI_ARGS.
+func podOf(args string) (podRef, bool) {
+	p := podRef{Namespace: cniArg(args, "K8S_POD_NAMESPACE"), Name: cniArg(args, "K8S_POD_NAME"), UID: cniArg(args, "K8S_POD_UID")}
+	return p, p.Namespace != "" && p.Name != "" && p.UID != ""
+}
+
+func cniArg(all, key string) string {
+	for _, kv := range strings.Split(all, ";") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// delegateConf is the wrapped network plugin's configuration: its own
+// entry, under this list's name and version.
+func (c *Config) delegateConf() (string, []byte, error) {
+	d := map[string]any{}
+	for k, v := range c.Pool.Delegate {
+		d[k] = v
+	}
+	d["cniVersion"], d["name"] = c.CNIVersion, c.Name
+	raw, err := json.Marshal(d)
+	return d["type"].(string), raw, err
+}
+
+// poolAdd wires a pod of a pool-enabled namespace to the port its pool
+// handed it, and hands every other pod to the wrapped network plugin.
+func poolAdd(args *skel.CmdArgs, c *Config) error {
+	pod, isPod := podOf(args.Args)
+	pooled := false
+	if isPod {
+		var err error
+		if pooled, err = usesPools(c.Pool.Namespaces, pod.Namespace); err != nil {
+			return fmt.Errorf("netshift-cni: pod %s: the node's list of pool namespaces: %w", pod, err)
+		}
+	}
+	if !pooled {
+		typ, conf, err := c.delegateConf()
+		if err != nil {
+			return err
+		}
+		r, err := invoke.DelegateAdd(context.Background(), typ, conf, nil)
+		if err != nil {
+			return err // the network plugin's own error, as it would have reported it
+		}
+		return types.PrintResult(r, c.CNIVersion)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.Pool.portWait)
+	defer cancel()
+	res, err := wirePooled(ctx, args, c, pod)
+	if err != nil {
+		return fmt.Errorf("netshift-cni: node %s: %w", c.Pool.Node, err)
+	}
+	return types.PrintResult(res, c.CNIVersion)
+}
+
+// podsAsTheNode is the API client of the plugin's identity.
+func podsAsTheNode(kubeconfig string) (corev1client.CoreV1Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.UserAgent = "netshift-cni"
+	return corev1client.NewForConfig(cfg)
+}
+
+func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) (*current.Result, error) {
+	kube, err := podsAsTheNode(c.Pool.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	a, err := waitForAssignment(ctx, kube, pod, c.Pool.Node)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("waited %s: %w", c.Pool.portWait, err)
+		}
+		return nil, err
+	}
+	iface, err := portpool.InterfaceOf(a)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s: pool %s: %w", pod, a.Pool, err)
+	}
+	port := plug.Port{ID: a.ID, MAC: iface.MAC.String()}.WithDefaults(pod.UID)
+	if err := port.Validate(); err != nil {
+		return nil, fmt.Errorf("pod %s: pool %s: %w", pod, a.Pool, err)
+	}
+	mode, err := nodeMode(ctx, kube, c.Pool)
+	if err != nil {
+		return nil, err
+	}
+	sw, err := ovs.OpenSwitch(ctx, c.Pool.OVSDB)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
+	}
+	defer sw.Close()
+	// Recorded before anything is made: a DEL after a failure halfway undoes it all.
+	st := sandboxState{Pod: pod.String(), PortID: a.ID, Mode: mode, Tap: port.Tap}
+	if err := writeState(c.Pool.StateDir, args.ContainerID, st); err != nil {
+		return nil, err
+	}
+	mtu := podMTU(iface.MTU, c.Pool.MTU, c.NetworkConfig)
+	dp, err := sw.DatapathType(ctx, c.Pool.Bridge)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s: port %s: integration bridge %s: %w", pod, a.ID, c.Pool.Bridge, err)
+	}
+	ovnRemote, err := sw.OpenvSwitchExternalID(ctx, "ovn-remote")
+	if err != nil {
+		return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
+	}
+	// The userspace datapath forwards a segment whose checksum was left to
+	// the hardware without filling it in: the pod must fill it in itself.
+	link := podLink{Netns: args.Netns, IfName: args.IfName, HostName: port.Tap, MTU: mtu, TxChecksumOff: dp == "netdev"}
+	if err := link.create(iface); err != nil {
+		return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
+	}
+	if err := plugPooled(ctx, sw, c.Pool, mode, port, pod.String(), dp); err != nil {
+		return nil, fmt.Errorf("pod %s: %w", pod, err)
+	}
+	// On an OVN node, wait for ovn-controller's flows, as ovn-kubernetes'
+	// plugin does: the pod's first packet then goes through.
+	if ovnRemote != "" {
+		if err := flowsInstalled(ctx, sw, mode, port); err != nil {
+			return nil, fmt.Errorf("pod %s: %w", pod, err)
+		}
+	}
+	return link.result(iface), nil
+}
+
+// podMTU is a pooled pod's MTU: its Neutron network's, lowered to the
+// node's applied pod MTU where netshift has one (a live change lowers the
+// underlay's room for everyone); where neither is known, the configured one.
+func podMTU(network, configured int, nodeConfig string) int {
+	mtu := network
+	if f, err := nodeconfig.Read(nodeConfig); err == nil && (mtu == 0 || int(f.MTU) < mtu) {
+		mtu = int(f.MTU)
+	}
+	if mtu == 0 {
+		mtu = configured
+	}
+	return mtu
+}
+
+// plugPooled plugs the pod's port as the agent does (package plug decides,
+// package ovs writes). The agent may plug the same port at the same moment:
+// the switch's unique names turn the second insert into an error, and a
+// second look finds the port plugged.
+func plugPooled(ctx context.Context, sw *ovs.Switch, p *PoolConfig, mode plug.Mode, port plug.Port, owner, dp string) error {
+	for attempt := 0; ; attempt++ {
+		plugged, err := sw.Plugged(ctx)
+		if err != nil {
+			return fmt.Errorf("port %s: %w", port.ID, err)
+		}
+		adm, err := plug.Admit(mode, plugged, port, owner)
+		if err != nil {
+			return err
+		}
+		if err = sw.Plug(ctx, mode, port, owner, adm.Isolate, p.Bridge, dp); err == nil || attempt == 1 || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// flowsInstalled waits until ovn-controller has installed the port's flows
+// (ovn-installed on its integration-side interface).
+func flowsInstalled(ctx context.Context, sw *ovs.Switch, mode plug.Mode, port plug.Port) error {
+	side := port.Tap
+	if mode == plug.PerPort {
+		side = plug.NamesFor(port.ID).IntegrationPatch
+	}
+	for {
+		got, err := sw.Interfaces(ctx, side)
+		if err != nil {
+			return fmt.Errorf("port %s: %w", port.ID, err)
+		}
+		if got[side].OVNInstalled {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("port %s: ovn-controller has not installed its flows on %s (ofport %d): is the port's logical switch port bound to this chassis?", port.ID, side, got[side].OFPort)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// nodeMode is the node's plug mode: its annotation, else the configured one.
+func nodeMode(ctx context.Context, kube corev1client.NodesGetter, p *PoolConfig) (plug.Mode, error) {
+	node, err := kube.Nodes().Get(ctx, p.Node, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("read node %s for its plug mode: %w", p.Node, err)
+	}
+	if v, ok := node.Annotations[plug.ModeAnnotation]; ok {
+		return plug.ParseMode("node "+p.Node+" annotation "+plug.ModeAnnotation, v)
+	}
+	return plug.ParseMode("pool.plugMode", p.PlugMode)
+}
+
+func writeState(dir, containerID string, st sandboxState) error {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	return atomicfile.Write(statePath(dir, containerID), data, 0o600)
+}
+
+func readState(dir, containerID string) (sandboxState, bool, error) {
+	data, err := os.ReadFile(statePath(dir, containerID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return sandboxState{}, false, nil
+	}
+	if err != nil {
+		return sandboxState{}, false, err
+	}
+	var st sandboxState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return sandboxState{}, false, fmt.Errorf("%s: %w", statePath(dir, containerID), err)
+	}
+	return st, true, nil
+}
+
+// poolDel undoes a pooled sandbox's ADD: the port comes off the node's
+// switch and its device goes; the Neutron port is the pool's to recycle once
+// the pod is gone. Any other sandbox is the wrapped plugin's.
+func poolDel(args *skel.CmdArgs, c *Config) error {
+	st, pooled, err := readState(c.Pool.StateDir, args.ContainerID)
+	if err != nil {
+		return fmt.Errorf("netshift-cni: node %s: sandbox %s: %w", c.Pool.Node, args.ContainerID, err)
+	}
+	if !pooled {
+		typ, conf, err := c.delegateConf()
+		if err != nil {
+			return err
+		}
+		return invoke.DelegateDel(context.Background(), typ, conf, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := unwirePooled(ctx, c.Pool, st); err != nil {
+		return fmt.Errorf("netshift-cni: node %s: pod %s: sandbox %s: %w", c.Pool.Node, st.Pod, args.ContainerID, err)
+	}
+	if err := os.Remove(statePath(c.Pool.StateDir, args.ContainerID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("netshift-cni: node %s: %w", c.Pool.Node, err)
+	}
+	return nil
+}
+
+func unwirePooled(ctx context.Context, p *PoolConfig, st sandboxState) error {
+	sw, err := ovs.OpenSwitch(ctx, p.OVSDB)
+	if err != nil {
+		return err
+	}
+	defer sw.Close()
+	plugged, err := sw.Plugged(ctx)
+	if err != nil {
+		return err
+	}
+	for _, pl := range plugged {
+		// Only this pod's plug of the port: a newer sandbox's pod may hold it by now.
+		if pl.PortID == st.PortID && pl.Owner == st.Pod {
+			if err := sw.Unplug(ctx, pl, p.Bridge); err != nil {
+				return err
+			}
+		}
+	}
+	return deleteHostLink(st.Tap)
+}
+
+// poolCheck verifies a pooled pod's interface still carries its port's MAC
+// and addresses, as the operator recorded them.
+func poolCheck(args *skel.CmdArgs, c *Config) error {
+	st, pooled, err := readState(c.Pool.StateDir, args.ContainerID)
+	if err != nil {
+		return fmt.Errorf("netshift-cni: node %s: sandbox %s: %w", c.Pool.Node, args.ContainerID, err)
+	}
+	if !pooled {
+		typ, conf, err := c.delegateConf()
+		if err != nil {
+			return err
+		}
+		return invoke.DelegateCheck(context.Background(), typ, conf, nil)
+	}
+	pod, _ := podOf(args.Args)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kube, err := podsAsTheNode(c.Pool.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("netshift-cni: node %s: %w", c.Pool.Node, err)
+	}
+	cur, err := kube.Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("netshift-cni: node %s: pod %s: %w", c.Pool.Node, pod, err)
+	}
+	a, done, err := assignmentOf(cur, pod, c.Pool.Node)
+	if err == nil && !done {
+		err = fmt.Errorf("pod %s: its port's record is gone", pod)
+	}
+	if err == nil && a.ID != st.PortID {
+		err = fmt.Errorf("pod %s: wired to port %s, but its record now says port %s", pod, st.PortID, a.ID)
+	}
+	var iface portpool.Interface
+	if err == nil {
+		iface, err = portpool.InterfaceOf(a)
+	}
+	if err == nil {
+		err = podLink{Netns: args.Netns, IfName: args.IfName}.check(iface)
+	}
+	if err != nil {
+		return fmt.Errorf("netshift-cni: node %s: %w", c.Pool.Node, err)
+	}
+	return nil
+}
+
+// hostLinkOf is the node end of a pooled pod's link, for the result.
+func hostLinkOf(name string, mac net.HardwareAddr) *current.Interface {
+	return &current.Interface{Name: name, Mac: mac.String()}
+}

@@ -1,0 +1,144 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/internal/neutron"
+	"netshift.io/netshift/internal/neutron/neutrontest"
+	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/portpool"
+	"netshift.io/netshift/internal/portpool/manager"
+)
+
+// The lab's Neutron (--neutron): a real neutron-server with ML2/OVN on the
+// central OVN databases, listening on the machine's underlay address, where
+// the operator's pod on a node reaches it.
+const (
+	// PoolNamespace is the lab's namespace whose pods get pooled Neutron ports.
+	PoolNamespace = "lab-pools"
+	neutronPort   = 9696
+	// neutronProject is the project of the lab's network and pods' ports.
+	neutronProject = "lab"
+	// neutronCIDR is the pods' Neutron subnet: apart from the lab's own
+	// ranges (198.18.0.0/15) and the Services' (serviceCIDR).
+	neutronCIDR = "10.244.0.0/16"
+)
+
+// NeutronLab is what the lab made in Neutron for its pooled pods.
+type NeutronLab struct {
+	URL           string `json:"url"`
+	Project       string `json:"project"`
+	Network       string `json:"network"`
+	SecurityGroup string `json:"securityGroup"`
+}
+
+// startNeutron starts the lab's neutron-server as a process of its own (it
+// outlives `lab up`; `lab down` stops it with the rest) and makes the pods'
+// network, subnet and security group.
+func (s *State) startNeutron(ctx context.Context) error {
+	cmd, url, err := neutrontest.Command(ctx, s.Path("neutron"), neutrontest.Settings{Host: hostIP, Port: neutronPort, NB: s.NBDB(), SB: s.SBDB()})
+	if err != nil {
+		return err
+	}
+	out, err := os.Create(s.Path("neutron", "neutron-server.out"))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start neutron-server: %w", err)
+	}
+	p, err := Identify("neutron-server", cmd.Process.Pid)
+	if err != nil {
+		return fmt.Errorf("neutron-server exited at once; see %s: %w", out.Name(), err)
+	}
+	if err := s.record(func() { s.Processes = append(s.Processes, p) }); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := neutrontest.WaitReady(ctx, url, exited, 2*time.Minute); err != nil {
+		return fmt.Errorf("%w; see %s", err, filepath.Join(s.Path("neutron"), "neutron-server.log"))
+	}
+	// Its workers, forked by now, are stopped with it.
+	for _, c := range childrenOf(cmd.Process.Pid) {
+		c.Role = "neutron-server"
+		if err := s.record(func() { s.Processes = append(s.Processes, c) }); err != nil {
+			return err
+		}
+	}
+	nc, err := neutron.Connect(ctx, neutron.Options{URL: url})
+	if err != nil {
+		return err
+	}
+	network, err := nc.CreateNetwork(ctx, neutronProject, "pods", neutronCIDR)
+	if err != nil {
+		return err
+	}
+	group, err := nc.CreateSecurityGroup(ctx, neutronProject, "pods")
+	if err != nil {
+		return err
+	}
+	if err := nc.AllowIngressIPv4(ctx, neutronProject, group); err != nil {
+		return err
+	}
+	return s.record(func() {
+		s.Neutron = &NeutronLab{URL: url, Project: neutronProject, Network: network, SecurityGroup: group}
+	})
+}
+
+// writeFlatKubeconfig writes the kubeconfig at from to to, its credentials
+// inlined.
+func writeFlatKubeconfig(from, to string) error {
+	cfg, err := clientcmd.LoadFromFile(from)
+	if err != nil {
+		return err
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		return err
+	}
+	return clientcmd.WriteToFile(*cfg, to)
+}
+
+// createNeutronObjects makes what the lab's port pools need in the cluster:
+// the operator's clouds.yaml (a no-auth endpoint) and the pool-enabled
+// namespace, set to the lab's project, network and security group.
+func (s *State) createNeutronObjects(ctx context.Context, c client.Client) error {
+	n := s.Neutron
+	if n == nil {
+		return errors.New("--neutron: the lab's Neutron was not set up")
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operator.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	clouds := fmt.Sprintf("clouds:\n  openstack:\n    auth_type: none\n    auth:\n      endpoint: %s\n", n.URL)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operator.Namespace, Name: "netshift-openstack"},
+		StringData: map[string]string{"clouds.yaml": clouds}}
+	if err := c.Create(ctx, secret); err != nil {
+		return fmt.Errorf("Secret netshift-openstack: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: PoolNamespace, Labels: map[string]string{portpool.OptInLabel: "enabled"},
+		Annotations: map[string]string{manager.ProjectAnnotation: n.Project, manager.NetworkAnnotation: n.Network, manager.SecurityGroupsAnnotation: n.SecurityGroup}}}
+	if err := c.Create(ctx, ns); err != nil {
+		return fmt.Errorf("namespace %s: %w", PoolNamespace, err)
+	}
+	return nil
+}
