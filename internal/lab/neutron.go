@@ -142,3 +142,13 @@ func (s *State) createNeutronObjects(ctx context.Context, c client.Client) error
 	}
 	return nil
 }
+
+// NodeFile is where a file of a node (a path inside it, such as
+// /etc/cni/net.d/netshift-cni/kubeconfig) lives on the machine.
+func (s *State) NodeFile(node, inside string) (string, error) {
+	n, ok := s.Topology.Node(node)
+	if !ok {
+		return "", fmt.Errorf("no node %s in lab %s", node, s.Options.Name)
+	}
+	return s.kubeNode(n, "").Path(inside), nil
+}

@@ -379,6 +379,7 @@ func (s *Switch) Interfaces(ctx context.Context, names ...string) (map[string]In
 			}
 			if m, ok := row["external_ids"].(ovsdb.OvsMap); ok {
 				i.OVNInstalled = m.GoMap["ovn-installed"] == "true"
+				i.IfaceID, _ = m.GoMap["iface-id"].(string)
 			}
 			found[name] = i
 		}

@@ -41,6 +41,8 @@ type Interface struct {
 	// OVNInstalled is external_ids:ovn-installed=true, which ovn-controller
 	// sets once the port is bound and its flows are in place.
 	OVNInstalled bool
+	// IfaceID is external_ids:iface-id, the logical port it is bound as.
+	IfaceID string
 }
 
 // PodPort is an interface pods may be attached through.

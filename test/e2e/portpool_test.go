@@ -1,0 +1,384 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/images"
+	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/neutron"
+	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/plug"
+	"netshift.io/netshift/internal/portpool"
+	"netshift.io/netshift/internal/portpool/manager"
+)
+
+// pooledPod is a pod of the lab's pool-enabled namespace pinned to a node.
+func pooledPod(name, namespace, node string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: new(int64),
+			Containers: []corev1.Container{{Name: "workload", Image: images.WorkloadRef, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"/bin/sleep", "2147483647"}}}}}
+}
+
+func waitRunning(t *testing.T, c client.Client, namespace, name string) *corev1.Pod {
+	t.Helper()
+	var p corev1.Pod
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &p)
+		if err == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			return &p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s/%s not running after 90 s: %v %+v", namespace, name, err, p.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// pooledWorld reads what a pooled pod is wired with.
+type pooledWorld struct {
+	t  *testing.T
+	s  *lab.State
+	c  client.Client
+	nc *neutron.Client
+}
+
+func newPooledWorld(t *testing.T, name string) *pooledWorld {
+	s, err := lab.LoadState(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Neutron == nil {
+		t.Fatal("the lab has no Neutron")
+	}
+	nc, err := neutron.Connect(context.Background(), neutron.Options{URL: s.Neutron.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pooledWorld{t: t, s: s, c: labClient(t, name), nc: nc}
+}
+
+// plugged lists the ports netshift plugged on a node's switch.
+func (w *pooledWorld) plugged(node string) []plug.Plugged {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sw, err := ovs.OpenSwitch(ctx, w.s.OVSDB(node))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer sw.Close()
+	pl, err := sw.Plugged(ctx)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return pl
+}
+
+// integrationIfaceID is the iface-id of the port's interface on the
+// integration bridge of node (what ovn-controller binds it by), and whether
+// it is attached with ovn-controller's flows installed.
+func (w *pooledWorld) integrationIfaceID(node, portID string) (string, bool) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sw, err := ovs.OpenSwitch(ctx, w.s.OVSDB(node))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer sw.Close()
+	side := plug.NamesFor(portID).IntegrationPatch
+	got, err := sw.Interfaces(ctx, side)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	i, ok := got[side]
+	return i.IfaceID, ok && i.OFPort > 0 && i.OVNInstalled
+}
+
+// checkWired asserts what a user would check of a pooled pod: its eth0
+// carries its port's MAC and address, the node's switch binds the port by
+// its ID, and Neutron says the port is ACTIVE on that node.
+func (w *pooledWorld) checkWired(p *corev1.Pod) (portpool.Assignment, lab.PodSpec) {
+	w.t.Helper()
+	a, err := portpool.ParseAssignment(p.Annotations[plug.PoolAnnotation])
+	if err != nil {
+		w.t.Fatalf("pod %s: %v", p.Name, err)
+	}
+	if len(a.Addresses) != 1 || p.Status.PodIP != a.IPs[0] {
+		w.t.Fatalf("pod %s: IP %s, its port's record %+v", p.Name, p.Status.PodIP, a)
+	}
+	netns := w.s.RuntimeNetns(context.Background(), p.Namespace, p.Name)
+	if netns == "" {
+		w.t.Fatalf("pod %s: no sandbox network namespace", p.Name)
+	}
+	err = netdev.InNetns(netns, func() error {
+		l, err := netlink.LinkByName("eth0")
+		if err != nil {
+			return err
+		}
+		if l.Attrs().HardwareAddr.String() != a.MAC {
+			return fmt.Errorf("eth0 MAC %s, the port's %s", l.Attrs().HardwareAddr, a.MAC)
+		}
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+		if err != nil || len(addrs) != 1 || addrs[0].IPNet.String() != a.Addresses[0].CIDR {
+			return fmt.Errorf("eth0 addresses %v (%v), the port's %s", addrs, err, a.Addresses[0].CIDR)
+		}
+		return nil
+	})
+	if err != nil {
+		w.t.Fatalf("pod %s: %v", p.Name, err)
+	}
+	if id, ok := w.integrationIfaceID(p.Spec.NodeName, a.ID); !ok || id != a.ID {
+		w.t.Fatalf("pod %s on %s: integration-side interface of port %s has iface-id %q (attached %v)", p.Name, p.Spec.NodeName, a.ID, id, ok)
+	}
+	waitFor(w.t, "port "+a.ID+" ACTIVE in Neutron", func() bool {
+		port, err := w.nc.GetPort(context.Background(), a.ID)
+		return err == nil && port.Status == "ACTIVE" && port.HostID == p.Spec.NodeName
+	})
+	return a, lab.PodSpec{Name: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Netns: netns, IP: p.Status.PodIP}
+}
+
+// noLeak asserts that every port netshift plugged belongs to a live pod,
+// and that every Neutron port the pools made is in a pool or owned by a
+// live pod.
+func (w *pooledWorld) noLeak() {
+	w.t.Helper()
+	var pods corev1.PodList
+	if err := w.c.List(context.Background(), &pods); err != nil {
+		w.t.Fatal(err)
+	}
+	live := map[string]string{} // pod → port
+	for _, p := range pods.Items {
+		if a, err := portpool.ParseAssignment(p.Annotations[plug.PoolAnnotation]); err == nil && p.DeletionTimestamp == nil {
+			live[p.Namespace+"/"+p.Name] = a.ID
+		}
+	}
+	waitFor(w.t, "nothing plugged for a gone pod", func() bool {
+		for _, n := range w.s.Topology.Nodes {
+			for _, pl := range w.plugged(n.Name) {
+				if live[pl.Owner] != pl.PortID {
+					w.t.Logf("node %s: port %s plugged for %s, which does not own it", n.Name, pl.PortID, pl.Owner)
+					return false
+				}
+			}
+		}
+		return true
+	})
+	waitFor(w.t, "every pooled Neutron port in a pool or owned by a live pod", func() bool {
+		ports, err := w.nc.ListPorts(context.Background(), nil)
+		if err != nil {
+			return false
+		}
+		owned := map[string]bool{}
+		for _, id := range live {
+			owned[id] = true
+		}
+		for _, p := range ports {
+			if p.DeviceOwner != manager.DeviceOwner {
+				continue
+			}
+			if !owned[p.ID] && (p.Name != portpool.AvailableName || p.DeviceID != "") {
+				w.t.Logf("Neutron port %s (%s, device %q) is neither free nor a live pod's", p.ID, p.Name, p.DeviceID)
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestPooledPodsReachEachOtherThroughTheirPorts: pods of a pool-enabled
+// namespace, on different nodes, reach each other over TCP through the
+// Neutron ports their pools handed them; each pod's eth0 carries its port's
+// MAC and address, OVS binds each port by its ID, Neutron (ML2/OVN) reports
+// each ACTIVE. The lab's other pods keep the lab's own network. A deleted
+// pod leaves nothing plugged and its port goes back to its pool.
+func TestPooledPodsReachEachOtherThroughTheirPorts(t *testing.T) {
+	name := "e2enp"
+	up(t, name, "--neutron", "--nodes", "3", "--pods-per-node", "1")
+	w := newPooledWorld(t, name)
+	ctx := context.Background()
+	var wired []lab.PodSpec
+	var ports []portpool.Assignment
+	for i, n := range w.s.Topology.Nodes {
+		p := pooledPod(fmt.Sprintf("web-%d", i+1), lab.PoolNamespace, n.Name)
+		if err := w.c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range w.s.Topology.Nodes {
+		p := waitRunning(t, w.c, lab.PoolNamespace, fmt.Sprintf("web-%d", i+1))
+		a, spec := w.checkWired(p)
+		t.Logf("pod %s on %s: port %s, MAC %s, %s", p.Name, p.Spec.NodeName, a.ID, a.MAC, a.Addresses[0].CIDR)
+		wired, ports = append(wired, spec), append(ports, a)
+	}
+	for _, from := range wired {
+		for _, to := range wired {
+			if from.Name != to.Name {
+				if err := lab.TCPCheck(from, to, 3*time.Second); err != nil {
+					t.Errorf("%s -> %s over TCP through their Neutron ports: %v", from.Name, to.Name, err)
+				}
+			}
+		}
+	}
+	// netshift-cni reads as the node: its own pods, and no other node's.
+	kubeconfig, err := w.s.NodeFile("node-1", "/etc/cni/net.d/netshift-cni/kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asNode, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asNode.CoreV1().Pods(lab.PoolNamespace).Get(ctx, "web-1", metav1.GetOptions{}); err != nil {
+		t.Errorf("netshift-cni of node-1 reading its own pod: %v", err)
+	}
+	if _, err := asNode.CoreV1().Pods(lab.PoolNamespace).Get(ctx, "web-2", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("netshift-cni of node-1 reading node-2's pod: %v, want Forbidden", err)
+	}
+	if _, err := asNode.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("netshift-cni of node-1 listing every pod: %v, want Forbidden", err)
+	}
+	// The lab's own pods went through the wrapped network plugin, as before.
+	everyPodReachesEveryOther(t, name)
+	for _, p := range labPods(t, w.s) {
+		if !strings.HasPrefix(p.IP, "198.18.") {
+			t.Errorf("lab pod %s: IP %q, want the lab's own network", p.Name, p.IP)
+		}
+	}
+
+	// A deleted pod: its plug goes, its port returns to the pool, reset.
+	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: lab.PoolNamespace, Name: "web-1"}}
+	if err := w.c.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "web-1 gone", func() bool {
+		return apierrors.IsNotFound(w.c.Get(ctx, client.ObjectKeyFromObject(gone), &corev1.Pod{}))
+	})
+	waitFor(t, "web-1's port reset and free", func() bool {
+		port, err := w.nc.GetPort(ctx, ports[0].ID)
+		return err == nil && port.Name == portpool.AvailableName && port.DeviceID == ""
+	})
+
+	// A pod created while the operator restarts: netshift-cni waits for the
+	// restarted operator's record (the kubelet retries a sandbox whose wait ran out).
+	var operators corev1.PodList
+	if err := w.c.List(ctx, &operators, client.InNamespace("netshift-system"), client.MatchingLabels{"app.kubernetes.io/name": "netshift-operator"}); err != nil || len(operators.Items) == 0 {
+		t.Fatalf("the operator's pods: %d, %v", len(operators.Items), err)
+	}
+	for i := range operators.Items {
+		if err := w.c.Delete(ctx, &operators.Items[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.c.Create(ctx, pooledPod("web-4", lab.PoolNamespace, "node-1")); err != nil {
+		t.Fatal(err)
+	}
+	p := waitRunning(t, w.c, lab.PoolNamespace, "web-4")
+	_, spec := w.checkWired(p)
+	if err := lab.TCPCheck(spec, wired[1], 3*time.Second); err != nil {
+		t.Errorf("%s -> %s over TCP: %v", spec.Name, wired[1].Name, err)
+	}
+	w.noLeak()
+}
+
+// TestPooledPodWhosePortNeverComes: a pod whose pool cannot make ports (its
+// namespace names a network Neutron does not have) fails its sandbox with
+// netshift-cni's error, which names the pool and its state, and leaves
+// nothing behind; a pod deleted while netshift-cni waits for its port ends
+// the wait at once, and leaves nothing behind either.
+func TestPooledPodWhosePortNeverComes(t *testing.T) {
+	name := "e2enf"
+	up(t, name, "--neutron", "--nodes", "2", "--pods-per-node", "0")
+	w := newPooledWorld(t, name)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "no-network", Labels: map[string]string{portpool.OptInLabel: "enabled"},
+		Annotations: map[string]string{manager.ProjectAnnotation: w.s.Neutron.Project, manager.NetworkAnnotation: "00000000-0000-0000-0000-000000000000",
+			manager.SecurityGroupsAnnotation: w.s.Neutron.SecurityGroup}}}
+	if err := w.c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	// The agent lists the namespace for netshift-cni before a pod of it comes.
+	time.Sleep(2 * time.Second)
+	if err := w.c.Create(ctx, pooledPod("stuck", ns.Name, "node-1")); err != nil {
+		t.Fatal(err)
+	}
+	var sandboxError string
+	deadline := time.Now().Add(90 * time.Second)
+	for sandboxError == "" && time.Now().Before(deadline) {
+		var events corev1.EventList
+		if err := w.c.List(ctx, &events, client.InNamespace(ns.Name)); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "stuck" && e.Reason == "FailedCreatePodSandBox" {
+				sandboxError = e.Message
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("the sandbox's error: %s", sandboxError)
+	for _, want := range []string{"netshift-cni: node node-1", "no Neutron port recorded for it by netshift's operator in time", "waited 30s",
+		"PoolNotReady", "pool lab/00000000-0000-0000-0000-000000000000/host=node-1", "last Neutron error"} {
+		if !strings.Contains(sandboxError, want) {
+			t.Errorf("netshift-cni's error lacks %q", want)
+		}
+	}
+	var stuck corev1.Pod
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "stuck"}, &stuck); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range stuck.Status.Conditions {
+		if c.Type == v1alpha1.PodPortAssigned && (c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonPoolNotReady) {
+			t.Errorf("condition %s: %+v", v1alpha1.PodPortAssigned, c)
+		}
+	}
+
+	// A pod deleted while netshift-cni waits for its port.
+	if err := w.c.Create(ctx, pooledPod("short-lived", ns.Name, "node-2")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	for _, p := range []string{"short-lived", "stuck"} {
+		if err := w.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: p}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "both pods gone", func() bool {
+		var pods corev1.PodList
+		return w.c.List(ctx, &pods, client.InNamespace(ns.Name)) == nil && len(pods.Items) == 0
+	})
+	w.noLeak()
+	for _, n := range w.s.Topology.Nodes {
+		if err := netdev.InNetns(n.Netns, func() error {
+			links, err := netlink.LinkList()
+			for _, l := range links {
+				if strings.HasPrefix(l.Attrs().Name, "tap") {
+					return fmt.Errorf("a pod's node end %s is left", l.Attrs().Name)
+				}
+			}
+			return err
+		}); err != nil {
+			t.Errorf("node %s: %v", n.Name, err)
+		}
+	}
+}
