@@ -302,30 +302,71 @@ func readState(dir, containerID string) (sandboxState, bool, error) {
 	return st, true, nil
 }
 
+// pooledSandbox reads what netshift-cni wired a sandbox with. A sandbox it
+// did not wire is the wrapped plugin's: delegate (its DEL or CHECK) is run
+// with the plugin's configuration and pooled is false.
+func (c *Config) pooledSandbox(containerID string, delegate func(context.Context, string, []byte, invoke.Exec) error) (st sandboxState, pooled bool, err error) {
+	st, pooled, err = readState(c.Pool.StateDir, containerID)
+	if err != nil {
+		return st, false, fmt.Errorf("netshift-cni: node %s: sandbox %s: %w", c.Pool.Node, containerID, err)
+	}
+	if pooled {
+		return st, true, nil
+	}
+	typ, conf, err := c.delegateConf()
+	if err != nil {
+		return st, false, err
+	}
+	return st, false, delegate(context.Background(), typ, conf, nil)
+}
+
 // poolDel undoes a pooled sandbox's ADD: the port comes off the node's
 // switch and its device goes; the Neutron port is the pool's to recycle once
 // the pod is gone. Any other sandbox is the wrapped plugin's.
 func poolDel(args *skel.CmdArgs, c *Config) error {
-	st, pooled, err := readState(c.Pool.StateDir, args.ContainerID)
-	if err != nil {
-		return fmt.Errorf("netshift-cni: node %s: sandbox %s: %w", c.Pool.Node, args.ContainerID, err)
-	}
-	if !pooled {
-		typ, conf, err := c.delegateConf()
-		if err != nil {
-			return err
-		}
-		return invoke.DelegateDel(context.Background(), typ, conf, nil)
+	st, pooled, err := c.pooledSandbox(args.ContainerID, invoke.DelegateDel)
+	if err != nil || !pooled {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := unwirePooled(ctx, c.Pool, st); err != nil {
+	newer, err := otherSandboxHolds(c.Pool.StateDir, args.ContainerID, st)
+	if err != nil {
 		return fmt.Errorf("netshift-cni: node %s: pod %s: sandbox %s: %w", c.Pool.Node, st.Pod, args.ContainerID, err)
+	}
+	// A newer sandbox of the pod holds the port (and the node end's name) now: its DEL unplugs it.
+	if !newer {
+		if err := unwirePooled(ctx, c.Pool, st); err != nil {
+			return fmt.Errorf("netshift-cni: node %s: pod %s: sandbox %s: %w", c.Pool.Node, st.Pod, args.ContainerID, err)
+		}
 	}
 	if err := os.Remove(statePath(c.Pool.StateDir, args.ContainerID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("netshift-cni: node %s: %w", c.Pool.Node, err)
 	}
 	return nil
+}
+
+// otherSandboxHolds says whether a sandbox other than containerID was wired
+// to the same pod's port.
+func otherSandboxHolds(dir, containerID string, st sandboxState) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || id == containerID {
+			continue
+		}
+		other, found, err := readState(dir, id)
+		if err != nil || !found {
+			continue // an unreadable record is its own sandbox's DEL's business
+		}
+		if other.Pod == st.Pod && other.PortID == st.PortID {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func unwirePooled(ctx context.Context, p *PoolConfig, st sandboxState) error {
@@ -352,16 +393,9 @@ func unwirePooled(ctx context.Context, p *PoolConfig, st sandboxState) error {
 // poolCheck verifies a pooled pod's interface still carries its port's MAC
 // and addresses, as the operator recorded them.
 func poolCheck(args *skel.CmdArgs, c *Config) error {
-	st, pooled, err := readState(c.Pool.StateDir, args.ContainerID)
-	if err != nil {
-		return fmt.Errorf("netshift-cni: node %s: sandbox %s: %w", c.Pool.Node, args.ContainerID, err)
-	}
-	if !pooled {
-		typ, conf, err := c.delegateConf()
-		if err != nil {
-			return err
-		}
-		return invoke.DelegateCheck(context.Background(), typ, conf, nil)
+	st, pooled, err := c.pooledSandbox(args.ContainerID, invoke.DelegateCheck)
+	if err != nil || !pooled {
+		return err
 	}
 	pod, _ := podOf(args.Args)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -125,3 +125,29 @@ func TestPoolConfigNamesTheField(t *testing.T) {
 		}
 	}
 }
+
+// TestAnOlderSandboxLeavesTheNewerOnesPort: the DEL of a pod's older
+// sandbox, coming after its newer sandbox was wired to the same port, must
+// not unplug the port or remove the node end the newer one uses.
+func TestAnOlderSandboxLeavesTheNewerOnesPort(t *testing.T) {
+	dir := t.TempDir()
+	st := sandboxState{Pod: "shop/web-1", PortID: "port-1", Mode: plug.PerPort, Tap: "tapport-1"}
+	if err := writeState(dir, "old", st); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := otherSandboxHolds(dir, "old", st); err != nil || held {
+		t.Fatalf("alone: %v %v", held, err)
+	}
+	if err := writeState(dir, "other-pod", sandboxState{Pod: "shop/web-2", PortID: "port-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := otherSandboxHolds(dir, "old", st); held {
+		t.Fatal("another pod's sandbox was taken for a newer sandbox of this pod")
+	}
+	if err := writeState(dir, "new", st); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := otherSandboxHolds(dir, "old", st); err != nil || !held {
+		t.Fatalf("with a newer sandbox on the same port: %v %v", held, err)
+	}
+}

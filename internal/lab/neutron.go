@@ -30,6 +30,8 @@ const (
 	// PoolNamespace is the lab's namespace whose pods get pooled Neutron ports.
 	PoolNamespace = "lab-pools"
 	neutronPort   = 9696
+	// neutronRole is the lab's record of neutron-server: its process group.
+	neutronRole = "neutron-server (process group)"
 	// neutronProject is the project of the lab's network and pods' ports.
 	neutronProject = "lab"
 	// neutronCIDR is the pods' Neutron subnet: apart from the lab's own
@@ -63,24 +65,20 @@ func (s *State) startNeutron(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start neutron-server: %w", err)
 	}
-	p, err := Identify("neutron-server", cmd.Process.Pid)
-	if err != nil {
-		return fmt.Errorf("neutron-server exited at once; see %s: %w", out.Name(), err)
-	}
-	if err := s.record(func() { s.Processes = append(s.Processes, p) }); err != nil {
-		return err
-	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	if err := neutrontest.WaitReady(ctx, url, exited, 2*time.Minute); err != nil {
-		return fmt.Errorf("%w; see %s", err, filepath.Join(s.Path("neutron"), "neutron-server.log"))
+		return errors.Join(fmt.Errorf("%w; see %s", err, filepath.Join(s.Path("neutron"), "neutron-server.log")), stopGroup(cmd.Process.Pid, 5*time.Second))
 	}
-	// Its workers, forked by now, are stopped with it.
-	for _, c := range childrenOf(cmd.Process.Pid) {
-		c.Role = "neutron-server"
-		if err := s.record(func() { s.Processes = append(s.Processes, c) }); err != nil {
-			return err
-		}
+	// Recorded once it is up (its title, and so its name, changes as it starts), and stopped
+	// by its process group, its own session's: the workers it forks, and forks again when one
+	// dies, go with it.
+	leader, err := Identify(neutronRole, cmd.Process.Pid)
+	if err == nil {
+		err = s.record(func() { s.Processes = append(s.Processes, leader) })
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("neutron-server: %w", err), stopGroup(cmd.Process.Pid, 5*time.Second))
 	}
 	nc, err := neutron.Connect(ctx, neutron.Options{URL: url})
 	if err != nil {
@@ -151,4 +149,25 @@ func (s *State) NodeFile(node, inside string) (string, error) {
 		return "", fmt.Errorf("no node %s in lab %s", node, s.Options.Name)
 	}
 	return s.kubeNode(n, "").Path(inside), nil
+}
+
+// stopGroup ends a process group: SIGTERM, then SIGKILL after grace.
+func stopGroup(pgid int, grace time.Duration) error {
+	if pgid <= 1 || syscall.Kill(-pgid, 0) != nil {
+		return nil
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	for end := time.Now().Add(grace); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if syscall.Kill(-pgid, 0) != nil {
+			return nil
+		}
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for range 100 {
+		if syscall.Kill(-pgid, 0) != nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("process group %d did not stop", pgid)
 }

@@ -88,6 +88,12 @@ func (s *State) teardown(ctx context.Context, out io.Writer) error {
 	}
 	defer sh.close()
 	for _, p := range procs {
+		if p.Role == neutronRole {
+			if err := stopGroup(p.Pid, 10*time.Second); err != nil {
+				errs = append(errs, fmt.Errorf("neutron-server: %w", err))
+			}
+			continue
+		}
 		if !p.Alive() {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/lab"
@@ -349,13 +350,13 @@ func BenchmarkPodCreateToReady(b *testing.B) {
 	var one, burst []time.Duration
 	for i := 0; i < b.N; i++ {
 		for j := 0; j < 10; j++ {
-			took, err := createPodsUntilReady(c, fmt.Sprintf("one%d-%d", i, j), 1)
+			took, err := createPodsUntilReady(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("one%d-%d", i, j)}}, 1)
 			if err != nil {
 				b.Fatal(err)
 			}
 			one = append(one, took...)
 		}
-		took, err := createPodsUntilReady(c, fmt.Sprintf("burst%d", i), 30)
+		took, err := createPodsUntilReady(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst%d", i)}}, 30)
 		if err != nil {
 			b.Fatal(err)
 		}

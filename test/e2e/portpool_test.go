@@ -73,8 +73,8 @@ func newPooledWorld(t *testing.T, name string) *pooledWorld {
 	return &pooledWorld{t: t, s: s, c: labClient(t, name), nc: nc}
 }
 
-// plugged lists the ports netshift plugged on a node's switch.
-func (w *pooledWorld) plugged(node string) []plug.Plugged {
+// onSwitch runs read on a node's switch.
+func (w *pooledWorld) onSwitch(node string, read func(context.Context, *ovs.Switch)) {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -83,32 +83,37 @@ func (w *pooledWorld) plugged(node string) []plug.Plugged {
 		w.t.Fatal(err)
 	}
 	defer sw.Close()
-	pl, err := sw.Plugged(ctx)
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	read(ctx, sw)
+}
+
+// plugged lists the ports netshift plugged on a node's switch.
+func (w *pooledWorld) plugged(node string) (pl []plug.Plugged) {
+	w.t.Helper()
+	w.onSwitch(node, func(ctx context.Context, sw *ovs.Switch) {
+		var err error
+		if pl, err = sw.Plugged(ctx); err != nil {
+			w.t.Fatal(err)
+		}
+	})
 	return pl
 }
+
 
 // integrationIfaceID is the iface-id of the port's interface on the
 // integration bridge of node (what ovn-controller binds it by), and whether
 // it is attached with ovn-controller's flows installed.
-func (w *pooledWorld) integrationIfaceID(node, portID string) (string, bool) {
+func (w *pooledWorld) integrationIfaceID(node, portID string) (id string, bound bool) {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sw, err := ovs.OpenSwitch(ctx, w.s.OVSDB(node))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer sw.Close()
 	side := plug.NamesFor(portID).IntegrationPatch
-	got, err := sw.Interfaces(ctx, side)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	i, ok := got[side]
-	return i.IfaceID, ok && i.OFPort > 0 && i.OVNInstalled
+	w.onSwitch(node, func(ctx context.Context, sw *ovs.Switch) {
+		got, err := sw.Interfaces(ctx, side)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		i, ok := got[side]
+		id, bound = i.IfaceID, ok && i.OFPort > 0 && i.OVNInstalled
+	})
+	return id, bound
 }
 
 // checkWired asserts what a user would check of a pooled pod: its eth0

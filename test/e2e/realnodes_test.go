@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -437,10 +438,11 @@ func uptime(t *testing.T) float64 {
 // createPodsUntilReady creates count pods in a namespace of their own and
 // returns, per pod, the time from its creation to the first time it is seen
 // Ready; it deletes them afterwards.
-func createPodsUntilReady(c client.Client, namespace string, count int) ([]time.Duration, error) {
+func createPodsUntilReady(c client.Client, ns *corev1.Namespace, count int) ([]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+	namespace := ns.Name
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
 	defer func() {

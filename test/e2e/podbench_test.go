@@ -1,0 +1,396 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/neutron"
+	"netshift.io/netshift/internal/portpool"
+	"netshift.io/netshift/internal/portpool/manager"
+	"netshift.io/netshift/internal/testenv"
+)
+
+// podBenchPods is how many pods each run creates at once.
+const podBenchPods = 100
+
+// podBenchMode is one way pods get their network, as the operator is run.
+type podBenchMode struct {
+	name string
+	// args replace the operator's --pool-* arguments.
+	args []string
+	// warm: the pools hold a port for every pod before the run.
+	warm bool
+}
+
+var podBenchModes = []podBenchMode{
+	{"pooledDeferred", []string{"--pool-deferred-bookkeeping", "--pool-min-ready=40", "--pool-batch=20", "--pool-max-size=150", "--pool-recycle-period=200ms"}, true},
+	{"pooledSync", []string{"--pool-min-ready=40", "--pool-batch=20", "--pool-max-size=150", "--pool-recycle-period=200ms"}, true},
+	// No pool: a port is made when a pod asks (one per create), and a free one is deleted at once.
+	{"unpooled", []string{"--pool-min-ready=0", "--pool-batch=1", "--pool-idle-timeout=1ns", "--pool-recycle-period=200ms"}, false},
+}
+
+// PodBenchLatency is one mode's pod creation to Ready, the median over the runs.
+type PodBenchLatency struct {
+	P50Ms float64 `json:"p50Ms"`
+	P99Ms float64 `json:"p99Ms"`
+	// Runs are each run's p50 and p99.
+	Runs []PodBenchRun `json:"runs"`
+	// NeutronRequestsPerPod are the requests neutron-server answered during the runs, per pod.
+	NeutronRequestsPerPod float64 `json:"neutronRequestsPerPod"`
+}
+
+// PodBenchRun is one run of a mode.
+type PodBenchRun struct {
+	P50Ms float64 `json:"p50Ms"`
+	P99Ms float64 `json:"p99Ms"`
+}
+
+// PodBenchReport is the pod bench's JSON: the port pools' modes under the
+// keys the pool bench uses, now measured from a pod's creation through the
+// API to Ready through the real kubelet, and the lab's own network (no
+// Neutron at all) as the floor.
+type PodBenchReport struct {
+	Pods           int             `json:"pods"`
+	PooledDeferred PodBenchLatency `json:"pooledDeferred"`
+	PooledSync     PodBenchLatency `json:"pooledSync"`
+	Unpooled       PodBenchLatency `json:"unpooled"`
+	Floor          PodBenchLatency `json:"floor"`
+	// NeutronCallsPerPod is the deferred mode's, as the pool bench reports it.
+	NeutronCallsPerPod float64 `json:"neutronCallsPerPod"`
+}
+
+// BenchmarkPooledPodsToReady creates 100 pods at once through the API, in a
+// 3-node lab with the real neutron-server (ML2/OVN), and times each from its
+// creation to Ready, three runs per mode in one job: warm pools with
+// deferred bookkeeping, warm pools synchronous, no pool (a port made when
+// the pod asks), and a namespace without Neutron (the lab's own network) as
+// the floor. It also counts, at neutron-server, the requests of each mode.
+func BenchmarkPooledPodsToReady(b *testing.B) {
+	testenv.Require(b, missing)
+	const name = "podpool"
+	if out, err := runNetshift("lab", "up", "--name", name, "--neutron", "--pods-per-node", "0"); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	defer func() { _, _ = runNetshift("lab", "down", "--name", name) }()
+	s, err := lab.LoadState(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := labClientFor(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nc, err := neutron.Connect(context.Background(), neutron.Options{URL: s.Neutron.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const runs = 3
+	r := PodBenchReport{Pods: podBenchPods}
+	results := map[string]*PodBenchLatency{"pooledDeferred": &r.PooledDeferred, "pooledSync": &r.PooledSync, "unpooled": &r.Unpooled}
+	for i := 0; i < b.N; i++ {
+		for _, m := range podBenchModes {
+			setOperatorArgs(b, c, m.args)
+			requests, pods := 0, 0
+			for run := 1; run <= runs; run++ {
+				ns := poolNamespace(s, fmt.Sprintf("%s-%d-%d", strings.ToLower(m.name), i, run))
+				if m.warm {
+					warmPools(b, c, nc, s, ns, podBenchPods/len(s.Topology.Nodes)+5)
+				} else {
+					emptyPools(b, nc)
+				}
+				createPoolNamespace(b, c, s, ns)
+				before := neutronRequests(b, s)
+				took, err := createPodsUntilReady(c, ns, podBenchPods)
+				if err != nil {
+					b.Fatalf("%s run %d: %v", m.name, run, err)
+				}
+				time.Sleep(time.Second) // deferred bookkeeping lands within its flush interval
+				requests += neutronRequests(b, s) - before
+				pods += podBenchPods
+				results[m.name].Runs = append(results[m.name].Runs, percentiles(took))
+				b.Logf("%s run %d: p50 %.0f ms, p99 %.0f ms", m.name, run, percentiles(took).P50Ms, percentiles(took).P99Ms)
+				deleteNamespaceAndWait(b, c, ns.Name)
+			}
+			results[m.name].NeutronRequestsPerPod = float64(requests) / float64(pods)
+			if m.name == "pooledDeferred" {
+				// The floor beside it: the same lab, the lab's own network, no Neutron.
+				for run := 1; run <= runs; run++ {
+					ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("floor-%d-%d", i, run)}}
+					took, err := createPodsUntilReady(c, ns, podBenchPods)
+					if err != nil {
+						b.Fatalf("floor run %d: %v", run, err)
+					}
+					r.Floor.Runs = append(r.Floor.Runs, percentiles(took))
+					b.Logf("floor run %d: p50 %.0f ms, p99 %.0f ms", run, percentiles(took).P50Ms, percentiles(took).P99Ms)
+					deleteNamespaceAndWait(b, c, ns.Name)
+				}
+			}
+		}
+	}
+	for _, l := range []*PodBenchLatency{&r.PooledDeferred, &r.PooledSync, &r.Unpooled, &r.Floor} {
+		l.P50Ms, l.P99Ms = medianRun(l.Runs)
+	}
+	r.NeutronCallsPerPod = r.PooledDeferred.NeutronRequestsPerPod
+	out, _ := json.Marshal(r)
+	b.Logf("pod bench: %s", out)
+	if path := os.Getenv("NETSHIFT_POD_BENCH_JSON"); path != "" {
+		_ = os.WriteFile(path, out, 0o644)
+	}
+	b.ReportMetric(r.Floor.P50Ms, "floor-p50-ms")
+	b.ReportMetric(r.Floor.P99Ms, "floor-p99-ms")
+	b.ReportMetric(r.PooledDeferred.P50Ms, "deferred-p50-ms")
+	b.ReportMetric(r.PooledDeferred.P99Ms, "deferred-p99-ms")
+	b.ReportMetric(r.PooledDeferred.P50Ms-r.Floor.P50Ms, "deferred-over-floor-p50-ms")
+	b.ReportMetric(r.PooledDeferred.P99Ms-r.Floor.P99Ms, "deferred-over-floor-p99-ms")
+	b.ReportMetric(r.PooledSync.P50Ms, "sync-p50-ms")
+	b.ReportMetric(r.PooledSync.P99Ms, "sync-p99-ms")
+	b.ReportMetric(r.Unpooled.P50Ms, "unpooled-p50-ms")
+	b.ReportMetric(r.Unpooled.P99Ms, "unpooled-p99-ms")
+	b.ReportMetric(r.PooledDeferred.NeutronRequestsPerPod, "deferred-neutron-requests/pod")
+	b.ReportMetric(r.PooledSync.NeutronRequestsPerPod, "sync-neutron-requests/pod")
+	b.ReportMetric(r.Unpooled.NeutronRequestsPerPod, "unpooled-neutron-requests/pod")
+}
+
+// poolNamespace is a pool-enabled namespace on the lab's network and group.
+func poolNamespace(s *lab.State, name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{portpool.OptInLabel: "enabled"},
+		Annotations: map[string]string{manager.ProjectAnnotation: s.Neutron.Project, manager.NetworkAnnotation: s.Neutron.Network,
+			manager.SecurityGroupsAnnotation: s.Neutron.SecurityGroup}}}
+}
+
+func percentiles(d []time.Duration) PodBenchRun {
+	ms := make([]float64, len(d))
+	for i, x := range d {
+		ms[i] = float64(x.Microseconds()) / 1000
+	}
+	slices.Sort(ms)
+	return PodBenchRun{P50Ms: pct(ms, 50), P99Ms: pct(ms, 99)}
+}
+
+// medianRun is the median of the runs' p50s and of their p99s.
+func medianRun(runs []PodBenchRun) (p50, p99 float64) {
+	var a, b []float64
+	for _, r := range runs {
+		a, b = append(a, r.P50Ms), append(b, r.P99Ms)
+	}
+	slices.Sort(a)
+	slices.Sort(b)
+	if len(a) == 0 {
+		return 0, 0
+	}
+	return a[len(a)/2], b[len(b)/2]
+}
+
+// setOperatorArgs runs the operator with its --pool-* arguments replaced by
+// args, and waits until the new operator's pods are all ready.
+func setOperatorArgs(b *testing.B, c client.Client, args []string) {
+	b.Helper()
+	ctx := context.Background()
+	var d appsv1.Deployment
+	key := client.ObjectKey{Namespace: "netshift-system", Name: "netshift-operator"}
+	if err := c.Get(ctx, key, &d); err != nil {
+		b.Fatal(err)
+	}
+	var kept []string
+	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+		if !strings.HasPrefix(a, "--pool-") {
+			kept = append(kept, a)
+		}
+	}
+	d.Spec.Template.Spec.Containers[0].Args = append(kept, args...)
+	if err := c.Update(ctx, &d); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if err := c.Get(ctx, key, &d); err != nil {
+			b.Fatal(err)
+		}
+		want := *d.Spec.Replicas
+		st := d.Status
+		if st.ObservedGeneration >= d.Generation && st.UpdatedReplicas == want && st.ReadyReplicas == want && st.Replicas == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the operator with %v: not rolled out after 3 minutes: %+v", args, st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// warmPools creates ns and one pod per node in it, so that every node's pool
+// exists, and waits until each holds at least perNode free ports.
+func warmPools(b *testing.B, c client.Client, nc *neutron.Client, s *lab.State, ns *corev1.Namespace, perNode int) {
+	b.Helper()
+	ctx := context.Background()
+	probe := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name + "-warm", Labels: ns.Labels, Annotations: ns.Annotations}}
+	createPoolNamespace(b, c, s, probe)
+	if _, err := createPodsUntilReadyOn(c, probe, s); err != nil {
+		b.Fatalf("warm the pools: %v", err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		free, err := freePorts(ctx, nc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		enough := true
+		for _, n := range s.Topology.Nodes {
+			enough = enough && free[n.Name] >= perNode
+		}
+		if enough {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the pools hold %v free ports after 3 minutes, want %d a node", free, perNode)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	deleteNamespaceAndWait(b, c, probe.Name)
+}
+
+// createPoolNamespace creates ns and waits until every node's agent lists it
+// for netshift-cni: a pod created before its node knows the namespace uses
+// pools gets the network plugin's network.
+func createPoolNamespace(b *testing.B, c client.Client, s *lab.State, ns *corev1.Namespace) {
+	b.Helper()
+	if err := c.Create(context.Background(), ns); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for _, n := range s.Topology.Nodes {
+		path, err := s.NodeFile(n.Name, "/var/lib/netshift/pool-namespaces.json")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			data, _ := os.ReadFile(path)
+			var l struct{ Namespaces []string }
+			if json.Unmarshal(data, &l) == nil && slices.Contains(l.Namespaces, ns.Name) {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("node %s does not list namespace %s after a minute: %s", n.Name, ns.Name, data)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// emptyPools waits until no free pooled port is left (the unpooled mode's
+// idle timeout deletes them).
+func emptyPools(b *testing.B, nc *neutron.Client) {
+	b.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		free, err := freePorts(context.Background(), nc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total := 0
+		for _, n := range free {
+			total += n
+		}
+		if total == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("free pooled ports left after 3 minutes: %v", free)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// freePorts counts the pooled ports that are free, by host.
+func freePorts(ctx context.Context, nc *neutron.Client) (map[string]int, error) {
+	ports, err := nc.ListPorts(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	free := map[string]int{}
+	for _, p := range ports {
+		if p.DeviceOwner == manager.DeviceOwner && p.Name == portpool.AvailableName && p.DeviceID == "" {
+			free[p.HostID]++
+		}
+	}
+	return free, nil
+}
+
+// createPodsUntilReadyOn makes one pod pinned to each node in ns and waits
+// until they are Ready.
+func createPodsUntilReadyOn(c client.Client, ns *corev1.Namespace, s *lab.State) ([]time.Duration, error) {
+	ctx := context.Background()
+	for _, n := range s.Topology.Nodes {
+		p := tenantPod("warm-"+n.Name, n.Name, nil)
+		p.Namespace = ns.Name
+		if err := c.Create(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns.Name)); err != nil {
+			return nil, err
+		}
+		ready := 0
+		for _, p := range pods.Items {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		if ready == len(s.Topology.Nodes) {
+			return nil, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d of %d warm-up pods Ready after 3 minutes", ready, len(s.Topology.Nodes))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func deleteNamespaceAndWait(b *testing.B, c client.Client, name string) {
+	b.Helper()
+	ctx := context.Background()
+	_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(name)); err == nil && len(pods.Items) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("namespace %s: pods left after 3 minutes", name)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// neutronRequest is one request neutron-server logged as answered.
+var neutronRequest = regexp.MustCompile(`neutron\.wsgi .*"(GET|POST|PUT|DELETE) /v2\.0/`)
+
+// neutronRequests counts the requests neutron-server has answered so far,
+// from its own log: what the operator cost Neutron, measured at Neutron.
+func neutronRequests(b *testing.B, s *lab.State) int {
+	b.Helper()
+	data, err := os.ReadFile(s.Path("neutron", "neutron-server.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(neutronRequest.FindAll(data, -1))
+}
