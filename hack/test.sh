@@ -107,8 +107,6 @@ bench() {
   go test -run '^$' -bench 'VMMigration' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'ZoneMoves' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'PodCreateToReady' -benchtime 1x -timeout 10m ./test/e2e/ || return 1
-  # 100 pods at once, 3 runs per mode: warm pools deferred and synchronous, no pool, and the floor.
-  go test -run '^$' -bench 'PooledPodsToReady' -benchtime 1x -timeout 40m -v ./test/e2e/ | grep -E '^(Benchmark|\s+podbench_test.go|ok|FAIL|PASS|panic|---)'; [[ ${PIPESTATUS[0]} == 0 ]] || return 1
   go test -run '^$' -bench 'PortPools' -benchtime 1x -timeout 25m -v ./internal/portpool/poolbench/
 }
 

@@ -98,7 +98,6 @@ func (w *pooledWorld) plugged(node string) (pl []plug.Plugged) {
 	return pl
 }
 
-
 // integrationIfaceID is the iface-id of the port's interface on the
 // integration bridge of node (what ovn-controller binds it by), and whether
 // it is attached with ovn-controller's flows installed.

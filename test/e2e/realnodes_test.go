@@ -442,7 +442,8 @@ func createPodsUntilReady(c client.Client, ns *corev1.Namespace, count int) ([]t
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	namespace := ns.Name
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	fresh := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name, Labels: ns.Labels, Annotations: ns.Annotations}}
+	if err := c.Create(ctx, fresh); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
 	defer func() {
