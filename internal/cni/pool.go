@@ -72,6 +72,10 @@ type sandboxState struct {
 	PortID string    `json:"portID"`
 	Mode   plug.Mode `json:"mode"`
 	Tap    string    `json:"tap"`
+	// Netns is the sandbox's network namespace: once it is gone (the node
+	// rebooted, or the runtime lost the sandbox), the sandbox never comes
+	// back, and the runtime may never ask its DEL.
+	Netns string `json:"netns"`
 }
 
 func statePath(dir, containerID string) string { return filepath.Join(dir, containerID+".json") }
@@ -175,10 +179,12 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 	}
 	defer sw.Close()
 	// Recorded before anything is made: a DEL after a failure halfway undoes it all.
-	st := sandboxState{Pod: pod.String(), PortID: a.ID, Mode: mode, Tap: port.Tap}
+	st := sandboxState{Pod: pod.String(), PortID: a.ID, Mode: mode, Tap: port.Tap, Netns: args.Netns}
 	if err := writeState(c.Pool.StateDir, args.ContainerID, st); err != nil {
 		return nil, err
 	}
+	// On the way, the records of sandboxes gone with their namespaces (a reboot) go too.
+	_, _ = otherSandboxHolds(c.Pool.StateDir, args.ContainerID, st)
 	mtu := podMTU(iface.MTU, c.Pool.MTU, c.NetworkConfig)
 	dp, err := sw.DatapathType(ctx, c.Pool.Bridge)
 	if err != nil {
@@ -346,8 +352,9 @@ func poolDel(args *skel.CmdArgs, c *Config) error {
 	return nil
 }
 
-// otherSandboxHolds says whether a sandbox other than containerID was wired
-// to the same pod's port.
+// otherSandboxHolds says whether a live sandbox other than containerID was
+// wired to the same pod's port. The record of a sandbox whose namespace is
+// gone is removed on the way: nothing will ever ask its DEL.
 func otherSandboxHolds(dir, containerID string, st sandboxState) (bool, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -361,6 +368,10 @@ func otherSandboxHolds(dir, containerID string, st sandboxState) (bool, error) {
 		other, found, err := readState(dir, id)
 		if err != nil || !found {
 			continue // an unreadable record is its own sandbox's DEL's business
+		}
+		if _, err := os.Stat(other.Netns); other.Netns == "" || errors.Is(err, fs.ErrNotExist) {
+			_ = os.Remove(statePath(dir, id))
+			continue
 		}
 		if other.Pod == st.Pod && other.PortID == st.PortID {
 			return true, nil

@@ -131,14 +131,18 @@ func TestPoolConfigNamesTheField(t *testing.T) {
 // not unplug the port or remove the node end the newer one uses.
 func TestAnOlderSandboxLeavesTheNewerOnesPort(t *testing.T) {
 	dir := t.TempDir()
-	st := sandboxState{Pod: "shop/web-1", PortID: "port-1", Mode: plug.PerPort, Tap: "tapport-1"}
+	netns := filepath.Join(t.TempDir(), "cni-1") // a sandbox's namespace, as long as it lives
+	if err := os.WriteFile(netns, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := sandboxState{Pod: "shop/web-1", PortID: "port-1", Mode: plug.PerPort, Tap: "tapport-1", Netns: netns}
 	if err := writeState(dir, "old", st); err != nil {
 		t.Fatal(err)
 	}
 	if held, err := otherSandboxHolds(dir, "old", st); err != nil || held {
 		t.Fatalf("alone: %v %v", held, err)
 	}
-	if err := writeState(dir, "other-pod", sandboxState{Pod: "shop/web-2", PortID: "port-2"}); err != nil {
+	if err := writeState(dir, "other-pod", sandboxState{Pod: "shop/web-2", PortID: "port-2", Netns: netns}); err != nil {
 		t.Fatal(err)
 	}
 	if held, _ := otherSandboxHolds(dir, "old", st); held {
@@ -149,5 +153,21 @@ func TestAnOlderSandboxLeavesTheNewerOnesPort(t *testing.T) {
 	}
 	if held, err := otherSandboxHolds(dir, "old", st); err != nil || !held {
 		t.Fatalf("with a newer sandbox on the same port: %v %v", held, err)
+	}
+	// After a reboot the sandboxes of the last boot are gone with their namespaces, and nobody
+	// asks their DEL: their records neither hold the port nor stay.
+	rebooted := st
+	rebooted.Netns = filepath.Join(t.TempDir(), "gone")
+	if err := writeState(dir, "before-reboot", rebooted); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(statePath(dir, "new")); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := otherSandboxHolds(dir, "old", st); err != nil || held {
+		t.Fatalf("a sandbox of the last boot: held %v, %v", held, err)
+	}
+	if _, err := os.Stat(statePath(dir, "before-reboot")); !os.IsNotExist(err) {
+		t.Fatalf("the last boot's record is still there: %v", err)
 	}
 }
