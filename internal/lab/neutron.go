@@ -131,7 +131,7 @@ func (s *State) createNeutronObjects(ctx context.Context, c client.Client) error
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operator.Namespace, Name: "netshift-openstack"},
 		StringData: map[string]string{"clouds.yaml": clouds}}
 	if err := c.Create(ctx, secret); err != nil {
-		return fmt.Errorf("Secret netshift-openstack: %w", err)
+		return fmt.Errorf("secret netshift-openstack: %w", err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: PoolNamespace, Labels: map[string]string{portpool.OptInLabel: "enabled"},
 		Annotations: map[string]string{manager.ProjectAnnotation: n.Project, manager.NetworkAnnotation: n.Network, manager.SecurityGroupsAnnotation: n.SecurityGroup}}}

@@ -89,7 +89,7 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 	}
 	if o.Neutron {
 		if err := s.startNeutron(ctx); err != nil {
-			return s, fmt.Errorf("Neutron: %w", err)
+			return s, fmt.Errorf("lab Neutron: %w", err)
 		}
 		progress("Neutron: neutron-server (ML2/OVN) on %s, network pods %s, project %s", s.Neutron.URL, neutronCIDR, neutronProject)
 	}
