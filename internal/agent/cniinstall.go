@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/internal/cni"
@@ -38,6 +39,19 @@ func (c CNIInstall) Start(ctx context.Context) error {
 	if every <= 0 {
 		every = 30 * time.Second
 	}
+	// A network plugin that rewrites its list drops netshift-cni from it; until the agent puts
+	// it back, new pods miss it (and pooled pods get the plugin's network). A watch on the
+	// directory puts it back within milliseconds; the period is for what a watch can miss.
+	changes := make(chan struct{}, 1)
+	if w, err := fsnotify.NewWatcher(); err != nil {
+		logger.Error(err, "cannot watch the CNI configuration directory; checking it every period only", "confDir", c.ConfDir, "every", every.String())
+	} else {
+		defer w.Close()
+		if err := w.Add(c.ConfDir); err != nil {
+			logger.Error(err, "cannot watch the CNI configuration directory; checking it every period only", "confDir", c.ConfDir, "every", every.String())
+		}
+		go forwardChanges(ctx, w, changes)
+	}
 	last := ""
 	for {
 		changed, err := c.install()
@@ -56,6 +70,7 @@ func (c CNIInstall) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-changes:
 		case <-time.After(wait):
 		}
 	}
@@ -73,4 +88,27 @@ func (c CNIInstall) install() (bool, error) {
 	}
 	changed, err := cni.Install(c.ConfDir, c.BinDir, c.Plugin, c.NetworkConfig, c.Pool)
 	return changed || identity, err
+}
+
+// forwardChanges turns the watch's events into at most one pending wake-up.
+// The agent's own write is an event too: the next look finds nothing to do.
+func forwardChanges(ctx context.Context, w *fsnotify.Watcher, changes chan<- struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			select {
+			case changes <- struct{}{}:
+			default:
+			}
+		case _, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+		}
+	}
 }
