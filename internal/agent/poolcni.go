@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +40,8 @@ func (p *poolNamespaces) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 			names = append(names, ns.Name)
 		}
 	}
-	if p.last != nil && equalSorted(p.last, names) {
+	slices.Sort(names)
+	if p.last != nil && slices.Equal(p.last, names) {
 		return ctrl.Result{}, nil
 	}
 	if err := cni.WritePoolNamespaces(p.path, names); err != nil {
@@ -49,22 +49,6 @@ func (p *poolNamespaces) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	}
 	p.last = names
 	return ctrl.Result{}, nil
-}
-
-func equalSorted(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	seen := map[string]bool{}
-	for _, s := range a {
-		seen[s] = true
-	}
-	for _, s := range b {
-		if !seen[s] {
-			return false
-		}
-	}
-	return true
 }
 
 func addPoolNamespaces(mgr ctrl.Manager, path string) error {
@@ -82,17 +66,7 @@ func addPoolNamespaces(mgr ctrl.Manager, path string) error {
 // rewritten when the node's credentials change (the kubelet rotates its
 // client certificate). It reports whether the file changed.
 func writeNodeKubeconfig(from, to string) (bool, error) {
-	cfg, err := clientcmd.LoadFromFile(from)
-	if err != nil {
-		return false, fmt.Errorf("the node's kubeconfig %s: %w", from, err)
-	}
-	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
-		return false, fmt.Errorf("the node's kubeconfig %s: inline its credentials: %w", from, err)
-	}
-	if err := clientcmdapi.MinifyConfig(cfg); err != nil {
-		return false, fmt.Errorf("the node's kubeconfig %s: %w", from, err)
-	}
-	data, err := clientcmd.Write(*cfg)
+	data, err := cni.NodeIdentity(from)
 	if err != nil {
 		return false, err
 	}

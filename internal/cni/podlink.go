@@ -109,7 +109,7 @@ func prefixNet(p netip.Prefix) *net.IPNet {
 // result is the CNI result of a made link: the node end, the pod end, its
 // addresses and the default route.
 func (l podLink) result(iface portpool.Interface) *current.Result {
-	r := &current.Result{Interfaces: []*current.Interface{hostLinkOf(l.HostName, iface.MAC),
+	r := &current.Result{Interfaces: []*current.Interface{{Name: l.HostName, Mac: iface.MAC.String()},
 		{Name: l.IfName, Mac: iface.MAC.String(), Sandbox: l.Netns, Mtu: l.MTU}}}
 	pod := 1
 	for _, a := range iface.Addresses {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -437,9 +436,4 @@ func poolCheck(args *skel.CmdArgs, c *Config) error {
 		return fmt.Errorf("netshift-cni: node %s: %w", c.Pool.Node, err)
 	}
 	return nil
-}
-
-// hostLinkOf is the node end of a pooled pod's link, for the result.
-func hostLinkOf(name string, mac net.HardwareAddr) *current.Interface {
-	return &current.Interface{Name: name, Mac: mac.String()}
 }

@@ -12,10 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"netshift.io/netshift/internal/cni"
 	"netshift.io/netshift/internal/neutron"
 	"netshift.io/netshift/internal/neutron/neutrontest"
 	"netshift.io/netshift/internal/operator"
@@ -100,20 +99,17 @@ func (s *State) startNeutron(ctx context.Context) error {
 	})
 }
 
-// writeFlatKubeconfig writes the kubeconfig at from to to, its credentials
-// inlined.
+// writeFlatKubeconfig writes the node's kubeconfig at from to to, as
+// netshift-cni's identity is made (its credentials inlined).
 func writeFlatKubeconfig(from, to string) error {
-	cfg, err := clientcmd.LoadFromFile(from)
+	data, err := cni.NodeIdentity(from)
 	if err != nil {
-		return err
-	}
-	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
 		return err
 	}
-	return clientcmd.WriteToFile(*cfg, to)
+	return os.WriteFile(to, data, 0o600)
 }
 
 // createNeutronObjects makes what the lab's port pools need in the cluster:

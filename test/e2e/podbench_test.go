@@ -126,8 +126,9 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 				time.Sleep(time.Second) // deferred bookkeeping lands within its flush interval
 				requests += neutronRequests(b, s) - before
 				pods += podBenchPods
-				results[m.name].Runs = append(results[m.name].Runs, percentiles(took))
-				b.Logf("%s run %d: p50 %.0f ms, p99 %.0f ms", m.name, run, percentiles(took).P50Ms, percentiles(took).P99Ms)
+				pr := percentiles(took)
+				results[m.name].Runs = append(results[m.name].Runs, pr)
+				b.Logf("%s run %d: p50 %.0f ms, p99 %.0f ms", m.name, run, pr.P50Ms, pr.P99Ms)
 				deleteNamespaceAndWait(b, c, ns.Name)
 			}
 			results[m.name].NeutronRequestsPerPod = float64(requests) / float64(pods)
@@ -139,8 +140,9 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 					if err != nil {
 						b.Fatalf("floor run %d: %v", run, err)
 					}
-					r.Floor.Runs = append(r.Floor.Runs, percentiles(took))
-					b.Logf("floor run %d: p50 %.0f ms, p99 %.0f ms", run, percentiles(took).P50Ms, percentiles(took).P99Ms)
+					pr := percentiles(took)
+					r.Floor.Runs = append(r.Floor.Runs, pr)
+					b.Logf("floor run %d: p50 %.0f ms, p99 %.0f ms", run, pr.P50Ms, pr.P99Ms)
 					deleteNamespaceAndWait(b, c, ns.Name)
 				}
 			}
@@ -244,7 +246,7 @@ func warmPools(b *testing.B, c client.Client, nc *neutron.Client, s *lab.State, 
 	ctx := context.Background()
 	probe := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name + "-warm", Labels: ns.Labels, Annotations: ns.Annotations}}
 	createPoolNamespace(b, c, s, probe)
-	if _, err := createPodsUntilReadyOn(c, probe, s); err != nil {
+	if err := createPodsUntilReadyOn(c, probe, s); err != nil {
 		b.Fatalf("warm the pools: %v", err)
 	}
 	deadline := time.Now().Add(3 * time.Minute)
@@ -337,20 +339,20 @@ func freePorts(ctx context.Context, nc *neutron.Client) (map[string]int, error) 
 
 // createPodsUntilReadyOn makes one pod pinned to each node in ns and waits
 // until they are Ready.
-func createPodsUntilReadyOn(c client.Client, ns *corev1.Namespace, s *lab.State) ([]time.Duration, error) {
+func createPodsUntilReadyOn(c client.Client, ns *corev1.Namespace, s *lab.State) error {
 	ctx := context.Background()
 	for _, n := range s.Topology.Nodes {
 		p := tenantPod("warm-"+n.Name, n.Name, nil)
 		p.Namespace = ns.Name
 		if err := c.Create(ctx, p); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(ns.Name)); err != nil {
-			return nil, err
+			return err
 		}
 		ready := 0
 		for _, p := range pods.Items {
@@ -361,10 +363,10 @@ func createPodsUntilReadyOn(c client.Client, ns *corev1.Namespace, s *lab.State)
 			}
 		}
 		if ready == len(s.Topology.Nodes) {
-			return nil, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%d of %d warm-up pods Ready after 3 minutes", ready, len(s.Topology.Nodes))
+			return fmt.Errorf("%d of %d warm-up pods Ready after 3 minutes", ready, len(s.Topology.Nodes))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
