@@ -12,12 +12,13 @@ cd "$(dirname "$0")/.."
 # The lab's Open vSwitch and OVN (userspace datapath, daemons started by the
 # lab itself inside its namespaces), the tools it drives them with, and the
 # real neutron-server the port pool tests run (no Keystone, SQLite; started by
-# the tests themselves, never as a service).
+# the tests themselves, never as a service), and MariaDB, which the lab's
+# neutron-server runs on (the lab starts its own server, never the service).
 # The lab's nodes run Debian's containerd and runc (never started as services),
 # with the reference CNI plugins (ptp, host-local, loopback) and a static
 # busybox for the workload image; iptables and util-linux's nsenter/unshare
 # set the nodes up.
-packages=(git iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db neutron-server
+packages=(git iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db neutron-server mariadb-server
   containerd runc containernetworking-plugins busybox-static iptables util-linux)
 need_apt=()
 for p in "${packages[@]}"; do

@@ -107,6 +107,8 @@ bench() {
   go test -run '^$' -bench 'VMMigration' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'ZoneMoves' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'PodCreateToReady' -benchtime 1x -timeout 10m ./test/e2e/ || return 1
+  # 100 pods at once, 3 runs for each of: warm pools deferred, warm pools synchronous, no pool, no Neutron.
+  go test -run '^$' -bench 'PooledPodsToReady' -benchtime 1x -timeout 45m ./test/e2e/ || return 1
   go test -run '^$' -bench 'PortPools' -benchtime 1x -timeout 25m -v ./internal/portpool/poolbench/
 }
 

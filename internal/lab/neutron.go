@@ -31,6 +31,8 @@ const (
 	neutronPort   = 9696
 	// neutronRole is the lab's record of neutron-server: its process group.
 	neutronRole = "neutron-server (process group)"
+	// neutronDatabaseRole is the lab's record of Neutron's MariaDB server.
+	neutronDatabaseRole = "mariadbd (Neutron's database)"
 	// neutronProject is the project of the lab's network and pods' ports.
 	neutronProject = "lab"
 	// neutronCIDR is the pods' Neutron subnet: apart from the lab's own
@@ -46,11 +48,17 @@ type NeutronLab struct {
 	SecurityGroup string `json:"securityGroup"`
 }
 
-// startNeutron starts the lab's neutron-server as a process of its own (it
-// outlives `lab up`; `lab down` stops it with the rest) and makes the pods'
-// network, subnet and security group.
+// startNeutron starts the lab's neutron-server on a MariaDB server of its own,
+// each a process of its own (they outlive `lab up`; `lab down` stops them
+// with the rest), and makes the pods' network, subnet and security group.
 func (s *State) startNeutron(ctx context.Context) error {
-	cmd, url, err := neutrontest.Command(ctx, s.Path("neutron"), neutrontest.Settings{Host: hostIP, Port: neutronPort, NB: s.NBDB(), SB: s.SBDB()})
+	database, err := s.startNeutronDatabase(ctx)
+	if err != nil {
+		return err
+	}
+	cmd, url, err := neutrontest.Command(ctx, s.Path("neutron"), neutrontest.Settings{Host: hostIP, Port: neutronPort, NB: s.NBDB(), SB: s.SBDB(),
+		// Two API workers on the database server: a burst of pods' ports is answered side by side.
+		APIWorkers: 2, Database: database.URL()})
 	if err != nil {
 		return err
 	}
@@ -97,6 +105,33 @@ func (s *State) startNeutron(ctx context.Context) error {
 	return s.record(func() {
 		s.Neutron = &NeutronLab{URL: url, Project: neutronProject, Network: network, SecurityGroup: group}
 	})
+}
+
+// startNeutronDatabase starts the MariaDB server Neutron's state lives in
+// and makes Neutron's schema there.
+func (s *State) startNeutronDatabase(ctx context.Context) (*neutrontest.Database, error) {
+	database, cmd, err := neutrontest.NewDatabase(ctx, s.Path("neutron-db"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start mariadbd: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	p, err := Identify(neutronDatabaseRole, cmd.Process.Pid)
+	if err == nil {
+		err = s.record(func() { s.Processes = append(s.Processes, p) })
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("mariadbd: %w", err)
+	}
+	if err := database.Prepare(ctx, exited, time.Minute); err != nil {
+		return nil, fmt.Errorf("Neutron's database: %w", err)
+	}
+	return database, nil
 }
 
 // writeFlatKubeconfig writes the node's kubeconfig at from to to, as

@@ -97,7 +97,10 @@ func (s *State) teardown(ctx context.Context, out io.Writer) error {
 		if !p.Alive() {
 			continue
 		}
+		grace := 5 * time.Second
 		switch {
+		case p.Role == neutronDatabaseRole:
+			grace = 30 * time.Second // InnoDB's clean shutdown
 		case strings.HasPrefix(p.Role, "ovs-vswitchd:"):
 			node := strings.TrimPrefix(p.Role, "ovs-vswitchd:")
 			_, _ = sh.run(ctx, s.ovsEnv(node), "ovs-appctl", "-t", s.Path("nodes", node, "ovs-vswitchd.ctl"), "exit", "--cleanup")
@@ -105,7 +108,7 @@ func (s *State) teardown(ctx context.Context, out io.Writer) error {
 			node := strings.TrimPrefix(p.Role, "ovsdb-server:")
 			_, _ = sh.run(ctx, s.ovsEnv(node), "ovs-appctl", "-t", s.Path("nodes", node, "ovsdb-server.ctl"), "exit")
 		}
-		p.Stop(5 * time.Second)
+		p.Stop(grace)
 		if p.Alive() {
 			errs = append(errs, fmt.Errorf("process %s (pid %d) did not stop", p.Role, p.Pid))
 		}

@@ -151,8 +151,7 @@ func (w *pooledWorld) checkWired(p *corev1.Pod) (portpool.Assignment, lab.PodSpe
 	if id, ok := w.integrationIfaceID(p.Spec.NodeName, a.ID); !ok || id != a.ID {
 		w.t.Fatalf("pod %s on %s: integration-side interface of port %s has iface-id %q (attached %v)", p.Name, p.Spec.NodeName, a.ID, id, ok)
 	}
-	// Neutron (ML2/OVN) sets the port ACTIVE when OVN reports it up. The lab's neutron-server, on
-	// SQLite, sometimes loses that report under load ("database is locked"): logged, not asserted.
+	// Neutron (ML2/OVN) sets the port ACTIVE when OVN reports it up.
 	var port neutron.Port
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		if port, err = w.nc.GetPort(context.Background(), a.ID); err == nil && port.Status == "ACTIVE" {
@@ -163,7 +162,7 @@ func (w *pooledWorld) checkWired(p *corev1.Pod) (portpool.Assignment, lab.PodSpe
 		w.t.Fatalf("pod %s: Neutron port %s is bound to host %q, not its node %s", p.Name, a.ID, port.HostID, p.Spec.NodeName)
 	}
 	if port.Status != "ACTIVE" {
-		w.t.Logf("pod %s: Neutron port %s is %s, not ACTIVE (the lab's Neutron lost OVN's report?)", p.Name, a.ID, port.Status)
+		w.t.Fatalf("pod %s: Neutron port %s is %s 20 s after the pod ran, not ACTIVE: OVN did not report it up", p.Name, a.ID, port.Status)
 	}
 	return a, lab.PodSpec{Name: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Netns: netns, IP: p.Status.PodIP}
 }

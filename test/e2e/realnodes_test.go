@@ -439,7 +439,7 @@ func uptime(t *testing.T) float64 {
 // returns, per pod, the time from its creation to the first time it is seen
 // Ready; it deletes them afterwards.
 func createPodsUntilReady(c client.Client, ns *corev1.Namespace, count int) ([]time.Duration, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	namespace := ns.Name
 	fresh := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name, Labels: ns.Labels, Annotations: ns.Annotations}}

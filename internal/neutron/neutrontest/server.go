@@ -1,6 +1,7 @@
 // Package neutrontest runs a real neutron-server (Debian's package) with no
-// Keystone, SQLite and no message broker, for tests and benchmarks: the
-// configuration measured in shared/notes/real-components.md §3.
+// Keystone and no message broker, for tests, benchmarks and the lab: on
+// SQLite (one file, fine for the tests' own requests) or on a private
+// MariaDB server (Database; what a burst of pods needs).
 package neutrontest
 
 import (
@@ -35,7 +36,7 @@ auth_strategy = noauth
 core_plugin = ml2
 service_plugins = {{SERVICE_PLUGINS}}
 transport_url = fake:/
-api_workers = 1
+api_workers = {{API_WORKERS}}
 rpc_workers = 0
 rpc_state_report_workers = 0
 notify_nova_on_port_status_changes = false
@@ -46,7 +47,7 @@ api_paste_config = /etc/neutron/api-paste.ini
 use_stderr = false
 log_file = {{DIR}}/neutron-server.log
 [database]
-connection = sqlite:///{{DIR}}/neutron.db?timeout=30
+connection = {{DATABASE}}
 [oslo_concurrency]
 lock_path = {{DIR}}/lock
 [oslo_messaging_notifications]
@@ -116,6 +117,12 @@ type Settings struct {
 	// NB and SB, when set, make it ML2/OVN against those databases;
 	// otherwise it runs without agents.
 	NB, SB string
+	// APIWorkers is how many API worker processes it runs (default 1).
+	APIWorkers int
+	// Database, when set, is its database (Database.URL, the schema
+	// already made by Database.Prepare); otherwise a SQLite file in its
+	// directory.
+	Database string
 }
 
 // Command writes a server's configuration and empty database into dir
@@ -139,6 +146,9 @@ func Command(ctx context.Context, dir string, st Settings) (*exec.Cmd, string, e
 	if st.Host == "" {
 		st.Host = "127.0.0.1"
 	}
+	if st.APIWorkers == 0 {
+		st.APIWorkers = 1
+	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return nil, "", err
@@ -148,18 +158,23 @@ func Command(ctx context.Context, dir string, st Settings) (*exec.Cmd, string, e
 			return nil, "", err
 		}
 	}
-	if err := schema(ctx, filepath.Join(dir, "neutron.db")); err != nil {
-		return nil, "", err
-	}
-	if err := writeAheadLog(ctx, filepath.Join(dir, "neutron.db")); err != nil {
-		return nil, "", err
+	database := st.Database
+	if database == "" {
+		file := filepath.Join(dir, "neutron.db")
+		if err := schema(ctx, file); err != nil {
+			return nil, "", err
+		}
+		if err := writeAheadLog(ctx, file); err != nil {
+			return nil, "", err
+		}
+		database = "sqlite:///" + file + "?timeout=30"
 	}
 	if st.Port == 0 {
 		if st.Port, err = freePort(); err != nil {
 			return nil, "", err
 		}
 	}
-	conf := strings.NewReplacer("{{HOST}}", st.Host, "{{PORT}}", fmt.Sprint(st.Port), "{{DIR}}", dir, "{{ML2}}", ml2, "{{SERVICE_PLUGINS}}", plugins).Replace(config)
+	conf := strings.NewReplacer("{{HOST}}", st.Host, "{{PORT}}", fmt.Sprint(st.Port), "{{DIR}}", dir, "{{DATABASE}}", database, "{{API_WORKERS}}", fmt.Sprint(st.APIWorkers), "{{ML2}}", ml2, "{{SERVICE_PLUGINS}}", plugins).Replace(config)
 	confPath := filepath.Join(dir, "neutron.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		return nil, "", err
@@ -248,10 +263,9 @@ func schema(ctx context.Context, path string) error {
 			return err
 		}
 		tmp := pristine + fmt.Sprintf(".%d", os.Getpid())
-		script := "import sqlalchemy as sa, sys; from neutron.db.migration.models import head; head.get_metadata().create_all(sa.create_engine('sqlite:///' + sys.argv[1]))"
-		if out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", script, tmp).CombinedOutput(); err != nil {
+		if err := createSchema(ctx, "sqlite:///"+tmp); err != nil {
 			os.Remove(tmp)
-			return fmt.Errorf("create the Neutron schema: %w: %s", err, lastLines(string(out), 5))
+			return err
 		}
 		if err := os.Rename(tmp, pristine); err != nil {
 			return err
@@ -262,6 +276,17 @@ func schema(ctx context.Context, path string) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o600)
+}
+
+// createSchema makes Neutron's tables in the database at url (SQLAlchemy's
+// form) from its models' metadata: neutron-db-manage's migrations do not run
+// on SQLite, and the models make the same head schema on either database.
+func createSchema(ctx context.Context, url string) error {
+	script := "import sqlalchemy as sa, sys; from neutron.db.migration.models import head; head.get_metadata().create_all(sa.create_engine(sys.argv[1]))"
+	if out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", script, url).CombinedOutput(); err != nil {
+		return fmt.Errorf("create the Neutron schema: %w: %s", err, lastLines(string(out), 5))
+	}
+	return nil
 }
 
 // writeAheadLog puts the database at path in SQLite's write-ahead-log mode

@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/plug"
+	"netshift.io/netshift/internal/portpool"
+)
+
+// churnPods is how many pooled pods the churn test runs through the nodes.
+const churnPods = 300
+
+// TestPooledPodChurnLeaksNothing: 300 pooled pods through the real kubelets
+// of 3 nodes, 20 alive at a time, while the operator's pods are killed (deleted
+// with no grace) every 5 to 15 s; one pod in ten is deleted before it runs,
+// most of those while netshift-cni waits for its port. No port is ever held by
+// two live pods. At the end nothing is plugged on any node, no pod's node end
+// or sandbox record is left, and every netshift port in Neutron is free in a
+// pool, none over the pool's maximum.
+func TestPooledPodChurnLeaksNothing(t *testing.T) {
+	name := "e2enc"
+	up(t, name, "--neutron", "--nodes", "3", "--pods-per-node", "0")
+	w := newPooledWorld(t, name)
+	ctx := context.Background()
+	const maxSize = 30
+	setOperatorArgs(t, w.c, []string{"--pool-min-ready=5", "--pool-batch=5", fmt.Sprintf("--pool-max-size=%d", maxSize), "--pool-recycle-period=200ms"})
+
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	type livePod struct {
+		pod     *corev1.Pod
+		created time.Time
+		early   bool // deleted whether it runs or not
+	}
+	var live []livePod
+	created, kills, early, ran := 0, 0, 0, 0
+	nextKill := time.Now().Add(time.Duration(5+rng.Intn(10)) * time.Second)
+	start := time.Now()
+	deadline := start.Add(15 * time.Minute)
+	for created < churnPods || len(live) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pods did not get through in 15 minutes (%d created, %d alive, %d operator kills)", churnPods, created, len(live), kills)
+		}
+		if time.Now().After(nextKill) {
+			killOperators(t, w.c)
+			kills++
+			nextKill = time.Now().Add(time.Duration(5+rng.Intn(10)) * time.Second)
+		}
+		if created < churnPods && len(live) < 20 {
+			p := pooledPod(fmt.Sprintf("churn-%03d", created), lab.PoolNamespace, w.s.Topology.Nodes[created%len(w.s.Topology.Nodes)].Name)
+			if err := w.c.Create(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			live = append(live, livePod{pod: p, created: time.Now(), early: rng.Intn(10) == 0})
+			created++
+			continue
+		}
+		// The oldest goes once it runs (or, for one in ten, a moment after its creation, running
+		// or not): a pod's sandbox then meets its DEL at every stage of its ADD.
+		var cur corev1.Pod
+		oldest := live[0]
+		if err := w.c.Get(ctx, client.ObjectKeyFromObject(oldest.pod), &cur); err != nil {
+			t.Fatal(err)
+		}
+		running := cur.Status.Phase == corev1.PodRunning && cur.Status.PodIP != ""
+		if running || (oldest.early && time.Since(oldest.created) > time.Duration(rng.Intn(3000))*time.Millisecond) {
+			if running {
+				ran++
+			} else {
+				early++
+			}
+			if err := w.c.Delete(ctx, &cur, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+			live = live[1:]
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if created%25 == 0 {
+			noPortHeldTwice(t, w)
+		}
+	}
+	t.Logf("%d pooled pods in %.0f s: %d ran before their deletion, %d deleted early; %d operator kills", churnPods, time.Since(start).Seconds(), ran, early, kills)
+	noPortHeldTwice(t, w)
+	waitFor(t, "every churn pod gone", func() bool {
+		var pods corev1.PodList
+		return w.c.List(ctx, &pods, client.InNamespace(lab.PoolNamespace)) == nil && len(pods.Items) == 0
+	})
+	w.noLeak()
+	nothingLeftOnNodes(t, w)
+	free, err := freePorts(ctx, w.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, n := range free {
+		if n > maxSize {
+			t.Errorf("host %s's pool holds %d ports, over its maximum of %d", host, n, maxSize)
+		}
+	}
+	t.Logf("at the end: free pooled ports by node %v", free)
+}
+
+// killOperators deletes the operator's pods with no grace, as a node's
+// failure or an OOM kill ends them; the Deployment makes new ones.
+func killOperators(t *testing.T, c client.Client) {
+	t.Helper()
+	var operators corev1.PodList
+	if err := c.List(context.Background(), &operators, client.InNamespace("netshift-system"),
+		client.MatchingLabels{"app.kubernetes.io/name": "netshift-operator"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range operators.Items {
+		if err := c.Delete(context.Background(), &operators.Items[i], client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// noPortHeldTwice fails if two live pods' ownership records name one port.
+func noPortHeldTwice(t *testing.T, w *pooledWorld) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := w.c.List(context.Background(), &pods, client.InNamespace(lab.PoolNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	owner := map[string]string{}
+	for _, p := range pods.Items {
+		a, err := portpool.ParseAssignment(p.Annotations[plug.PoolAnnotation])
+		if err != nil || p.DeletionTimestamp != nil {
+			continue
+		}
+		if prev, dup := owner[a.ID]; dup {
+			t.Fatalf("port %s is held by %s and %s at once", a.ID, prev, p.Name)
+		}
+		owner[a.ID] = p.Name
+	}
+}
+
+// nothingLeftOnNodes asserts that no pooled pod's node end and no sandbox
+// record of netshift-cni is left on any node once every pooled pod is gone.
+func nothingLeftOnNodes(t *testing.T, w *pooledWorld) {
+	t.Helper()
+	for _, n := range w.s.Topology.Nodes {
+		dir, err := w.s.NodeFile(n.Name, "/var/lib/netshift/cni")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("node %s: netshift-cni's state directory: %v (it never wired a pod?)", n.Name, err)
+		}
+		var ends, records []string
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			ends = ends[:0]
+			err := netdev.InNetns(n.Netns, func() error {
+				links, err := netlink.LinkList()
+				for _, l := range links {
+					if strings.HasPrefix(l.Attrs().Name, "tap") {
+						ends = append(ends, l.Attrs().Name)
+					}
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if records, err = filepath.Glob(filepath.Join(dir, "*.json")); err != nil {
+				t.Fatal(err)
+			}
+			if len(ends) == 0 && len(records) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("node %s, a minute after every pooled pod went: pods' node ends left %v, sandbox records left %v", n.Name, ends, records)
+				break
+			}
+		}
+	}
+}
