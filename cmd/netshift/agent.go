@@ -25,6 +25,7 @@ func agentCmd(g *globals) *cobra.Command {
 	var plugPorts bool
 	var plugMode, integration, zoneMove string
 	var cniPools bool
+	var trunkBridge string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent for one node (one per node, host network)",
@@ -35,6 +36,9 @@ func agentCmd(g *globals) *cobra.Command {
 			}
 			if hold < 0 {
 				return errors.New("--reconfigure-hold: must be 0 or more")
+			}
+			if trunkBridge != "" && !cniPools {
+				return errors.New("--cni-trunk-bridge: goes with --cni-port-pools (the bridge netshift-cni plugs pooled trunk subports on)")
 			}
 			cfg, err := g.restConfig()
 			if err != nil {
@@ -70,7 +74,7 @@ func agentCmd(g *globals) *cobra.Command {
 				state := filepath.Dir(networkConfig)
 				o.CNI.Pool = &cni.PoolConfig{Node: node, Kubeconfig: filepath.Join(o.CNI.ConfDir, "netshift-cni", "kubeconfig"),
 					Namespaces: filepath.Join(state, "pool-namespaces.json"), StateDir: filepath.Join(state, "cni"),
-					OVSDB: ovsdb, Bridge: integration, PlugMode: string(mode)}
+					OVSDB: ovsdb, Bridge: integration, PlugMode: string(mode), TrunkBridge: trunkBridge}
 			}
 			if criEndpoint != "" {
 				o.Pods = &agent.RuntimePods{Endpoint: criEndpoint}
@@ -112,6 +116,8 @@ func agentCmd(g *globals) *cobra.Command {
 		"netshift.io/port-pools=enabled to the Neutron ports their pools hand them (needs --cni-plugin, --ovsdb, --cni-node-kubeconfig)")
 	f.StringVar(&cniInstall.NodeKubeconfig, "cni-node-kubeconfig", "/etc/kubernetes/kubelet.conf", "with --cni-port-pools: the node's own kubeconfig (the kubelet's), "+
 		"from which netshift-cni's identity is written: as the node, it may read only the pods bound to it")
+	f.StringVar(&trunkBridge, "cni-trunk-bridge", "", "with --cni-port-pools, on a node that is a VM with a Neutron trunk: the bridge whose uplink is "+
+		"its trunk NIC, where netshift-cni plugs a pod's subport as an access port of its VLAN (empty: none)")
 	labHooks = labAgentFlags(f)
 	return cmd
 }

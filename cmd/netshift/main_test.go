@@ -144,6 +144,7 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"plan", "--nodes", samples + "example-nodes.yaml"}, "--nodes and --pools go together"},
 		{[]string{"plan", "--nodes", samples + "example-pools.yaml", "--pools", samples + "example-pools.yaml"}, `kind "NodePool", want Node`},
 		{[]string{"agent"}, "--node: required"},
+		{[]string{"agent", "--node", "n1", "--cni-trunk-bridge", "br-trunk"}, "--cni-trunk-bridge: goes with --cni-port-pools"},
 		{[]string{"reconfigure"}, "either --nodes or --all"},
 		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--pool-batch", "0"}, "--pool-batch: 0 is out of range 1..500"},
 		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--pool-min-ready", "9", "--pool-max-size", "3"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,7 +66,7 @@ const (
 func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	owner := req.String()
 	logger := log.FromContext(ctx).WithValues("node", pp.node, "pod", owner)
-	plugged, err := pp.db.Plugged(ctx)
+	plugged, err := pp.agentPlugged(ctx)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
 	}
@@ -357,7 +358,7 @@ func (pp *portPlugger) setCondition(ctx context.Context, pod *corev1.Pod, status
 // cleanup unplugs, once the cache has synced after a start, what was left
 // plugged for pods that are gone: deletions this agent missed while it was down.
 func (pp *portPlugger) cleanup(ctx context.Context) error {
-	plugged, err := pp.db.Plugged(ctx)
+	plugged, err := pp.agentPlugged(ctx)
 	if err != nil {
 		return fmt.Errorf("node %s: cleanup: %w", pp.node, err)
 	}
@@ -383,6 +384,14 @@ func (pp *portPlugger) cleanup(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// agentPlugged lists what the agent plugs and unplugs on the node: every
+// plug but subports' access ports on the trunk bridge, which netshift-cni
+// makes at a sandbox's ADD and removes at its DEL.
+func (pp *portPlugger) agentPlugged(ctx context.Context) ([]plug.Plugged, error) {
+	plugged, err := pp.db.Plugged(ctx)
+	return slices.DeleteFunc(plugged, func(pl plug.Plugged) bool { return pl.Mode == plug.Subport }), err
 }
 
 // addPortPlugger adds the port plugging controller to an agent's manager.

@@ -51,6 +51,11 @@ type PoolConfig struct {
 	// integration bridge.
 	OVSDB  string `json:"ovsdb"`
 	Bridge string `json:"bridge"`
+	// TrunkBridge is the bridge whose uplink is the node's trunk NIC, on a
+	// node that is a VM: a pod's trunk subport is plugged there, as an
+	// access port of its VLAN (empty: the node has no trunk, and a pod
+	// handed a subport fails its ADD with why).
+	TrunkBridge string `json:"trunkBridge,omitempty"`
 	// PlugMode is the node's plug mode, per-port or direct, unless the node's
 	// netshift.io/plug-mode annotation says otherwise.
 	PlugMode string `json:"plugMode"`

@@ -172,6 +172,15 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 	if err != nil {
 		return nil, err
 	}
+	bridge := c.Pool.Bridge
+	if iface.VLAN != 0 {
+		// A trunk's subport: the node is a VM, and its trunk NIC's bridge carries the pod's VLAN.
+		if c.Pool.TrunkBridge == "" {
+			return nil, fmt.Errorf("pod %s: pool %s: port %s is a trunk subport (VLAN %d), but this node has no trunk bridge (pool.trunkBridge, the agent's --cni-trunk-bridge)",
+				pod, a.Pool, a.ID, iface.VLAN)
+		}
+		mode, bridge = plug.Subport, c.Pool.TrunkBridge
+	}
 	sw, err := ovs.OpenSwitch(ctx, c.Pool.OVSDB)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
@@ -185,9 +194,9 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 	// On the way, the records of sandboxes gone with their namespaces (a reboot) go too.
 	_, _ = otherSandboxHolds(c.Pool.StateDir, args.ContainerID, st)
 	mtu := podMTU(iface.MTU, c.Pool.MTU, c.NetworkConfig)
-	dp, err := sw.DatapathType(ctx, c.Pool.Bridge)
+	dp, err := sw.DatapathType(ctx, bridge)
 	if err != nil {
-		return nil, fmt.Errorf("pod %s: port %s: integration bridge %s: %w", pod, a.ID, c.Pool.Bridge, err)
+		return nil, fmt.Errorf("pod %s: port %s: bridge %s: %w", pod, a.ID, bridge, err)
 	}
 	ovnRemote, err := sw.OpenvSwitchExternalID(ctx, "ovn-remote")
 	if err != nil {
@@ -199,12 +208,14 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 	if err := link.create(iface); err != nil {
 		return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
 	}
-	if err := plugPooled(ctx, sw, c.Pool, mode, port, pod.String(), dp); err != nil {
+	if err := plugPooled(ctx, sw, c.Pool, mode, port, pod.String(), dp, iface.VLAN); err != nil {
 		return nil, fmt.Errorf("pod %s: %w", pod, err)
 	}
 	// On an OVN node, wait for ovn-controller's flows, as ovn-kubernetes'
-	// plugin does: the pod's first packet then goes through.
-	if ovnRemote != "" {
+	// plugin does: the pod's first packet then goes through. A subport has
+	// no interface of its own on the integration bridge to wait on: it is
+	// bound through its parent's.
+	if ovnRemote != "" && mode != plug.Subport {
 		if err := flowsInstalled(ctx, sw, mode, port); err != nil {
 			return nil, fmt.Errorf("pod %s: %w", pod, err)
 		}
@@ -230,7 +241,7 @@ func podMTU(network, configured int, nodeConfig string) int {
 // package ovs writes). The agent may plug the same port at the same moment:
 // the switch's unique names turn the second insert into an error, and a
 // second look finds the port plugged.
-func plugPooled(ctx context.Context, sw *ovs.Switch, p *PoolConfig, mode plug.Mode, port plug.Port, owner, dp string) error {
+func plugPooled(ctx context.Context, sw *ovs.Switch, p *PoolConfig, mode plug.Mode, port plug.Port, owner, dp string, vlan int) error {
 	for attempt := 0; ; attempt++ {
 		plugged, err := sw.Plugged(ctx)
 		if err != nil {
@@ -240,7 +251,12 @@ func plugPooled(ctx context.Context, sw *ovs.Switch, p *PoolConfig, mode plug.Mo
 		if err != nil {
 			return err
 		}
-		if err = sw.Plug(ctx, mode, port, owner, adm.Isolate, p.Bridge, dp); err == nil || attempt == 1 || ctx.Err() != nil {
+		if mode == plug.Subport {
+			err = sw.PlugSubport(ctx, port, owner, vlan, p.TrunkBridge)
+		} else {
+			err = sw.Plug(ctx, mode, port, owner, adm.Isolate, p.Bridge, dp)
+		}
+		if err == nil || attempt == 1 || ctx.Err() != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/cni"
@@ -46,6 +47,67 @@ type NeutronLab struct {
 	Project       string `json:"project"`
 	Network       string `json:"network"`
 	SecurityGroup string `json:"securityGroup"`
+	// TrunkParents are the trunk parent ports of the nodes set up as VMs.
+	TrunkParents map[string]string `json:"trunkParents,omitempty"`
+}
+
+// TrunkBridge is the bridge of a lab node set up as a VM with a trunk: its
+// uplink is the trunk's parent port (the VM's NIC), a patch port on the
+// integration bridge with the parent's iface-id, carrying every subport's VLAN.
+const TrunkBridge = "br-trunk"
+
+// makeTrunkNodes sets each of the lab's trunk nodes up as a VM whose NIC is
+// a Neutron trunk's parent port: the parent bound to the node, its trunk,
+// and the node's trunk bridge joined to the integration bridge by a patch
+// pair, the integration side bound to the parent. OVN then binds each
+// subport on the node by its parent and VLAN.
+func (s *State) makeTrunkNodes(ctx context.Context, sh *shell) error {
+	if len(s.Options.TrunkNodes) == 0 {
+		return nil
+	}
+	n := s.Neutron
+	nc, err := neutron.Connect(ctx, neutron.Options{URL: n.URL})
+	if err != nil {
+		return err
+	}
+	parents := map[string]string{}
+	for _, node := range s.Options.TrunkNodes {
+		parent, err := nc.CreatePort(ctx, neutron.NewPort{NetworkID: n.Network, ProjectID: n.Project, Name: "trunk-parent-" + node,
+			SecurityGroups: []string{n.SecurityGroup}, HostID: node})
+		if err != nil {
+			return fmt.Errorf("node %s: trunk parent port: %w", node, err)
+		}
+		if _, err := nc.CreateTrunk(ctx, n.Project, parent.ID); err != nil {
+			return fmt.Errorf("node %s: trunk of parent %s: %w", node, parent.ID, err)
+		}
+		if _, err := s.vsctl(ctx, sh, node, "--may-exist", "add-br", TrunkBridge, "--", "set", "bridge", TrunkBridge, "datapath_type=netdev",
+			"--", "--may-exist", "add-port", TrunkBridge, "tpt0", "--", "set", "interface", "tpt0", "type=patch", "options:peer=tpi0",
+			"--", "--may-exist", "add-port", "br-int", "tpi0", "--", "set", "interface", "tpi0", "type=patch", "options:peer=tpt0",
+			"external_ids:iface-id="+parent.ID, "external_ids:attached-mac="+parent.MACAddress); err != nil {
+			return fmt.Errorf("node %s: trunk bridge: %w", node, err)
+		}
+		parents[node] = parent.ID
+	}
+	return s.record(func() { s.Neutron.TrunkParents = parents })
+}
+
+// annotateTrunkNodes marks each trunk node with its parent port, as an
+// installer marks a VM node: the operator then hands its pods subports.
+func (s *State) annotateTrunkNodes(ctx context.Context) error {
+	if s.Neutron == nil || len(s.Neutron.TrunkParents) == 0 {
+		return nil
+	}
+	c, err := s.Client()
+	if err != nil {
+		return err
+	}
+	for node, parent := range s.Neutron.TrunkParents {
+		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, manager.TrunkAnnotation, parent)))
+		if err := c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, patch); err != nil {
+			return fmt.Errorf("node %s: annotate its trunk parent port: %w", node, err)
+		}
+	}
+	return nil
 }
 
 // startNeutron starts the lab's neutron-server on a MariaDB server of its own,

@@ -46,6 +46,10 @@ type Options struct {
 	// netshift.io/port-pools=enabled get Neutron ports, wired by netshift-cni.
 	// OVN without interconnect zones only (--zones legacy).
 	Neutron bool `json:"neutron,omitempty"`
+	// TrunkNodes are nodes set up as VMs with a Neutron trunk (--neutron
+	// only): a parent port bound to the node, its trunk, and a trunk bridge
+	// whose uplink carries the parent's VLANs; their pooled pods get subports.
+	TrunkNodes []string `json:"trunkNodes,omitempty"`
 	// FailReboots are real nodes whose reboot, asked by their agent's node-restore action,
 	// fails (tests of a restore that fails).
 	FailReboots []string `json:"failReboots,omitempty"`
@@ -108,6 +112,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--zones: %q is not legacy, single or multi", o.Zones)
 	case o.Neutron && (!o.OVN || o.Zones != ZonesLegacy):
 		return fmt.Errorf("--neutron: Neutron's ML2/OVN writes the central OVN databases: it needs --ovn --zones legacy")
+	case len(o.TrunkNodes) > 0 && !o.Neutron:
+		return fmt.Errorf("--neutron-trunk-node: a trunk is Neutron's: it needs --neutron")
+	case unknownNode(o, o.TrunkNodes) != "":
+		return fmt.Errorf("--neutron-trunk-node: %q is not a node of this lab (node-1..node-%d)", unknownNode(o, o.TrunkNodes), o.Nodes)
 	case unknownNode(o, o.FailReboots) != "":
 		return fmt.Errorf("--fail-reboot: %q is not a node of this lab (node-1..node-%d)", unknownNode(o, o.FailReboots), o.Nodes)
 	case hookLabelsErr(o.AgentArgs) != nil:

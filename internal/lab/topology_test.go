@@ -35,6 +35,8 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 		{func(o *Options) { o.MTU = 1451 }, "--mtu: 1451 is outside 576..1450"},
 		{func(o *Options) { o.Tunnel, o.MTU = Geneve, 1450 }, "--mtu: 1450 is outside 576..1442"},
 		{func(o *Options) { o.MTU = 500 }, "--mtu: 500"},
+		{func(o *Options) { o.TrunkNodes = []string{"node-2"} }, "--neutron-trunk-node: a trunk is Neutron's: it needs --neutron"},
+		{func(o *Options) { o.Neutron, o.TrunkNodes = true, []string{"node-4"} }, `--neutron-trunk-node: "node-4" is not a node of this lab (node-1..node-3)`},
 	} {
 		o := DefaultOptions()
 		c.set(&o)

@@ -92,6 +92,12 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 			return s, fmt.Errorf("lab Neutron: %w", err)
 		}
 		progress("Neutron: neutron-server (ML2/OVN) on %s, network pods %s, project %s", s.Neutron.URL, neutronCIDR, neutronProject)
+		if err := s.makeTrunkNodes(ctx, sh); err != nil {
+			return s, fmt.Errorf("lab Neutron: %w", err)
+		}
+		for node, parent := range s.Neutron.TrunkParents {
+			progress("Neutron: node %s is a VM on trunk parent port %s (bridge %s)", node, parent, TrunkBridge)
+		}
 	}
 	if o.OVN && o.Zones != ZonesLegacy {
 		if err := s.buildIC(ctx, sh); err != nil {
@@ -119,6 +125,9 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 		return s, err
 	}
 	progress("every node's pods reach a pod on every other node")
+	if err := s.annotateTrunkNodes(ctx); err != nil {
+		return s, err
+	}
 	pods := o.Nodes * o.PodsPerNode
 	progress("lab %s is up: %d nodes, %d pods, %s%s; KUBECONFIG=%s", o.Name, o.Nodes, pods, o.Tunnel,
 		map[bool]string{true: " (OVN)", false: ""}[o.OVN], s.Kubeconfig)

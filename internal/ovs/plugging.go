@@ -149,6 +149,32 @@ func (s *Switch) Plug(ctx context.Context, mode plug.Mode, p plug.Port, owner st
 	return err
 }
 
+// PlugSubport attaches a trunk subport's tap to the node's trunk bridge as
+// an access port of vlan, as one transaction that creates or repairs it. The
+// port carries netshift's identifying external_ids and no iface-id: the
+// network binds a subport by its parent port and VLAN.
+func (s *Switch) PlugSubport(ctx context.Context, p plug.Port, owner string, vlan int, trunk string) error {
+	if vlan < 1 || vlan > 4094 {
+		return fmt.Errorf("plug subport %s for %s: VLAN %d: want 1..4094", p.ID, owner, vlan)
+	}
+	t, err := s.tables(ctx)
+	if err != nil {
+		return err
+	}
+	tb, ok := t.bridges[trunk]
+	if !ok {
+		return fmt.Errorf("plug subport %s for %s: %s: no trunk bridge %s", p.ID, owner, s.what, trunk)
+	}
+	own := map[string]string{extPortID: p.ID, extOwner: owner, extMode: string(plug.Subport), extTap: p.Tap, "attached-mac": p.MAC}
+	x := &txn{s: s}
+	x.ensurePort(t, &tb, p.Tap, ifaceSpec{ExternalIDs: own}, &vlan)
+	if x.err != nil {
+		return fmt.Errorf("plug subport %s (VLAN %d) for %s: %s: %w", p.ID, vlan, owner, s.what, x.err)
+	}
+	_, err = s.commit(ctx, fmt.Sprintf("plug subport %s (VLAN %d) for %s", p.ID, vlan, owner), x.ops)
+	return err
+}
+
 func union(a, b map[string]string) map[string]string {
 	out := maps.Clone(a)
 	maps.Copy(out, b)
@@ -177,7 +203,7 @@ func (s *Switch) Unplug(ctx context.Context, pl plug.Plugged, integration string
 	}
 	x := &txn{s: s}
 	dropPort := func(name string) {
-		if b, p, ok := t.bridgeOfPort(name); ok && (b.Name == integration || isPortBridge(b.Name)) {
+		if b, p, ok := t.bridgeOfPort(name); ok && (b.Name == integration || isPortBridge(b.Name) || pl.Mode == plug.Subport && b.Name == pl.Bridge) {
 			row := vswitch.Bridge{UUID: b.UUID}
 			x.add(s.c.Where(&row).Mutate(&row, model.Mutation{Field: &row.Ports, Mutator: ovsdb.MutateOperationDelete, Value: []string{p.UUID}}))
 		}
@@ -200,8 +226,8 @@ func (s *Switch) Unplug(ctx context.Context, pl plug.Plugged, integration string
 	return err
 }
 
-// Plugged lists the ports netshift has plugged: per-port bridges and direct
-// taps, by their external_ids.
+// Plugged lists the ports netshift has plugged: per-port bridges, direct
+// taps and subports' access ports, by their external_ids.
 func (s *Switch) Plugged(ctx context.Context) ([]plug.Plugged, error) {
 	t, err := s.tables(ctx)
 	if err != nil {
@@ -221,10 +247,20 @@ func (s *Switch) Plugged(ctx context.Context) ([]plug.Plugged, error) {
 	}
 	for _, i := range t.ifaces {
 		ext := i.ExternalIDs
-		if ext[extPortID] == "" || plug.Mode(ext[extMode]) != plug.Direct {
-			continue
+		switch mode := plug.Mode(ext[extMode]); {
+		case ext[extPortID] == "":
+		case mode == plug.Direct:
+			plugged = append(plugged, plug.Plugged{PortID: ext[extPortID], Mode: plug.Direct, Owner: ext[extOwner], Tap: i.Name})
+		case mode == plug.Subport:
+			pl := plug.Plugged{PortID: ext[extPortID], Mode: plug.Subport, Owner: ext[extOwner], Tap: i.Name}
+			if b, p, ok := t.bridgeOfPort(i.Name); ok {
+				pl.Bridge = b.Name
+				if p.Tag != nil {
+					pl.VLAN = *p.Tag
+				}
+			}
+			plugged = append(plugged, pl)
 		}
-		plugged = append(plugged, plug.Plugged{PortID: ext[extPortID], Mode: plug.Direct, Owner: ext[extOwner], Tap: i.Name})
 	}
 	slices.SortFunc(plugged, func(a, b plug.Plugged) int { return strings.Compare(a.PortID, b.PortID) })
 	return plugged, nil

@@ -336,3 +336,60 @@ func TestAnnounceReachesTheIntegrationBridge(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestSubportPlug: a trunk subport's tap goes on the trunk bridge as an
+// access port of its VLAN, with netshift's identity and no iface-id; Plugged
+// reads it back with its bridge and VLAN; plugging again repairs a changed
+// tag; Unplug removes it from the trunk bridge and nothing else.
+func TestSubportPlug(t *testing.T) {
+	sw := ovstest.Start(t)
+	ctx := context.Background()
+	sw.Vsctl("add-br", "br-trunk", "--", "set", "bridge", "br-trunk", "datapath_type=netdev")
+	before := sw.Vsctl("--columns=name", "list", "interface")
+	p := vmPort(portID)
+	if err := sw.DB.PlugSubport(ctx, p, "pods/a", 0, "br-trunk"); err == nil || !strings.Contains(err.Error(), "VLAN 0: want 1..4094") {
+		t.Errorf("VLAN 0: %v, want a refusal naming the range", err)
+	}
+	if err := sw.DB.PlugSubport(ctx, p, "pods/a", 101, "br-nope"); err == nil || !strings.Contains(err.Error(), "no trunk bridge br-nope") {
+		t.Errorf("a missing trunk bridge: %v", err)
+	}
+	if got := sw.Vsctl("--columns=name", "list", "interface"); got != before {
+		t.Fatalf("a refused plug changed the switch:\n%s", got)
+	}
+	if err := sw.DB.PlugSubport(ctx, p, "pods/a", 101, "br-trunk"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sw.Vsctl("port-to-br", p.Tap); got != "br-trunk" {
+		t.Errorf("the subport's tap is on %s, want br-trunk", got)
+	}
+	if got := sw.Vsctl("get", "port", p.Tap, "tag"); got != "101" {
+		t.Errorf("the subport's access VLAN is %s, want 101", got)
+	}
+	if got := sw.Vsctl("get", "interface", p.Tap, "external_ids"); strings.Contains(got, "iface-id") {
+		t.Errorf("the subport's tap carries an iface-id (%s): the network binds it by parent and VLAN", got)
+	}
+	// Someone changed the tag: plugging again puts it back.
+	sw.Vsctl("set", "port", p.Tap, "tag=7")
+	if err := sw.DB.PlugSubport(ctx, p, "pods/a", 101, "br-trunk"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sw.Vsctl("get", "port", p.Tap, "tag"); got != "101" {
+		t.Errorf("after a repair the access VLAN is %s, want 101", got)
+	}
+	plugged, err := sw.DB.Plugged(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := plug.Plugged{PortID: portID, Mode: plug.Subport, Owner: "pods/a", Tap: p.Tap, Bridge: "br-trunk", VLAN: 101}
+	if len(plugged) != 1 || plugged[0] != want {
+		t.Fatalf("plugged %+v, want %+v", plugged, want)
+	}
+	for i := 0; i < 2; i++ { // idempotent
+		if err := sw.DB.Unplug(ctx, plugged[0], "br-int"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sw.Vsctl("--columns=name", "list", "interface"); got != before {
+		t.Errorf("interfaces after the unplug:\n%s\nwant\n%s", got, before)
+	}
+}

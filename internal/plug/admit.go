@@ -14,8 +14,10 @@ type Plugged struct {
 	// Owner is the pod (namespace/name) the port was plugged for.
 	Owner string
 	Tap   string
-	// Bridge is the port bridge (per-port mode).
+	// Bridge is the port bridge (per-port mode) or the trunk bridge (subport).
 	Bridge string
+	// VLAN is a subport's VLAN: its access port's tag on the trunk bridge.
+	VLAN int
 	// Isolated says the bridge-side patch port still carries VLAN 4095.
 	Isolated bool
 }
@@ -52,7 +54,8 @@ func Admit(mode Mode, plugged []Plugged, p Port, owner string) (Admission, error
 			adm.Existing = &plugged[i]
 			continue
 		}
-		if pl.Mode != mode {
+		// Subports sit on the trunk bridge, apart from either way of plugging on the integration bridge.
+		if pl.Mode != mode && pl.Mode != Subport && mode != Subport {
 			other = append(other, pl.PortID)
 		}
 		if mode == PerPort && pl.Mode == PerPort && pl.Bridge == NamesFor(p.ID).Bridge {

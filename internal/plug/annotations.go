@@ -29,7 +29,8 @@ const (
 )
 
 // PortOf reads the port a pod is to be plugged with; podUID fills vm-uuid
-// when the spec names none. It reports false when the pod has no port.
+// when the spec names none. It reports false when the pod has no port, or
+// its pooled port is a trunk's subport (plugged by netshift-cni alone).
 func PortOf(annotations map[string]string, podUID string) (Port, bool, error) {
 	var p Port
 	if raw, ok := annotations[PortSpecAnnotation]; ok {
@@ -38,11 +39,17 @@ func PortOf(annotations map[string]string, podUID string) (Port, bool, error) {
 		}
 	} else if raw, ok := annotations[PoolAnnotation]; ok {
 		var a struct {
-			ID  string `json:"id"`
-			MAC string `json:"mac"`
+			ID             string `json:"id"`
+			MAC            string `json:"mac"`
+			SegmentationID int    `json:"segmentationID"`
 		}
 		if err := json.Unmarshal([]byte(raw), &a); err != nil {
 			return Port{}, true, fmt.Errorf("annotation %s: %v", PoolAnnotation, err)
+		}
+		if a.SegmentationID != 0 {
+			// A trunk's subport (a pod in a VM): netshift-cni plugs it on the
+			// node's trunk bridge; there is nothing to plug on the integration bridge.
+			return Port{}, false, nil
 		}
 		p = Port{ID: a.ID, MAC: a.MAC}
 	} else {

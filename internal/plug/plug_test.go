@@ -86,6 +86,12 @@ func TestAdmit(t *testing.T) {
 			plugged: []Plugged{{PortID: "y", Mode: Direct, Owner: "vm/y", Tap: p.Tap}}},
 		{name: "same port for a second pod", mode: PerPort, owner: "vm/other", wantErr: ErrNameTaken,
 			plugged: []Plugged{{PortID: uuid1, Mode: PerPort, Owner: "vm/a", Tap: p.Tap, Bridge: NamesFor(uuid1).Bridge}}},
+		{name: "a subport beside the integration bridge's ports", mode: Subport, owner: "vm/a", isolate: true,
+			plugged: []Plugged{{PortID: "x", Mode: Direct, Owner: "vm/x", Tap: "tapx"}, {PortID: "z", Mode: Subport, Owner: "vm/z", Tap: "tapz", Bridge: "br-trunk", VLAN: 7}}},
+		{name: "a port beside subports", mode: PerPort, owner: "vm/a", isolate: true,
+			plugged: []Plugged{{PortID: "z", Mode: Subport, Owner: "vm/z", Tap: "tapz", Bridge: "br-trunk", VLAN: 7}}},
+		{name: "a subport whose tap another subport has", mode: Subport, owner: "vm/a", wantErr: ErrNameTaken,
+			plugged: []Plugged{{PortID: "z", Mode: Subport, Owner: "vm/z", Tap: p.Tap, Bridge: "br-trunk", VLAN: 7}}},
 	}
 	for _, c := range cases {
 		adm, err := Admit(c.mode, c.plugged, p, c.owner)
@@ -160,6 +166,10 @@ func TestPortOf(t *testing.T) {
 		PortSpecAnnotation: `{"id":"` + uuid1 + `","mac":"0a:58:c6:12:fa:0b","tap":"vmtap0","vmUUID":"vm-7","isolate":true}`}, "uid-1")
 	if err != nil || !ok || p.Tap != "vmtap0" || p.VMUUID != "vm-7" || !p.Isolate || p.ID != uuid1 {
 		t.Errorf("the spec goes first: %+v %v %v", p, ok, err)
+	}
+	// A trunk's subport is netshift-cni's to plug, on the trunk bridge.
+	if _, ok, err := PortOf(map[string]string{PoolAnnotation: `{"id":"` + uuid1 + `","mac":"0a:58:c6:12:fa:0a","segmentationID":101}`}, "u"); ok || err != nil {
+		t.Errorf("a subport: %v %v, want nothing to plug", ok, err)
 	}
 	if _, ok, err := PortOf(map[string]string{}, "u"); ok || err != nil {
 		t.Errorf("no annotation: %v %v", ok, err)

@@ -16,6 +16,12 @@ const (
 	PerPort Mode = "per-port"
 	// Direct puts the tap straight on the integration bridge (the classic way).
 	Direct Mode = "direct"
+	// Subport puts the tap of a trunk's subport (a pod in a VM) on the
+	// node's trunk bridge, as an access port of the subport's VLAN: the
+	// node is a VM whose trunk NIC is that bridge's uplink, and the network
+	// binds the subport by its parent port and VLAN, not by an iface-id. A
+	// pooled subport is plugged so; it is never a node's setting.
+	Subport Mode = "subport"
 )
 
 // ParseMode reads a mode setting; field names where it came from.

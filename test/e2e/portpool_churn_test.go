@@ -26,7 +26,8 @@ const churnPods = 300
 
 // TestPooledPodChurnLeaksNothing: 300 pooled pods through the real kubelets
 // of 3 nodes, 20 alive at a time, while the operator's pods are killed (deleted
-// with no grace) every 5 to 15 s; one pod in ten is deleted before it runs,
+// with no grace) every 20 to 40 s (each kill costs the pools the leader
+// election's lease, 15 s, and the new leader's recovery); one pod in ten is deleted before it runs,
 // most of those while netshift-cni waits for its port. No port is ever held by
 // two live pods. At the end nothing is plugged on any node, no pod's node end
 // or sandbox record is left, and every netshift port in Neutron is free in a
@@ -47,7 +48,7 @@ func TestPooledPodChurnLeaksNothing(t *testing.T) {
 	}
 	var live []livePod
 	created, kills, early, ran := 0, 0, 0, 0
-	nextKill := time.Now().Add(time.Duration(5+rng.Intn(10)) * time.Second)
+	nextKill := time.Now().Add(time.Duration(20+rng.Intn(20)) * time.Second)
 	start := time.Now()
 	deadline := start.Add(15 * time.Minute)
 	for created < churnPods || len(live) > 0 {
@@ -57,7 +58,7 @@ func TestPooledPodChurnLeaksNothing(t *testing.T) {
 		if time.Now().After(nextKill) {
 			killOperators(t, w.c)
 			kills++
-			nextKill = time.Now().Add(time.Duration(5+rng.Intn(10)) * time.Second)
+			nextKill = time.Now().Add(time.Duration(20+rng.Intn(20)) * time.Second)
 		}
 		if created < churnPods && len(live) < 20 {
 			p := pooledPod(fmt.Sprintf("churn-%03d", created), lab.PoolNamespace, w.s.Topology.Nodes[created%len(w.s.Topology.Nodes)].Name)
