@@ -191,7 +191,7 @@ func (s *State) startNeutronDatabase(ctx context.Context) (*neutrontest.Database
 		return nil, fmt.Errorf("mariadbd: %w", err)
 	}
 	if err := database.Prepare(ctx, exited, time.Minute); err != nil {
-		return nil, fmt.Errorf("Neutron's database: %w", err)
+		return nil, fmt.Errorf("the Neutron database: %w", err)
 	}
 	return database, nil
 }

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/lab"
@@ -29,6 +31,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The tests read the nodes' switches through netshift's OVSDB package, which logs through
+	// controller-runtime: its logs are the lab's daemons' business, not the tests'.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "netshift-e2e-")
 	if err != nil {
 		panic(err)

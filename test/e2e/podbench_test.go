@@ -26,6 +26,9 @@ import (
 // podBenchPods is how many pods each run creates at once.
 const podBenchPods = 100
 
+// podBenchChurnAlive is how many pods the churn keeps alive at a time.
+const podBenchChurnAlive = 10
+
 // podBenchMode is one way pods get their network, as the operator is run.
 type podBenchMode struct {
 	name string
@@ -36,7 +39,9 @@ type podBenchMode struct {
 }
 
 var podBenchModes = []podBenchMode{
-	{"pooledDeferred", []string{"--pool-deferred-bookkeeping", "--pool-min-ready=40", "--pool-batch=20", "--pool-max-size=150", "--pool-recycle-period=200ms"}, true},
+	// Deferred: a released port is ready again at once, its reset waiting the recycle period (the
+	// default, 5 s) in case the next pod takes it first.
+	{"pooledDeferred", []string{"--pool-deferred-bookkeeping", "--pool-min-ready=40", "--pool-batch=20", "--pool-max-size=150"}, true},
 	{"pooledSync", []string{"--pool-min-ready=40", "--pool-batch=20", "--pool-max-size=150", "--pool-recycle-period=200ms"}, true},
 	// No pool: a port is made when a pod asks (one per create, as many at once as pods ask, up
 	// to the operator's most), and a free one is deleted at once.
@@ -71,8 +76,22 @@ type PodBenchReport struct {
 	PooledSync     PodBenchLatency `json:"pooledSync"`
 	Unpooled       PodBenchLatency `json:"unpooled"`
 	Floor          PodBenchLatency `json:"floor"`
-	// NeutronCallsPerPod is the deferred mode's, as the pool bench reports it.
+	// Churn is the deferred mode over a churn: pods come and go, a few alive at a time.
+	Churn PodBenchChurn `json:"pooledDeferredChurn"`
+	// NeutronCallsPerPod is the deferred mode's over the churn, as the pool bench reports it.
 	NeutronCallsPerPod float64 `json:"neutronCallsPerPod"`
+}
+
+// PodBenchChurn is pods through a pool-enabled namespace, each deleted once
+// Ready, a few alive at a time.
+type PodBenchChurn struct {
+	Pods  int     `json:"pods"`
+	Alive int     `json:"alive"`
+	P50Ms float64 `json:"p50Ms"`
+	P99Ms float64 `json:"p99Ms"`
+	// NeutronRequestsPerPod are the requests neutron-server answered per pod,
+	// from the churn's first pod until Neutron is quiet after its last.
+	NeutronRequestsPerPod float64 `json:"neutronRequestsPerPod"`
 }
 
 // BenchmarkPooledPodsToReady creates 100 pods at once through the API, in a
@@ -136,6 +155,21 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 			}
 			results[m.name].NeutronRequestsPerPod = float64(requests) / float64(pods)
 			if m.name == "pooledDeferred" {
+				// A churn: what the pools save where pods come and go all the time.
+				ns := poolNamespace(s, fmt.Sprintf("churn-%d", i))
+				warmPools(b, c, nc, s, ns, 10)
+				createPoolNamespace(b, c, s, ns)
+				before := neutronRequests(b, s)
+				took, err := churnPods(c, ns.Name, s, podBenchPods, podBenchChurnAlive)
+				if err != nil {
+					b.Fatalf("churn: %v", err)
+				}
+				deleteNamespaceAndWait(b, c, ns.Name)
+				pr := percentiles(took)
+				r.Churn = PodBenchChurn{Pods: podBenchPods, Alive: podBenchChurnAlive, P50Ms: pr.P50Ms, P99Ms: pr.P99Ms,
+					NeutronRequestsPerPod: float64(neutronSettled(b, s)-before) / podBenchPods}
+				b.Logf("churn of %d pods, %d alive at a time: p50 %.0f ms, p99 %.0f ms, %.2f Neutron requests per pod",
+					podBenchPods, podBenchChurnAlive, pr.P50Ms, pr.P99Ms, r.Churn.NeutronRequestsPerPod)
 				// The floor beside it: the same lab, the lab's own network, no Neutron.
 				for run := 1; run <= runs; run++ {
 					ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("floor-%d-%d", i, run)}}
@@ -154,7 +188,7 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 	for _, l := range []*PodBenchLatency{&r.PooledDeferred, &r.PooledSync, &r.Unpooled, &r.Floor} {
 		l.P50Ms, l.P99Ms = medianRun(l.Runs)
 	}
-	r.NeutronCallsPerPod = r.PooledDeferred.NeutronRequestsPerPod
+	r.NeutronCallsPerPod = r.Churn.NeutronRequestsPerPod
 	out, _ := json.Marshal(r)
 	b.Logf("pod bench: %s", out)
 	if path := os.Getenv("NETSHIFT_POD_BENCH_JSON"); path != "" {
@@ -171,8 +205,64 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 	b.ReportMetric(r.Unpooled.P50Ms, "unpooled-p50-ms")
 	b.ReportMetric(r.Unpooled.P99Ms, "unpooled-p99-ms")
 	b.ReportMetric(r.PooledDeferred.NeutronRequestsPerPod, "deferred-neutron-requests/pod")
+	b.ReportMetric(r.Churn.NeutronRequestsPerPod, "churn-neutron-requests/pod")
+	b.ReportMetric(r.Churn.P50Ms, "churn-p50-ms")
 	b.ReportMetric(r.PooledSync.NeutronRequestsPerPod, "sync-neutron-requests/pod")
 	b.ReportMetric(r.Unpooled.NeutronRequestsPerPod, "unpooled-neutron-requests/pod")
+}
+
+// churnPods runs count pods through namespace, at most alive at a time on
+// the lab's nodes in turn, each deleted once Ready, and returns each one's
+// time from its creation to Ready.
+func churnPods(c client.Client, namespace string, s *lab.State, count, alive int) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	created := map[string]time.Time{}
+	var took []time.Duration
+	live, next := map[string]bool{}, 0
+	for len(took) < count {
+		for next < count && len(live) < alive {
+			p := tenantPod(fmt.Sprintf("c%d", next), s.Topology.Nodes[next%len(s.Topology.Nodes)].Name, nil)
+			p.Namespace = namespace
+			created[p.Name] = time.Now()
+			if err := c.Create(ctx, p); err != nil {
+				return nil, err
+			}
+			live[p.Name] = true
+			next++
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if !live[p.Name] || !podReady(p) {
+				continue
+			}
+			took = append(took, now.Sub(created[p.Name]))
+			delete(live, p.Name)
+			if err := c.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+				return nil, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("churn: %d of %d pods Ready: %w", len(took), count, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return took, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // poolNamespace is a pool-enabled namespace on the lab's network and group.
@@ -358,11 +448,9 @@ func createPodsUntilReadyOn(c client.Client, ns *corev1.Namespace, s *lab.State)
 			return err
 		}
 		ready := 0
-		for _, p := range pods.Items {
-			for _, cond := range p.Status.Conditions {
-				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-					ready++
-				}
+		for i := range pods.Items {
+			if podReady(&pods.Items[i]) {
+				ready++
 			}
 		}
 		if ready == len(s.Topology.Nodes) {

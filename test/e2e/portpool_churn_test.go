@@ -21,8 +21,8 @@ import (
 	"netshift.io/netshift/internal/portpool"
 )
 
-// churnPods is how many pooled pods the churn test runs through the nodes.
-const churnPods = 300
+// churnTestPods is how many pooled pods the churn test runs through the nodes.
+const churnTestPods = 300
 
 // TestPooledPodChurnLeaksNothing: 300 pooled pods through the real kubelets
 // of 3 nodes, 20 alive at a time, while the operator's pods are killed (deleted
@@ -51,16 +51,16 @@ func TestPooledPodChurnLeaksNothing(t *testing.T) {
 	nextKill := time.Now().Add(time.Duration(20+rng.Intn(20)) * time.Second)
 	start := time.Now()
 	deadline := start.Add(15 * time.Minute)
-	for created < churnPods || len(live) > 0 {
+	for created < churnTestPods || len(live) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d pods did not get through in 15 minutes (%d created, %d alive, %d operator kills)", churnPods, created, len(live), kills)
+			t.Fatalf("%d pods did not get through in 15 minutes (%d created, %d alive, %d operator kills)", churnTestPods, created, len(live), kills)
 		}
 		if time.Now().After(nextKill) {
 			killOperators(t, w.c)
 			kills++
 			nextKill = time.Now().Add(time.Duration(20+rng.Intn(20)) * time.Second)
 		}
-		if created < churnPods && len(live) < 20 {
+		if created < churnTestPods && len(live) < 20 {
 			p := pooledPod(fmt.Sprintf("churn-%03d", created), lab.PoolNamespace, w.s.Topology.Nodes[created%len(w.s.Topology.Nodes)].Name)
 			if err := w.c.Create(ctx, p); err != nil {
 				t.Fatal(err)
@@ -94,7 +94,7 @@ func TestPooledPodChurnLeaksNothing(t *testing.T) {
 			noPortHeldTwice(t, w)
 		}
 	}
-	t.Logf("%d pooled pods in %.0f s: %d ran before their deletion, %d deleted early; %d operator kills", churnPods, time.Since(start).Seconds(), ran, early, kills)
+	t.Logf("%d pooled pods in %.0f s: %d ran before their deletion, %d deleted early; %d operator kills", churnTestPods, time.Since(start).Seconds(), ran, early, kills)
 	noPortHeldTwice(t, w)
 	waitFor(t, "every churn pod gone", func() bool {
 		var pods corev1.PodList

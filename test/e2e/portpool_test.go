@@ -182,11 +182,19 @@ func (w *pooledWorld) noLeak() {
 			live[p.Namespace+"/"+p.Name] = a.ID
 		}
 	}
+	// What still waits, said once each: the waits poll every 50 ms.
+	said := map[string]bool{}
+	logOnce := func(format string, args ...any) {
+		if msg := fmt.Sprintf(format, args...); !said[msg] {
+			said[msg] = true
+			w.t.Log(msg)
+		}
+	}
 	waitFor(w.t, "nothing plugged for a gone pod", func() bool {
 		for _, n := range w.s.Topology.Nodes {
 			for _, pl := range w.plugged(n.Name) {
 				if live[pl.Owner] != pl.PortID {
-					w.t.Logf("node %s: port %s plugged for %s, which does not own it", n.Name, pl.PortID, pl.Owner)
+					logOnce("node %s: port %s plugged for %s, which does not own it", n.Name, pl.PortID, pl.Owner)
 					return false
 				}
 			}
@@ -207,7 +215,7 @@ func (w *pooledWorld) noLeak() {
 				continue
 			}
 			if !owned[p.ID] && (p.Name != portpool.AvailableName || p.DeviceID != "") {
-				w.t.Logf("Neutron port %s (%s, device %q) is neither free nor a live pod's", p.ID, p.Name, p.DeviceID)
+				logOnce("Neutron port %s (%s, device %q) is neither free nor a live pod's", p.ID, p.Name, p.DeviceID)
 				return false
 			}
 		}

@@ -476,14 +476,10 @@ func createPodsUntilReady(c client.Client, ns *corev1.Namespace, count int) ([]t
 			return nil, err
 		}
 		now := time.Now()
-		for _, p := range pods.Items {
-			if _, seen := ready[p.Name]; seen {
-				continue
-			}
-			for _, cond := range p.Status.Conditions {
-				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-					ready[p.Name] = now.Sub(created[p.Name])
-				}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if _, seen := ready[p.Name]; !seen && podReady(p) {
+				ready[p.Name] = now.Sub(created[p.Name])
 			}
 		}
 		select {
