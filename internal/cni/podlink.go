@@ -37,7 +37,12 @@ func (l podLink) create(iface portpool.Interface) (err error) {
 		return fmt.Errorf("pod namespace %s: %w", l.Netns, err)
 	}
 	defer podNS.Close()
-	attrs := netlink.LinkAttrs{Name: l.HostName}
+	// The node end is made up: the switch may already hold an interface of
+	// its name (the agent plugs the pod's port too, perhaps first) and opens
+	// the device the moment it appears. Brought up only after, the switch's
+	// own read-modify-write of the device's flags (it turns promiscuous mode
+	// on) can put it down again, and the pod is cut off for good.
+	attrs := netlink.LinkAttrs{Name: l.HostName, Flags: net.FlagUp}
 	if l.MTU > 0 {
 		attrs.MTU = l.MTU
 	}
@@ -51,18 +56,27 @@ func (l podLink) create(iface portpool.Interface) (err error) {
 			_ = netlink.LinkDel(veth)
 		}
 	}()
-	host, err := netlink.LinkByName(l.HostName)
-	if err != nil {
-		return err
-	}
-	if err := netlink.LinkSetUp(host); err != nil {
-		return fmt.Errorf("%s up: %w", l.HostName, err)
-	}
 	if err := netdev.InNetns(l.Netns, func() error { return l.configurePodEnd(iface) }); err != nil {
 		return fmt.Errorf("%s in %s: %w", l.IfName, l.Netns, err)
 	}
 	if l.TxChecksumOff {
 		return netdev.SetTxChecksum(l.Netns, l.IfName, false)
+	}
+	return nil
+}
+
+// ensureHostUp brings the node end up again if something (the switch
+// opening it) put it down.
+func (l podLink) ensureHostUp() error {
+	host, err := netlink.LinkByName(l.HostName)
+	if err != nil {
+		return fmt.Errorf("node end %s: %w", l.HostName, err)
+	}
+	if host.Attrs().Flags&net.FlagUp != 0 {
+		return nil
+	}
+	if err := netlink.LinkSetUp(host); err != nil {
+		return fmt.Errorf("node end %s up: %w", l.HostName, err)
 	}
 	return nil
 }

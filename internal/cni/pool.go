@@ -220,6 +220,10 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 			return nil, fmt.Errorf("pod %s: %w", pod, err)
 		}
 	}
+	// The switch has opened the node end by now: it must still be up.
+	if err := link.ensureHostUp(); err != nil {
+		return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
+	}
 	return link.result(iface), nil
 }
 

@@ -131,21 +131,7 @@ func (w *pooledWorld) checkWired(p *corev1.Pod) (portpool.Assignment, lab.PodSpe
 	if netns == "" {
 		w.t.Fatalf("pod %s: no sandbox network namespace", p.Name)
 	}
-	err = netdev.InNetns(netns, func() error {
-		l, err := netlink.LinkByName("eth0")
-		if err != nil {
-			return err
-		}
-		if l.Attrs().HardwareAddr.String() != a.MAC {
-			return fmt.Errorf("eth0 MAC %s, the port's %s", l.Attrs().HardwareAddr, a.MAC)
-		}
-		addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
-		if err != nil || len(addrs) != 1 || addrs[0].IPNet.String() != a.Addresses[0].CIDR {
-			return fmt.Errorf("eth0 addresses %v (%v), the port's %s", addrs, err, a.Addresses[0].CIDR)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := eth0Carries(netns, a); err != nil {
 		w.t.Fatalf("pod %s: %v", p.Name, err)
 	}
 	if id, ok := w.integrationIfaceID(p.Spec.NodeName, a.ID); !ok || id != a.ID {
@@ -165,6 +151,25 @@ func (w *pooledWorld) checkWired(p *corev1.Pod) (portpool.Assignment, lab.PodSpe
 		w.t.Fatalf("pod %s: Neutron port %s is %s 20 s after the pod ran, not ACTIVE: OVN did not report it up", p.Name, a.ID, port.Status)
 	}
 	return a, lab.PodSpec{Name: p.Namespace + "/" + p.Name, Node: p.Spec.NodeName, Netns: netns, IP: p.Status.PodIP}
+}
+
+// eth0Carries checks that the eth0 in netns carries the port's MAC and its
+// one address.
+func eth0Carries(netns string, a portpool.Assignment) error {
+	return netdev.InNetns(netns, func() error {
+		l, err := netlink.LinkByName("eth0")
+		if err != nil {
+			return err
+		}
+		if l.Attrs().HardwareAddr.String() != a.MAC {
+			return fmt.Errorf("eth0 MAC %s, the port's %s", l.Attrs().HardwareAddr, a.MAC)
+		}
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_V4)
+		if err != nil || len(addrs) != 1 || len(a.Addresses) != 1 || addrs[0].IPNet.String() != a.Addresses[0].CIDR {
+			return fmt.Errorf("eth0 addresses %v (%v), the port's %+v", addrs, err, a.Addresses)
+		}
+		return nil
+	})
 }
 
 // noLeak asserts that every port netshift plugged belongs to a live pod,

@@ -2,17 +2,14 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/lab"
-	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/portpool"
 )
@@ -72,18 +69,8 @@ func TestPooledPodOnATrunkNode(t *testing.T) {
 	}
 	t.Logf("vm-pod: subport %s on VLAN %d of trunk %s, its end %s on %s", a.ID, a.SegmentationID, trunk.ID, sub.Tap, sub.Bridge)
 	netns := w.s.RuntimeNetns(ctx, lab.PoolNamespace, "vm-pod")
-	err = netdev.InNetns(netns, func() error {
-		l, err := netlink.LinkByName("eth0")
-		if err != nil {
-			return err
-		}
-		if l.Attrs().HardwareAddr.String() != a.MAC {
-			return fmt.Errorf("eth0 MAC %s, the subport's %s", l.Attrs().HardwareAddr, a.MAC)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("vm-pod: %v", err)
+	if err := eth0Carries(netns, a); err != nil {
+		t.Fatalf("vm-pod, on its subport: %v", err)
 	}
 	vmSpec := lab.PodSpec{Name: lab.PoolNamespace + "/vm-pod", Node: "node-2", Netns: netns, IP: vmPod.Status.PodIP}
 	for _, pair := range [][2]lab.PodSpec{{vmSpec, hostSpec}, {hostSpec, vmSpec}} {
