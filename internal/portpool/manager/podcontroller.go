@@ -64,6 +64,11 @@ func (r *PodController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	var pod corev1.Pod
 	if err := r.Client.Get(ctx, req.NamespacedName, &pod); err != nil {
 		if apierrors.IsNotFound(err) {
+			// Before recovery the manager does not know who owns what yet: a pod gone in that
+			// window (after recovery listed it, or just before) would keep its port for good.
+			if !r.Manager.Ready() {
+				return ctrl.Result{RequeueAfter: r.RetryAfter}, nil
+			}
 			if id, ok := r.Manager.Release(owner); ok {
 				log.FromContext(ctx).V(1).Info("pod gone; port released", "pod", owner, "port", id)
 			}
