@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -480,21 +481,59 @@ func deleteNamespaceAndWait(b *testing.B, c client.Client, name string) {
 	}
 }
 
-// neutronSettled waits until neutron-server has answered no request for 3 s
-// (the operator's bookkeeping, recycling and deletes are done: each runs
-// every 200 ms while it has work) and returns how many it has answered.
+// neutronSettled waits until the operator has nothing left for Neutron (no
+// bookkeeping pending, nothing being created, recycled or deleted, as its
+// port pool API says) and neutron-server has answered nothing for 1 s, and
+// returns how many requests neutron-server has answered.
 func neutronSettled(b *testing.B, s *lab.State) int {
 	b.Helper()
 	last, since := neutronRequests(b, s), time.Now()
-	for deadline := time.Now().Add(5 * time.Minute); time.Since(since) < 3*time.Second; time.Sleep(250 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatalf("neutron-server still answering requests 5 minutes after the pods went (%d so far)", last)
-		}
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
 		if n := neutronRequests(b, s); n != last {
 			last, since = n, time.Now()
 		}
+		if time.Since(since) >= time.Second && operatorSettled(b, s) {
+			return last
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the operator still has work for Neutron 5 minutes after the pods went (%d requests so far)", last)
+		}
 	}
-	return last
+}
+
+// operatorSettled asks the leader operator's port pool API (its unix socket,
+// in the pod's emptyDir on its node) whether it is done with Neutron.
+func operatorSettled(b *testing.B, s *lab.State) bool {
+	b.Helper()
+	for _, n := range s.Topology.Nodes {
+		pods, err := s.NodeFile(n.Name, "/var/lib/kubelet/pods")
+		if err != nil {
+			b.Fatal(err)
+		}
+		sockets, _ := filepath.Glob(filepath.Join(pods, "*", "volumes", "kubernetes.io~empty-dir", "run-netshift", "portpool.sock"))
+		for _, sock := range sockets {
+			c, err := manager.NewClient(sock, manager.ClientOptions{})
+			if err != nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			st, err := c.List(ctx)
+			cancel()
+			if err != nil || !st.Recovered {
+				continue // not the leader, or an old pod's socket
+			}
+			if st.Pending > 0 || st.Deleting > 0 {
+				return false
+			}
+			for _, p := range st.Pools {
+				if p.Creating > 0 || p.Recycling > 0 || p.InUse > 0 {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // neutronRequest is one request neutron-server logged as answered.
