@@ -100,6 +100,8 @@ bench() {
   go test -run '^$' -bench 'FullDecision' -benchtime 200x -count 5 ./internal/rollout/ || return 1
   go test -run '^$' -bench 'DrainCycle200' -benchtime 1x -timeout 10m ./internal/operator/ || return 1
   go test -run '^$' -bench 'SetMTU100Pods' -benchtime 20x -count 5 ./internal/netdev/ || return 1
+  # netshift-cni's ADD on a real switch: a fresh device against the port's parked one, side by side.
+  go test -run '^$' -bench 'PooledPodWiring' -benchtime 50x -count 5 ./internal/cni/ || return 1
   go test -run '^$' -bench 'LabUpDown' -benchtime 3x -timeout 25m ./test/e2e/ || return 1
   # The 3-node gap target is judged over 3 runs (each its own lab), the 10-node figures over one.
   go test -run '^$' -bench 'LiveChangeGap/nodes=3$' -benchtime 1x -count 3 -timeout 25m ./test/e2e/ || return 1
@@ -107,7 +109,8 @@ bench() {
   go test -run '^$' -bench 'VMMigration' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'ZoneMoves' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
   go test -run '^$' -bench 'PodCreateToReady' -benchtime 1x -timeout 10m ./test/e2e/ || return 1
-  # 100 pods at once, 3 runs for each of: warm pools deferred, warm pools synchronous, no pool, no Neutron.
+  # 100 pods at once, 3 runs for each of: warm pools deferred, warm pools synchronous, no pool, no Neutron;
+  # a churn with parked devices and one without.
   go test -run '^$' -bench 'PooledPodsToReady' -benchtime 1x -timeout 45m ./test/e2e/ || return 1
   go test -run '^$' -bench 'PortPools' -benchtime 1x -timeout 25m -v ./internal/portpool/poolbench/
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -26,6 +27,8 @@ func agentCmd(g *globals) *cobra.Command {
 	var plugMode, integration, zoneMove string
 	var cniPools bool
 	var trunkBridge string
+	var parkedDevices int
+	var parkedTTL time.Duration
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent for one node (one per node, host network)",
@@ -39,6 +42,17 @@ func agentCmd(g *globals) *cobra.Command {
 			}
 			if trunkBridge != "" && !cniPools {
 				return errors.New("--cni-trunk-bridge: goes with --cni-port-pools (the bridge netshift-cni plugs pooled trunk subports on)")
+			}
+			for _, name := range []string{"cni-parked-devices", "cni-parked-ttl"} {
+				if cmd.Flags().Changed(name) && !cniPools {
+					return fmt.Errorf("--%s: goes with --cni-port-pools (netshift-cni parks the devices of pooled pods)", name)
+				}
+			}
+			if parkedDevices < 0 || parkedDevices > cni.MaxParkedDevices {
+				return fmt.Errorf("--cni-parked-devices %d: want 0 (none kept) to %d", parkedDevices, cni.MaxParkedDevices)
+			}
+			if parkedTTL < time.Second || parkedTTL > 24*time.Hour {
+				return fmt.Errorf("--cni-parked-ttl %s: want 1s to 24h", parkedTTL)
 			}
 			cfg, err := g.restConfig()
 			if err != nil {
@@ -74,7 +88,8 @@ func agentCmd(g *globals) *cobra.Command {
 				state := filepath.Dir(networkConfig)
 				o.CNI.Pool = &cni.PoolConfig{Node: node, Kubeconfig: filepath.Join(o.CNI.ConfDir, "netshift-cni", "kubeconfig"),
 					Namespaces: filepath.Join(state, "pool-namespaces.json"), StateDir: filepath.Join(state, "cni"),
-					OVSDB: ovsdb, Bridge: integration, PlugMode: string(mode), TrunkBridge: trunkBridge}
+					OVSDB: ovsdb, Bridge: integration, PlugMode: string(mode), TrunkBridge: trunkBridge, ParkedDevices: parkedDevices}
+				o.CNI.ParkedTTL = parkedTTL
 			}
 			if criEndpoint != "" {
 				o.Pods = &agent.RuntimePods{Endpoint: criEndpoint}
@@ -118,6 +133,9 @@ func agentCmd(g *globals) *cobra.Command {
 		"from which netshift-cni's identity is written: as the node, it may read only the pods bound to it")
 	f.StringVar(&trunkBridge, "cni-trunk-bridge", "", "with --cni-port-pools, on a node that is a VM with a Neutron trunk: the bridge whose uplink is "+
 		"its trunk NIC, where netshift-cni plugs a pod's subport as an access port of its VLAN (empty: none)")
+	f.IntVar(&parkedDevices, "cni-parked-devices", 16, "with --cni-port-pools: how many devices of pooled pods the node keeps plugged, parked, after their pods go, "+
+		"for the next pod their pool hands the same port to (no new plug, the port stays bound and ACTIVE); 0 keeps none")
+	f.DurationVar(&parkedTTL, "cni-parked-ttl", 5*time.Minute, "with --cni-port-pools: how long a parked device is kept before the agent removes it (1s to 24h)")
 	labHooks = labAgentFlags(f)
 	return cmd
 }

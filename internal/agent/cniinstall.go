@@ -30,6 +30,12 @@ type CNIInstall struct {
 	NodeKubeconfig string
 	// Every is how often the chain is checked.
 	Every time.Duration
+	// ParkedTTL is how long a device netshift-cni parked (Pool.ParkedDevices)
+	// is kept for its port's next pod before the agent removes it.
+	ParkedTTL time.Duration
+	// DelGrace is how long a deleted pod's port that netshift-cni wired is
+	// left to its DEL (0: 30 s).
+	DelGrace time.Duration
 }
 
 // Start runs until ctx ends (a controller-runtime Runnable).

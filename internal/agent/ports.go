@@ -52,7 +52,24 @@ type portPlugger struct {
 	announced map[string]bool
 	// datapath is the integration bridge's datapath type, read once.
 	datapath string
+
+	// cniState is netshift-cni's sandbox records ("" when it wires no pods):
+	// a gone pod's port it wired is left to its DEL, which may park it.
+	cniState string
+	// goneSince is when each such pod was first seen deleted.
+	goneSince map[string]time.Time
+	// cniDelGrace is how long a deleted pod's port that netshift-cni wired
+	// is left to its DEL.
+	cniDelGrace time.Duration
+	// parkedMax and parkedTTL bound the devices netshift-cni parks.
+	parkedMax int
+	parkedTTL time.Duration
 }
+
+// defaultCNIDelGrace is how long a deleted pod's port that netshift-cni
+// wired is left to its DEL: the kubelet tears a sandbox down within seconds
+// of a forced deletion.
+const defaultCNIDelGrace = 30 * time.Second
 
 // Reasons of the network-ready condition.
 const (
@@ -70,17 +87,12 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
 	}
-	var mine []plug.Plugged
-	for _, pl := range plugged {
-		if pl.Owner == owner {
-			mine = append(mine, pl)
-		}
-	}
 	var pod corev1.Pod
 	err = pp.client.Get(ctx, req.NamespacedName, &pod)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
+	podExists := err == nil
 	gone := apierrors.IsNotFound(err) || pod.DeletionTimestamp != nil || pod.Spec.NodeName != pp.node ||
 		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	var port plug.Port
@@ -94,23 +106,20 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	// Unplug what the pod no longer wants: all of it when it is gone, has no
 	// port or an invalid one, an older port when its port changed.
-	for _, pl := range mine {
-		if !gone && has && pl.PortID == port.ID {
-			continue
-		}
-		logger.Info("unplugging", "port", pl.PortID, "mode", pl.Mode)
-		if err := pp.db.Unplug(ctx, pl, pp.integration); err != nil {
-			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
-		}
-		pp.forget(pl.PortID)
-		plugged = without(plugged, pl.PortID)
+	var keep *plug.Port
+	if !gone && has {
+		keep = &port
+	}
+	plugged, later, err := pp.unplugUnwanted(ctx, owner, plugged, keep, gone, podExists)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if invalid != nil {
 		msg := invalid.Error() + "; no port is plugged for the pod until the annotation is fixed"
 		return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonInvalid, msg)
 	}
 	if gone || !has {
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: later}, nil
 	}
 
 	mode, err := pp.mode(ctx)
@@ -138,6 +147,12 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if adm.Discard != nil {
+			// The port's device parked the other way: the node's mode changed since.
+			if err := pp.db.Unplug(ctx, *adm.Discard, pp.integration); err != nil {
+				return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
+			}
+		}
 		if err := pp.db.Plug(ctx, mode, port, owner, adm.Isolate, pp.integration, dp); err != nil {
 			return ctrl.Result{}, fmt.Errorf("node %s: %w", pp.node, err)
 		}
@@ -146,6 +161,36 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 
 	return pp.reportReady(ctx, &pod, mode, port, adm, since)
+}
+
+// unplugUnwanted unplugs the owner's plugs but keep's, and returns what is
+// plugged then. A gone pod's port that netshift-cni wired is left to its DEL
+// (leaveToCNI): later is when to look again.
+func (pp *portPlugger) unplugUnwanted(ctx context.Context, owner string, plugged []plug.Plugged, keep *plug.Port, gone, podExists bool) ([]plug.Plugged, time.Duration, error) {
+	logger := log.FromContext(ctx).WithValues("node", pp.node, "pod", owner)
+	var later time.Duration
+	for _, pl := range slices.Clone(plugged) {
+		if pl.Owner != owner || keep != nil && pl.PortID == keep.ID {
+			continue
+		}
+		if gone {
+			if wait := pp.leaveToCNI(owner, pl.PortID, podExists); wait > 0 {
+				logger.V(1).Info("leaving the port to netshift-cni's DEL", "port", pl.PortID, "for", wait.String())
+				later = max(later, wait)
+				continue
+			}
+		}
+		logger.Info("unplugging", "port", pl.PortID, "mode", pl.Mode)
+		if err := pp.db.Unplug(ctx, pl, pp.integration); err != nil {
+			return nil, 0, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
+		}
+		pp.forget(pl.PortID)
+		plugged = without(plugged, pl.PortID)
+	}
+	if later == 0 {
+		pp.forgetGone(owner)
+	}
+	return plugged, later, nil
 }
 
 // tapInUse reads what the node has under a tap name, in its switch and
@@ -400,7 +445,19 @@ func addPortPlugger(mgr ctrl.Manager, o Options, sw *ovs.Switch) error {
 		return fmt.Errorf("node %s: plugging ports needs the node's OVSDB (--ovsdb)", o.Node)
 	}
 	pp := &portPlugger{client: mgr.GetClient(), nodeReader: mgr.GetAPIReader(), node: o.Node, netns: o.NodeNetns, db: sw, integration: o.IntegrationBridge,
-		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}}
+		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}, goneSince: map[string]time.Time{}}
+	if o.CNI.Pool != nil {
+		pp.cniState, pp.parkedMax, pp.parkedTTL = o.CNI.Pool.StateDir, o.CNI.Pool.ParkedDevices, o.CNI.ParkedTTL
+		if pp.cniDelGrace = o.CNI.DelGrace; pp.cniDelGrace == 0 {
+			pp.cniDelGrace = defaultCNIDelGrace
+		}
+		if pp.parkedTTL == 0 {
+			pp.parkedTTL = 5 * time.Minute
+		}
+		if err := mgr.Add(manager.RunnableFunc(pp.sweepParkedEvery)); err != nil {
+			return err
+		}
+	}
 	if pp.integration == "" {
 		pp.integration = "br-int"
 	}

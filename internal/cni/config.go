@@ -66,12 +66,20 @@ type PoolConfig struct {
 	// (the Neutron network's MTU) nor the node's applied network
 	// configuration says one (0: the kernel's default, 1500).
 	MTU int `json:"mtu,omitempty"`
+	// ParkedDevices is how many returned ports' devices the node keeps
+	// plugged, parked, for the next pod of their pool (0: none; at most
+	// MaxParkedDevices). The agent removes those parked too long.
+	ParkedDevices int `json:"parkedDevices,omitempty"`
 	// Delegate is the network plugin's own entry (with its "type"), which
 	// wires every pod of the other namespaces.
 	Delegate map[string]any `json:"delegate"`
 
 	portWait time.Duration
 }
+
+// MaxParkedDevices bounds PoolConfig.ParkedDevices: each parked device keeps
+// a veth pair and its port's plug (a port bridge in per-port mode) on the node.
+const MaxParkedDevices = 256
 
 // MaxPortWait bounds PoolConfig.PortWait: a pod whose port has not come
 // within it fails its ADD, and the kubelet retries the sandbox.
@@ -94,6 +102,9 @@ func (p *PoolConfig) validate() error {
 	}
 	if p.MTU != 0 && (p.MTU < 576 || p.MTU > 9216) {
 		return fmt.Errorf("netshift-cni: pool.mtu %d: want 0 (unset) or 576..9216", p.MTU)
+	}
+	if p.ParkedDevices < 0 || p.ParkedDevices > MaxParkedDevices {
+		return fmt.Errorf("netshift-cni: pool.parkedDevices %d: want 0 (none kept) to %d", p.ParkedDevices, MaxParkedDevices)
 	}
 	if t, _ := p.Delegate["type"].(string); t == "" || t == PluginName {
 		return fmt.Errorf("netshift-cni: pool.delegate: want the network plugin's entry, with its type (not %s)", PluginName)

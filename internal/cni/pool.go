@@ -205,11 +205,17 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 	// The userspace datapath forwards a segment whose checksum was left to
 	// the hardware without filling it in: the pod must fill it in itself.
 	link := podLink{Netns: args.Netns, IfName: args.IfName, HostName: port.Tap, MTU: mtu, TxChecksumOff: dp == "netdev"}
-	if err := link.create(iface); err != nil {
-		return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
-	}
-	if err := plugPooled(ctx, sw, c.Pool, mode, port, pod.String(), dp, iface.VLAN); err != nil {
+	reused, err := takeParked(ctx, sw, c.Pool, link, mode, port, pod.String(), dp, iface)
+	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", pod, err)
+	}
+	if !reused {
+		if err := link.create(iface); err != nil {
+			return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
+		}
+		if err := plugPooled(ctx, sw, c.Pool, mode, port, pod.String(), dp, iface.VLAN); err != nil {
+			return nil, fmt.Errorf("pod %s: %w", pod, err)
+		}
 	}
 	// On an OVN node, wait for ovn-controller's flows, as ovn-kubernetes'
 	// plugin does: the pod's first packet then goes through. A subport has
@@ -254,6 +260,12 @@ func plugPooled(ctx context.Context, sw *ovs.Switch, p *PoolConfig, mode plug.Mo
 		adm, err := plug.Admit(mode, plugged, port, owner)
 		if err != nil {
 			return err
+		}
+		if adm.Discard != nil {
+			// The port's device parked the other way (the node's mode changed since).
+			if err := sw.Unplug(ctx, *adm.Discard, p.Bridge); err != nil {
+				return err
+			}
 		}
 		if mode == plug.Subport {
 			err = sw.PlugSubport(ctx, port, owner, vlan, p.TrunkBridge)
@@ -360,7 +372,7 @@ func poolDel(args *skel.CmdArgs, c *Config) error {
 		return fmt.Errorf("netshift-cni: node %s: pod %s: sandbox %s: %w", c.Pool.Node, st.Pod, args.ContainerID, err)
 	}
 	// A newer sandbox of the pod holds the port (and the node end's name) now: its DEL unplugs it.
-	if !newer {
+	if !newer && !parkPooled(ctx, c.Pool, st, args.Netns, args.IfName) {
 		if err := unwirePooled(ctx, c.Pool, st); err != nil {
 			return fmt.Errorf("netshift-cni: node %s: pod %s: sandbox %s: %w", c.Pool.Node, st.Pod, args.ContainerID, err)
 		}

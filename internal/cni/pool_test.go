@@ -114,6 +114,8 @@ func TestPoolConfigNamesTheField(t *testing.T) {
 		`,"portWait":"31s"`:                   `pool.portWait "31s": want a duration above 0 and at most 30s`,
 		`,"portWait":"0s"`:                    `pool.portWait "0s"`,
 		`,"mtu":100`:                          "pool.mtu 100: want 0 (unset) or 576..9216",
+		`,"parkedDevices":-1`:                 "pool.parkedDevices -1: want 0 (none kept) to 256",
+		`,"parkedDevices":257`:                "pool.parkedDevices 257: want 0 (none kept) to 256",
 		`,"plugMode":"sideways"`:              `pool.plugMode "sideways": want per-port or direct`,
 		`,"delegate":{"type":"netshift-cni"}`: "pool.delegate: want the network plugin's entry",
 		`,"delegate":{"type":""}`:             "pool.delegate",

@@ -73,7 +73,11 @@ func (c *conn) transact(ctx context.Context, what string, ops []ovsdb.Operation)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", c.what, what, err)
 	}
-	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+	if opErrs, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		// Each failed operation's own error says why (and is what callers test for).
+		for _, e := range opErrs {
+			err = fmt.Errorf("%w; %w", err, e)
+		}
 		return nil, fmt.Errorf("%s: %s: %w", c.what, what, err)
 	}
 	return res, nil

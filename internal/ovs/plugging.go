@@ -37,12 +37,13 @@ func (x *txn) name(prefix string) string {
 	return fmt.Sprintf("%s%d", prefix, x.named)
 }
 
-// setRowKeys sets keys of a row's map column, its other keys kept.
-func setRowKeys[M model.Model](x *txn, row M, column *map[string]string, kv map[string]string) {
-	if len(kv) == 0 {
+// setRowKeys sets keys of a row's map column and removes the keys drop, its
+// other keys kept.
+func setRowKeys[M model.Model](x *txn, row M, column *map[string]string, kv map[string]string, drop ...string) {
+	if len(kv) == 0 && len(drop) == 0 {
 		return
 	}
-	x.add(x.s.c.Where(row).Mutate(row, setKeys(column, kv)...))
+	x.add(x.s.c.Where(row).Mutate(row, setKeys(column, kv, drop...)...))
 }
 
 // ifaceSpec is what an interface of a plugged port must be.
@@ -50,6 +51,8 @@ type ifaceSpec struct {
 	Type        string
 	Options     map[string]string
 	ExternalIDs map[string]string
+	// DropIDs are external_ids keys an existing interface loses.
+	DropIDs []string
 }
 
 // ensurePort makes port name (one interface of the same name) exist on a
@@ -66,7 +69,7 @@ func (x *txn) ensurePort(t tables, bridge *vswitch.Bridge, name string, spec ifa
 					x.add(x.s.c.Where(&row).Update(&row, &row.Type, &row.Options))
 				}
 				row := vswitch.Interface{UUID: iu}
-				setRowKeys(x, &row, &row.ExternalIDs, spec.ExternalIDs)
+				setRowKeys(x, &row, &row.ExternalIDs, spec.ExternalIDs, spec.DropIDs...)
 			}
 			if tag != nil && (p.Tag == nil || *p.Tag != *tag) {
 				row := vswitch.Port{UUID: p.UUID, Tag: tag}
@@ -93,7 +96,8 @@ func (x *txn) ensurePort(t tables, bridge *vswitch.Bridge, name string, spec ifa
 // or not its device exists yet (vswitchd attaches it when it appears).
 // Direct: the tap on the integration bridge with the identifying
 // external_ids. It never isolates an activated port again (isolate is the
-// caller's, see plug.Admit).
+// caller's, see plug.Admit). A parked port is adopted: owner becomes its
+// owner, and it is parked no more.
 func (s *Switch) Plug(ctx context.Context, mode plug.Mode, p plug.Port, owner string, isolate bool, integration, datapath string) error {
 	t, err := s.tables(ctx)
 	if err != nil {
@@ -122,7 +126,7 @@ func (s *Switch) Plug(ctx context.Context, mode plug.Mode, p plug.Port, owner st
 				x.add(s.c.Where(&row).Update(&row, &row.DatapathType))
 			}
 			row := vswitch.Bridge{UUID: br.UUID}
-			setRowKeys(x, &row, &row.ExternalIDs, own)
+			setRowKeys(x, &row, &row.ExternalIDs, own, extParkedAt)
 			x.ensurePort(t, &br, n.BridgePatch, ifaceSpec{Type: "patch", Options: map[string]string{"peer": n.IntegrationPatch}}, tag)
 			x.ensurePort(t, &br, p.Tap, ifaceSpec{ExternalIDs: map[string]string{extPortID: p.ID}}, nil)
 		} else {
@@ -138,7 +142,7 @@ func (s *Switch) Plug(ctx context.Context, mode plug.Mode, p plug.Port, owner st
 			x.add(s.c.Where(&root).Mutate(&root, model.Mutation{Field: &root.Bridges, Mutator: ovsdb.MutateOperationInsert, Value: []string{b.UUID}}))
 		}
 	case plug.Direct:
-		x.ensurePort(t, &ib, p.Tap, ifaceSpec{ExternalIDs: union(ids, own)}, nil)
+		x.ensurePort(t, &ib, p.Tap, ifaceSpec{ExternalIDs: union(ids, own), DropIDs: []string{extParkedAt}}, nil)
 	default:
 		return fmt.Errorf("port %s: unknown plug mode %q", p.ID, mode)
 	}
@@ -202,10 +206,20 @@ func (s *Switch) Unplug(ctx context.Context, pl plug.Plugged, integration string
 		return err
 	}
 	x := &txn{s: s}
+	x.unplug(t, pl, integration)
+	if x.err != nil {
+		return fmt.Errorf("unplug port %s (%s) of %s: %s: %w", pl.PortID, pl.Mode, pl.Owner, s.what, x.err)
+	}
+	_, err = s.commit(ctx, fmt.Sprintf("unplug port %s (%s) of %s", pl.PortID, pl.Mode, pl.Owner), x.ops)
+	return err
+}
+
+// unplug adds the operations that remove a plug.
+func (x *txn) unplug(t tables, pl plug.Plugged, integration string) {
 	dropPort := func(name string) {
 		if b, p, ok := t.bridgeOfPort(name); ok && (b.Name == integration || isPortBridge(b.Name) || pl.Mode == plug.Subport && b.Name == pl.Bridge) {
 			row := vswitch.Bridge{UUID: b.UUID}
-			x.add(s.c.Where(&row).Mutate(&row, model.Mutation{Field: &row.Ports, Mutator: ovsdb.MutateOperationDelete, Value: []string{p.UUID}}))
+			x.add(x.s.c.Where(&row).Mutate(&row, model.Mutation{Field: &row.Ports, Mutator: ovsdb.MutateOperationDelete, Value: []string{p.UUID}}))
 		}
 	}
 	switch pl.Mode {
@@ -213,17 +227,12 @@ func (s *Switch) Unplug(ctx context.Context, pl plug.Plugged, integration string
 		n := plug.NamesFor(pl.PortID)
 		if b, ok := t.bridges[n.Bridge]; ok {
 			root := vswitch.OpenvSwitch{UUID: t.root.UUID}
-			x.add(s.c.Where(&root).Mutate(&root, model.Mutation{Field: &root.Bridges, Mutator: ovsdb.MutateOperationDelete, Value: []string{b.UUID}}))
+			x.add(x.s.c.Where(&root).Mutate(&root, model.Mutation{Field: &root.Bridges, Mutator: ovsdb.MutateOperationDelete, Value: []string{b.UUID}}))
 		}
 		dropPort(n.IntegrationPatch)
 	default:
 		dropPort(pl.Tap)
 	}
-	if x.err != nil {
-		return fmt.Errorf("unplug port %s (%s) of %s: %s: %w", pl.PortID, pl.Mode, pl.Owner, s.what, x.err)
-	}
-	_, err = s.commit(ctx, fmt.Sprintf("unplug port %s (%s) of %s", pl.PortID, pl.Mode, pl.Owner), x.ops)
-	return err
 }
 
 // Plugged lists the ports netshift has plugged: per-port bridges, direct
@@ -239,7 +248,7 @@ func (s *Switch) Plugged(ctx context.Context) ([]plug.Plugged, error) {
 		if ext[extPortID] == "" || plug.Mode(ext[extMode]) != plug.PerPort {
 			continue
 		}
-		pl := plug.Plugged{PortID: ext[extPortID], Mode: plug.PerPort, Owner: ext[extOwner], Tap: ext[extTap], Bridge: b.Name}
+		pl := plug.Plugged{PortID: ext[extPortID], Mode: plug.PerPort, Owner: ext[extOwner], Tap: ext[extTap], Bridge: b.Name, ParkedAt: parkedAt(ext)}
 		if p, ok := t.portNamed(b, plug.NamesFor(pl.PortID).BridgePatch); ok && p.Tag != nil && *p.Tag == DeadVLAN {
 			pl.Isolated = true
 		}
@@ -250,7 +259,7 @@ func (s *Switch) Plugged(ctx context.Context) ([]plug.Plugged, error) {
 		switch mode := plug.Mode(ext[extMode]); {
 		case ext[extPortID] == "":
 		case mode == plug.Direct:
-			plugged = append(plugged, plug.Plugged{PortID: ext[extPortID], Mode: plug.Direct, Owner: ext[extOwner], Tap: i.Name})
+			plugged = append(plugged, plug.Plugged{PortID: ext[extPortID], Mode: plug.Direct, Owner: ext[extOwner], Tap: i.Name, ParkedAt: parkedAt(ext)})
 		case mode == plug.Subport:
 			pl := plug.Plugged{PortID: ext[extPortID], Mode: plug.Subport, Owner: ext[extOwner], Tap: i.Name}
 			if b, p, ok := t.bridgeOfPort(i.Name); ok {

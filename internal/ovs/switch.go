@@ -362,7 +362,7 @@ func (s *Switch) Interfaces(ctx context.Context, names ...string) (map[string]In
 	}
 	ops := make([]ovsdb.Operation, 0, len(names))
 	for _, name := range names {
-		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: vswitch.InterfaceTable, Columns: []string{"name", "ofport", "external_ids"},
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationSelect, Table: vswitch.InterfaceTable, Columns: []string{"_uuid", "name", "ofport", "external_ids"},
 			Where: []ovsdb.Condition{{Column: "name", Function: ovsdb.ConditionEqual, Value: name}}})
 	}
 	res, err := s.transact(ctx, "read interfaces", ops)
@@ -374,6 +374,9 @@ func (s *Switch) Interfaces(ctx context.Context, names ...string) (map[string]In
 		for _, row := range r.Rows {
 			name, _ := row["name"].(string)
 			i := Interface{Name: name}
+			if u, ok := row["_uuid"].(ovsdb.UUID); ok {
+				i.UUID = u.GoUUID
+			}
 			if n, ok := row["ofport"].(float64); ok {
 				i.OFPort = int(n)
 			}

@@ -20,6 +20,9 @@ const (
 	extOwner  = "netshift-owner"
 	extMode   = "netshift-plug-mode"
 	extTap    = "netshift-tap"
+	// extParkedAt marks a parked port (see plug.Parked): when, in Unix
+	// seconds; the owner key is gone meanwhile.
+	extParkedAt = "netshift-parked-at"
 	// DeadVLAN isolates a port inside its port bridge: NORMAL never forwards VLAN 4095.
 	DeadVLAN = 4095
 )
@@ -43,6 +46,9 @@ type Interface struct {
 	OVNInstalled bool
 	// IfaceID is external_ids:iface-id, the logical port it is bound as.
 	IfaceID string
+	// UUID is the row's: a port plugged anew is a new row, a parked device
+	// taken back is the same one.
+	UUID string
 }
 
 // PodPort is an interface pods may be attached through.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Plugged is a port netshift has plugged on a node, as read back from its OVSDB.
@@ -20,6 +21,9 @@ type Plugged struct {
 	VLAN int
 	// Isolated says the bridge-side patch port still carries VLAN 4095.
 	Isolated bool
+	// ParkedAt is when netshift-cni parked the port's device (see Parked);
+	// zero for a port plugged for a pod.
+	ParkedAt time.Time
 }
 
 // ErrModeConflict is a plug refused because the node has ports plugged the other way.
@@ -36,26 +40,36 @@ type Admission struct {
 	// Isolate is whether to (re)apply VLAN 4095: only on a fresh plug, never
 	// to a port already activated.
 	Isolate bool
+	// Discard is the port's parked device of the other mode: unplugged
+	// (and its device removed) before the port is plugged this node's way.
+	Discard *Plugged
 }
 
 // Admit decides whether port p may be plugged on a node set to mode, given
 // what is plugged there. It refuses mixing modes (while any port of the other
 // mode is plugged), a derived bridge name or a tap used by another port, and
 // the same port for a second owner (a migration plugs the port on another
-// node, never twice on one).
+// node, never twice on one). A parked port is nobody's: its next pod adopts
+// it, and it counts against neither mode (a parked port of the other mode
+// is unplugged before the port is plugged anew).
 func Admit(mode Mode, plugged []Plugged, p Port, owner string) (Admission, error) {
 	var other []string
 	var adm Admission
 	for i, pl := range plugged {
 		if pl.PortID == p.ID {
+			if pl.Parked() {
+				adm.Existing = &plugged[i]
+				continue
+			}
 			if pl.Owner != owner {
 				return Admission{}, fmt.Errorf("port %s: %w: already plugged on this node for pod %s", p.ID, ErrNameTaken, pl.Owner)
 			}
 			adm.Existing = &plugged[i]
 			continue
 		}
-		// Subports sit on the trunk bridge, apart from either way of plugging on the integration bridge.
-		if pl.Mode != mode && pl.Mode != Subport && mode != Subport {
+		// Subports sit on the trunk bridge, apart from either way of plugging on the
+		// integration bridge; parked ports go before a plug needs their names.
+		if pl.Mode != mode && pl.Mode != Subport && mode != Subport && !pl.Parked() {
 			other = append(other, pl.PortID)
 		}
 		if mode == PerPort && pl.Mode == PerPort && pl.Bridge == NamesFor(p.ID).Bridge {
@@ -66,7 +80,11 @@ func Admit(mode Mode, plugged []Plugged, p Port, owner string) (Admission, error
 		}
 	}
 	if adm.Existing != nil && adm.Existing.Mode != mode {
-		other = append(other, p.ID)
+		if !adm.Existing.Parked() {
+			other = append(other, p.ID)
+		} else {
+			adm.Discard, adm.Existing = adm.Existing, nil
+		}
 	}
 	if len(other) > 0 {
 		sort.Strings(other)
@@ -78,10 +96,14 @@ func Admit(mode Mode, plugged []Plugged, p Port, owner string) (Admission, error
 }
 
 // Stale lists the plugged ports no live pod wants any more: wanted maps an
-// owner to the port ID it should have plugged on this node.
+// owner to the port ID it should have plugged on this node. Parked ports are
+// nobody's and not stale: they go when parked too long (ParkedToSweep).
 func Stale(plugged []Plugged, wanted map[string]string) []Plugged {
 	var stale []Plugged
 	for _, pl := range plugged {
+		if pl.Parked() {
+			continue
+		}
 		if id, ok := wanted[pl.Owner]; !ok || id != pl.PortID {
 			stale = append(stale, pl)
 		}

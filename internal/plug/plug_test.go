@@ -70,6 +70,8 @@ func TestAdmit(t *testing.T) {
 		owner   string
 		wantErr error
 		isolate bool
+		// existing: the admission repairs the port's plug; discard: it unplugs a parked one first.
+		existing, discard bool
 	}{
 		{name: "empty node", mode: PerPort, owner: "vm/a", isolate: true},
 		{name: "again, activated: repair only", mode: PerPort, owner: "vm/a",
@@ -92,6 +94,12 @@ func TestAdmit(t *testing.T) {
 			plugged: []Plugged{{PortID: "z", Mode: Subport, Owner: "vm/z", Tap: "tapz", Bridge: "br-trunk", VLAN: 7}}},
 		{name: "a subport whose tap another subport has", mode: Subport, owner: "vm/a", wantErr: ErrNameTaken,
 			plugged: []Plugged{{PortID: "z", Mode: Subport, Owner: "vm/z", Tap: p.Tap, Bridge: "br-trunk", VLAN: 7}}},
+		{name: "the port's parked device: adopted as it is", mode: PerPort, owner: "vm/a", existing: true,
+			plugged: []Plugged{{PortID: uuid1, Mode: PerPort, Tap: p.Tap, Bridge: NamesFor(uuid1).Bridge, ParkedAt: time.Unix(1, 0)}}},
+		{name: "the port's parked device of the other mode: discarded, plugged anew", mode: Direct, owner: "vm/a", isolate: true, discard: true,
+			plugged: []Plugged{{PortID: uuid1, Mode: PerPort, Tap: p.Tap, Bridge: NamesFor(uuid1).Bridge, ParkedAt: time.Unix(1, 0)}}},
+		{name: "other ports parked the other way do not block", mode: PerPort, owner: "vm/a", isolate: true,
+			plugged: []Plugged{{PortID: "x", Mode: Direct, Tap: "tapx", ParkedAt: time.Unix(1, 0)}}},
 	}
 	for _, c := range cases {
 		adm, err := Admit(c.mode, c.plugged, p, c.owner)
@@ -107,6 +115,9 @@ func TestAdmit(t *testing.T) {
 		}
 		if adm.Isolate != c.isolate {
 			t.Errorf("%s: isolate %v, want %v", c.name, adm.Isolate, c.isolate)
+		}
+		if (adm.Existing != nil) != (c.existing || c.name == "again, activated: repair only") || (adm.Discard != nil) != c.discard {
+			t.Errorf("%s: existing %+v, discard %+v; want existing %v, discard %v", c.name, adm.Existing, adm.Discard, c.existing, c.discard)
 		}
 	}
 	_, err := Admit(PerPort, []Plugged{{PortID: "x", Mode: Direct, Owner: "vm/x", Tap: "tapx"}, {PortID: "w", Mode: Direct, Owner: "vm/w", Tap: "tapw"}}, p, "vm/a")

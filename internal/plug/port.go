@@ -115,6 +115,9 @@ type Names struct {
 	// IntegrationPatch is the patch port on the integration bridge, ipb-<id>:
 	// the port the network controller binds by iface-id.
 	IntegrationPatch string
+	// Parked is the name a parked pod end has on the node, pkd-<id> (see
+	// Parked): a device name, so at most 15 bytes.
+	Parked string
 }
 
 // NamesFor derives a port's per-port names from its ID alone, so that a
@@ -122,7 +125,7 @@ type Names struct {
 // kernel devices and keep the whole ID; the bridge name is shortened, so two
 // IDs can share one, which Admit refuses.
 func NamesFor(id string) Names {
-	return Names{Bridge: "pbr-" + shortID(id, 11), BridgePatch: "pbp-" + id, IntegrationPatch: "ipb-" + id}
+	return Names{Bridge: "pbr-" + shortID(id, 11), BridgePatch: "pbp-" + id, IntegrationPatch: "ipb-" + id, Parked: "pkd-" + shortID(id, 11)}
 }
 
 // shortID is the first n characters of the ID without dashes, which UUIDs

@@ -77,8 +77,12 @@ type PodBenchReport struct {
 	PooledSync     PodBenchLatency `json:"pooledSync"`
 	Unpooled       PodBenchLatency `json:"unpooled"`
 	Floor          PodBenchLatency `json:"floor"`
-	// Churn is the deferred mode over a churn: pods come and go, a few alive at a time.
+	// Churn is the deferred mode over a churn: pods come and go, a few alive
+	// at a time; each node parks gone pods' devices for their ports' next pods.
 	Churn PodBenchChurn `json:"pooledDeferredChurn"`
+	// ChurnUnparked is the same churn with no device parked (the agent's
+	// --cni-parked-devices=0): every pod's device made and plugged anew.
+	ChurnUnparked PodBenchChurn `json:"pooledDeferredChurnUnparked"`
 	// NeutronCallsPerPod is the deferred mode's over the churn, as the pool bench reports it.
 	NeutronCallsPerPod float64 `json:"neutronCallsPerPod"`
 }
@@ -156,21 +160,12 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 			}
 			results[m.name].NeutronRequestsPerPod = float64(requests) / float64(pods)
 			if m.name == "pooledDeferred" {
-				// A churn: what the pools save where pods come and go all the time.
-				ns := poolNamespace(s, fmt.Sprintf("churn-%d", i))
-				warmPools(b, c, nc, s, ns, 10)
-				createPoolNamespace(b, c, s, ns)
-				before := neutronRequests(b, s)
-				took, err := churnPods(c, ns.Name, s, podBenchPods, podBenchChurnAlive)
-				if err != nil {
-					b.Fatalf("churn: %v", err)
-				}
-				deleteNamespaceAndWait(b, c, ns.Name)
-				pr := percentiles(took)
-				r.Churn = PodBenchChurn{Pods: podBenchPods, Alive: podBenchChurnAlive, P50Ms: pr.P50Ms, P99Ms: pr.P99Ms,
-					NeutronRequestsPerPod: float64(neutronSettled(b, s)-before) / podBenchPods}
-				b.Logf("churn of %d pods, %d alive at a time: p50 %.0f ms, p99 %.0f ms, %.2f Neutron requests per pod",
-					podBenchPods, podBenchChurnAlive, pr.P50Ms, pr.P99Ms, r.Churn.NeutronRequestsPerPod)
+				// A churn: what the pools save where pods come and go all the time; then
+				// the same with no device parked, side by side.
+				r.Churn = benchChurn(b, c, nc, s, fmt.Sprintf("churn-%d", i))
+				setAgentArgs(b, c, []string{"--cni-parked-devices=0"})
+				r.ChurnUnparked = benchChurn(b, c, nc, s, fmt.Sprintf("churn-unparked-%d", i))
+				setAgentArgs(b, c, nil)
 				// The floor beside it: the same lab, the lab's own network, no Neutron.
 				for run := 1; run <= runs; run++ {
 					ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("floor-%d-%d", i, run)}}
@@ -208,8 +203,81 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 	b.ReportMetric(r.PooledDeferred.NeutronRequestsPerPod, "deferred-neutron-requests/pod")
 	b.ReportMetric(r.Churn.NeutronRequestsPerPod, "churn-neutron-requests/pod")
 	b.ReportMetric(r.Churn.P50Ms, "churn-p50-ms")
+	b.ReportMetric(r.Churn.P99Ms, "churn-p99-ms")
+	b.ReportMetric(r.ChurnUnparked.P50Ms, "churn-unparked-p50-ms")
+	b.ReportMetric(r.ChurnUnparked.P99Ms, "churn-unparked-p99-ms")
 	b.ReportMetric(r.PooledSync.NeutronRequestsPerPod, "sync-neutron-requests/pod")
 	b.ReportMetric(r.Unpooled.NeutronRequestsPerPod, "unpooled-neutron-requests/pod")
+}
+
+// benchChurn runs the churn through a new pool-enabled namespace and
+// measures it: creation to Ready, and Neutron's requests per pod from the
+// first pod until everything is back in its pools.
+func benchChurn(b *testing.B, c client.Client, nc *neutron.Client, s *lab.State, name string) PodBenchChurn {
+	b.Helper()
+	ns := poolNamespace(s, name)
+	warmPools(b, c, nc, s, ns, 10)
+	createPoolNamespace(b, c, s, ns)
+	before := neutronRequests(b, s)
+	took, err := churnPods(c, ns.Name, s, podBenchPods, podBenchChurnAlive)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	deleteNamespaceAndWait(b, c, ns.Name)
+	pr := percentiles(took)
+	r := PodBenchChurn{Pods: podBenchPods, Alive: podBenchChurnAlive, P50Ms: pr.P50Ms, P99Ms: pr.P99Ms,
+		NeutronRequestsPerPod: float64(neutronSettled(b, s)-before) / podBenchPods}
+	b.Logf("%s: %d pods, %d alive at a time: p50 %.0f ms, p99 %.0f ms, %.2f Neutron requests per pod",
+		name, podBenchPods, podBenchChurnAlive, pr.P50Ms, pr.P99Ms, r.NeutronRequestsPerPod)
+	return r
+}
+
+// replaceArgs is a container's arguments with those starting with prefix
+// replaced by args.
+func replaceArgs(have []string, prefix string, args []string) []string {
+	kept := slices.DeleteFunc(slices.Clone(have), func(a string) bool { return strings.HasPrefix(a, prefix) })
+	return append(kept, args...)
+}
+
+// setAgentArgs replaces the agents' --cni-parked-devices argument with args
+// and waits until every node runs an agent with them (each rewrites its
+// node's netshift-cni configuration as it starts).
+func setAgentArgs(b testing.TB, c client.Client, args []string) {
+	b.Helper()
+	var d appsv1.DaemonSet
+	setArgs(b, c, &d, "netshift-agent", &d.Spec.Template, "--cni-parked-devices", args, func() bool {
+		st, want := d.Status, d.Status.DesiredNumberScheduled
+		return st.ObservedGeneration >= d.Generation && st.UpdatedNumberScheduled == want && st.NumberReady == want && st.NumberAvailable == want
+	})
+}
+
+// setArgs replaces the arguments of obj's first container (obj, named name
+// in netshift-system, is read into; template is its pod template) that start
+// with prefix by args, and waits until rolledOut says its new pods all run.
+func setArgs(b testing.TB, c client.Client, obj client.Object, name string, template *corev1.PodTemplateSpec, prefix string, args []string, rolledOut func() bool) {
+	b.Helper()
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: "netshift-system", Name: name}
+	if err := c.Get(ctx, key, obj); err != nil {
+		b.Fatal(err)
+	}
+	template.Spec.Containers[0].Args = replaceArgs(template.Spec.Containers[0].Args, prefix, args)
+	if err := c.Update(ctx, obj); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if err := c.Get(ctx, key, obj); err != nil {
+			b.Fatal(err)
+		}
+		if rolledOut() {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s with %v: not rolled out after 3 minutes", name, args)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // churnPods runs count pods through namespace, at most alive at a time on
@@ -300,37 +368,11 @@ func medianRun(runs []PodBenchRun) (p50, p99 float64) {
 // args, and waits until the new operator's pods are all ready.
 func setOperatorArgs(b testing.TB, c client.Client, args []string) {
 	b.Helper()
-	ctx := context.Background()
 	var d appsv1.Deployment
-	key := client.ObjectKey{Namespace: "netshift-system", Name: "netshift-operator"}
-	if err := c.Get(ctx, key, &d); err != nil {
-		b.Fatal(err)
-	}
-	var kept []string
-	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-		if !strings.HasPrefix(a, "--pool-") {
-			kept = append(kept, a)
-		}
-	}
-	d.Spec.Template.Spec.Containers[0].Args = append(kept, args...)
-	if err := c.Update(ctx, &d); err != nil {
-		b.Fatal(err)
-	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		if err := c.Get(ctx, key, &d); err != nil {
-			b.Fatal(err)
-		}
-		want := *d.Spec.Replicas
-		st := d.Status
-		if st.ObservedGeneration >= d.Generation && st.UpdatedReplicas == want && st.ReadyReplicas == want && st.Replicas == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the operator with %v: not rolled out after 3 minutes: %+v", args, st)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	setArgs(b, c, &d, "netshift-operator", &d.Spec.Template, "--pool-", args, func() bool {
+		want, st := *d.Spec.Replicas, d.Status
+		return st.ObservedGeneration >= d.Generation && st.UpdatedReplicas == want && st.ReadyReplicas == want && st.Replicas == want
+	})
 }
 
 // warmPools creates ns and one pod per node in it, so that every node's pool

@@ -17,6 +17,7 @@ import (
 
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/portpool"
 )
@@ -47,7 +48,8 @@ func TestPooledPodChurnLeaksNothing(t *testing.T) {
 		early   bool // deleted whether it runs or not
 	}
 	var live []livePod
-	created, kills, early, ran := 0, 0, 0, 0
+	created, kills, early, ran, taken := 0, 0, 0, 0, 0
+	reuse := devicesSeen{}
 	nextKill := time.Now().Add(time.Duration(20+rng.Intn(20)) * time.Second)
 	start := time.Now()
 	deadline := start.Add(15 * time.Minute)
@@ -83,6 +85,9 @@ func TestPooledPodChurnLeaksNothing(t *testing.T) {
 			} else {
 				early++
 			}
+			if running {
+				taken += reuse.saw(t, w, &cur)
+			}
 			if err := w.c.Delete(ctx, &cur, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
 				t.Fatal(err)
 			}
@@ -94,7 +99,11 @@ func TestPooledPodChurnLeaksNothing(t *testing.T) {
 			noPortHeldTwice(t, w)
 		}
 	}
-	t.Logf("%d pooled pods in %.0f s: %d ran before their deletion, %d deleted early; %d operator kills", churnTestPods, time.Since(start).Seconds(), ran, early, kills)
+	t.Logf("%d pooled pods in %.0f s: %d ran before their deletion (%d on a parked device), %d deleted early; %d operator kills",
+		churnTestPods, time.Since(start).Seconds(), ran, taken, early, kills)
+	if taken == 0 {
+		t.Errorf("none of the %d pods that ran took its port's parked device: every one was plugged anew", ran)
+	}
 	noPortHeldTwice(t, w)
 	waitFor(t, "every churn pod gone", func() bool {
 		var pods corev1.PodList
@@ -150,8 +159,10 @@ func noPortHeldTwice(t *testing.T, w *pooledWorld) {
 	}
 }
 
-// nothingLeftOnNodes asserts that no pooled pod's node end and no sandbox
-// record of netshift-cni is left on any node once every pooled pod is gone.
+// nothingLeftOnNodes asserts that no pooled pod's node end, no parked device
+// and no sandbox record of netshift-cni is left on any node a minute after
+// every pooled pod is gone (the agent removes parked devices after the
+// lab's 30 s).
 func nothingLeftOnNodes(t *testing.T, w *pooledWorld) {
 	t.Helper()
 	for _, n := range w.s.Topology.Nodes {
@@ -168,7 +179,8 @@ func nothingLeftOnNodes(t *testing.T, w *pooledWorld) {
 			err := netdev.InNetns(n.Netns, func() error {
 				links, err := netlink.LinkList()
 				for _, l := range links {
-					if strings.HasPrefix(l.Attrs().Name, "tap") {
+					// Node ends, and pod ends parked on the node (kept until the lab's parked TTL, 30 s).
+					if strings.HasPrefix(l.Attrs().Name, "tap") || strings.HasPrefix(l.Attrs().Name, "pkd-") {
 						ends = append(ends, l.Attrs().Name)
 					}
 				}
@@ -189,4 +201,33 @@ func nothingLeftOnNodes(t *testing.T, w *pooledWorld) {
 			}
 		}
 	}
+}
+
+// devicesSeen remembers, per node and port, the switch's row for the port's
+// integration-side interface as each pod had it: a later pod of the same
+// port on the same node with the same row took the parked device (a port
+// plugged anew is a new row).
+type devicesSeen map[string]string
+
+// saw records a running pod's device and says 1 if it was an earlier pod's.
+func (d devicesSeen) saw(t *testing.T, w *pooledWorld, p *corev1.Pod) int {
+	t.Helper()
+	a, err := portpool.ParseAssignment(p.Annotations[plug.PoolAnnotation])
+	if err != nil {
+		return 0
+	}
+	side := plug.NamesFor(a.ID).IntegrationPatch
+	var row string
+	w.onSwitch(p.Spec.NodeName, func(ctx context.Context, sw *ovs.Switch) {
+		if got, err := sw.Interfaces(ctx, side); err == nil {
+			row = got[side].UUID
+		}
+	})
+	key := p.Spec.NodeName + "/" + a.ID
+	prev := d[key]
+	d[key] = row
+	if row != "" && row == prev {
+		return 1
+	}
+	return 0
 }

@@ -172,9 +172,9 @@ func eth0Carries(netns string, a portpool.Assignment) error {
 	})
 }
 
-// noLeak asserts that every port netshift plugged belongs to a live pod,
-// and that every Neutron port the pools made is in a pool or owned by a
-// live pod.
+// noLeak asserts that every port netshift plugged belongs to a live pod or
+// is parked (kept for its next pod, never a live pod's port), and that
+// every Neutron port the pools made is in a pool or owned by a live pod.
 func (w *pooledWorld) noLeak() {
 	w.t.Helper()
 	var pods corev1.PodList
@@ -195,9 +195,21 @@ func (w *pooledWorld) noLeak() {
 			w.t.Log(msg)
 		}
 	}
+	owned := map[string]string{} // port → pod
+	for pod, id := range live {
+		owned[id] = pod
+	}
 	waitFor(w.t, "nothing plugged for a gone pod", func() bool {
 		for _, n := range w.s.Topology.Nodes {
 			for _, pl := range w.plugged(n.Name) {
+				if pl.Parked() {
+					// Kept for the port's next pod: never while a live pod owns the port.
+					if pod, ok := owned[pl.PortID]; ok {
+						logOnce("node %s: port %s parked, while pod %s owns it", n.Name, pl.PortID, pod)
+						return false
+					}
+					continue
+				}
 				if live[pl.Owner] != pl.PortID {
 					logOnce("node %s: port %s plugged for %s, which does not own it", n.Name, pl.PortID, pl.Owner)
 					return false
@@ -304,6 +316,22 @@ func TestPooledPodsReachEachOtherThroughTheirPorts(t *testing.T) {
 		port, err := w.nc.GetPort(ctx, ports[0].ID)
 		return err == nil && port.Name == portpool.AvailableName && port.DeviceID == ""
 	})
+	// Its device stays on its node, parked for the port's next pod: still
+	// plugged, nobody's, bound by ovn-controller, and ACTIVE in Neutron.
+	waitFor(t, "web-1's device parked on "+wired[0].Node, func() bool {
+		for _, pl := range w.plugged(wired[0].Node) {
+			if pl.PortID == ports[0].ID {
+				return pl.Parked() && pl.Owner == ""
+			}
+		}
+		return false
+	})
+	if id, bound := w.integrationIfaceID(wired[0].Node, ports[0].ID); !bound || id != ports[0].ID {
+		t.Errorf("web-1's parked port on %s: iface-id %q, bound %v; want it bound as %s", wired[0].Node, id, bound, ports[0].ID)
+	}
+	if port, err := w.nc.GetPort(ctx, ports[0].ID); err != nil || port.Status != "ACTIVE" || port.HostID != wired[0].Node {
+		t.Errorf("web-1's parked port in Neutron: %+v, %v; want ACTIVE on %s", port, err, wired[0].Node)
+	}
 
 	// A pod created while the operator restarts: netshift-cni waits for the
 	// restarted operator's record (the kubelet retries a sandbox whose wait ran out).

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/testenv"
 )
 
@@ -98,6 +99,22 @@ func (s *Switch) inNetns(name string, args ...string) string {
 func (s *Switch) Vsctl(args ...string) string {
 	s.t.Helper()
 	return strings.TrimSpace(s.Run("ovs-vsctl", append([]string{"--db=" + s.Socket, "--timeout=20"}, args...)...))
+}
+
+// PluggedPort reads a port's plug back from the switch, through netshift's
+// own reader (ovs.Switch.Plugged).
+func (s *Switch) PluggedPort(id string) (plug.Plugged, bool) {
+	s.t.Helper()
+	all, err := s.DB.Plugged(context.Background())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, pl := range all {
+		if pl.PortID == id {
+			return pl, true
+		}
+	}
+	return plug.Plugged{}, false
 }
 
 // Flows dumps a bridge's OpenFlow flows, without their counters.
