@@ -62,7 +62,8 @@ func parkPooled(ctx context.Context, p *PoolConfig, st sandboxState, netnsPath, 
 	}
 	if err := sw.Park(ctx, *mine, time.Now()); err != nil {
 		fmt.Fprintf(os.Stderr, "netshift-cni: node %s: pod %s: port %s: not parked: %v\n", p.Node, st.Pod, st.PortID, err)
-		return false // unwiring removes the device, wherever it is now
+		_ = deleteHostLink(plug.NamesFor(st.PortID).Parked) // the pair goes with it; unwiring does the rest
+		return false
 	}
 	return true
 }
@@ -169,7 +170,7 @@ func (l podLink) unpark(parked string, iface portpool.Interface) (bool, error) {
 // has one: the plug is adopted for the pod first (so that the agent's sweep
 // cannot take it meanwhile), then the device. false: nothing was taken, and
 // the caller makes and plugs a fresh device.
-func takeParked(ctx context.Context, sw *ovs.Switch, p *PoolConfig, link podLink, mode plug.Mode, port plug.Port, pod, dp string, iface portpool.Interface) (bool, error) {
+func takeParked(ctx context.Context, sw *ovs.Switch, p *PoolConfig, link podLink, mode plug.Mode, port plug.Port, pod, dp string, iface portpool.Interface, holderGone func(string) bool) (bool, error) {
 	if p.ParkedDevices == 0 || mode == plug.Subport {
 		return false, nil
 	}
@@ -180,7 +181,11 @@ func takeParked(ctx context.Context, sw *ovs.Switch, p *PoolConfig, link podLink
 	if !parkedCandidate(plugged, mode, port, pod) {
 		return false, nil
 	}
-	if err := plugPooled(ctx, sw, p, mode, port, pod, dp, 0); err != nil {
+	// The agent may have plugged a fresh port for the pod first: no parked device then.
+	if _, err := netlink.LinkByName(plug.NamesFor(port.ID).Parked); err != nil {
+		return false, nil
+	}
+	if err := plugPooled(ctx, sw, p, mode, port, pod, dp, 0, holderGone); err != nil {
 		return false, err
 	}
 	ok, err := link.unpark(plug.NamesFor(port.ID).Parked, iface)

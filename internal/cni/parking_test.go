@@ -2,6 +2,7 @@ package cni
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -156,7 +157,11 @@ type parkingNode struct {
 	sw   *ovstest.Switch
 	pool *PoolConfig
 	mode plug.Mode
+	// gone are the pods deleted from the API (their sandboxes may live on).
+	gone map[string]bool
 }
+
+func (n parkingNode) holderGone(pod string) bool { return n.gone[pod] }
 
 // wire does what ADD does for pod: through its port's parked device if the
 // node has one (true), else a fresh one.
@@ -167,13 +172,10 @@ func (n parkingNode) wire(pod, ns string, p plug.Port, iface portpool.Interface)
 	var reused bool
 	err := netdev.InNetns(n.sw.Netns, func() error {
 		var err error
-		if reused, err = takeParked(ctx, n.sw.DB, n.pool, link, n.mode, p, pod, "netdev", iface); err != nil || reused {
+		if reused, err = takeParked(ctx, n.sw.DB, n.pool, link, n.mode, p, pod, "netdev", iface, n.holderGone); err != nil || reused {
 			return err
 		}
-		if err := link.create(iface); err != nil {
-			return err
-		}
-		return plugPooled(ctx, n.sw.DB, n.pool, n.mode, p, pod, "netdev", 0)
+		return wireFresh(ctx, n.sw.DB, n.pool, link, n.mode, p, pod, "netdev", iface, n.holderGone)
 	})
 	if err != nil {
 		n.t.Fatalf("wire %s: %v", pod, err)
@@ -190,12 +192,69 @@ func (n parkingNode) del(pod, ns string, p plug.Port) (parked bool) {
 		if parked = parkPooled(ctx, n.pool, st, ns, "eth0"); parked {
 			return nil
 		}
-		return unwirePooled(ctx, n.pool, st)
+		return unwirePooled(ctx, n.pool, st, "eth0")
 	})
 	if err != nil {
 		n.t.Fatalf("DEL of %s: %v", pod, err)
 	}
 	return parked
+}
+
+// TestPortHandedOnBeforeTheOldSandboxsDEL: the pool hands a port on once
+// its pod is deleted from the API, but the kubelet may tear that pod's
+// sandbox down later. The new pod's ADD takes the stale plug over (a live
+// pod's plug it refuses), and the old sandbox's DEL, coming after, leaves
+// the new pod's node end and plug alone: the new pod still reaches another.
+func TestPortHandedOnBeforeTheOldSandboxsDEL(t *testing.T) {
+	sw := ovstest.Start(t)
+	node := parkingNode{t: t, sw: sw, pool: &PoolConfig{Node: "n1", OVSDB: sw.Socket, Bridge: "br-int"}, mode: plug.PerPort, gone: map[string]bool{}}
+	p1, if1 := testPort(1)
+	old, next := podNetns(t, "nshand-old"), podNetns(t, "nshand-new")
+	node.wire("ns/old", old, p1, if1)
+
+	// While the old pod lives, the port is not taken from it.
+	err := netdev.InNetns(sw.Netns, func() error {
+		return plugPooled(context.Background(), sw.DB, node.pool, node.mode, p1, "ns/new", "netdev", 0, node.holderGone)
+	})
+	if !errors.Is(err, plug.ErrNameTaken) {
+		t.Fatalf("plugging a live pod's port for another: %v, want ErrNameTaken", err)
+	}
+	if pl, _ := sw.PluggedPort(p1.ID); pl.Owner != "ns/old" {
+		t.Fatalf("a refused take-over changed the plug: %+v", pl)
+	}
+
+	// A retried sandbox of the same pod replaces its device, and serves traffic.
+	retried := podNetns(t, "nshand-retry")
+	node.wire("ns/old", retried, p1, if1)
+	p3, if3 := testPort(3)
+	peer := podNetns(t, "nshand-peer")
+	node.wire("ns/peer", peer, p3, if3)
+	if err := tcpEcho(peer, retried, "10.245.0.3:7002"); err != nil {
+		t.Errorf("a retried sandbox's new device does not reach another pod: %v", err)
+	}
+	old = retried
+
+	node.gone["ns/old"] = true
+	node.wire("ns/new", next, p1, if1)
+	if pl, _ := sw.PluggedPort(p1.ID); pl.Owner != "ns/new" {
+		t.Fatalf("after the new pod's ADD the port is plugged for %q, want ns/new", pl.Owner)
+	}
+	hostIndex, _, _, _ := linkIn(t, sw.Netns, p1.Tap)
+	if node.del("ns/old", old, p1) {
+		t.Fatal("the old sandbox's DEL parked a port it no longer holds")
+	}
+	if idx, _, up, found := linkIn(t, sw.Netns, p1.Tap); !found || idx != hostIndex || !up {
+		t.Fatalf("the old sandbox's DEL took the new pod's node end %s (found %v, index %d was %d, up %v)", p1.Tap, found, idx, hostIndex, up)
+	}
+	if pl, ok := sw.PluggedPort(p1.ID); !ok || pl.Owner != "ns/new" {
+		t.Fatalf("the old sandbox's DEL took the new pod's plug: %+v (plugged %v)", pl, ok)
+	}
+	p2, if2 := testPort(2)
+	other := podNetns(t, "nshand-other")
+	node.wire("ns/other", other, p2, if2)
+	if err := tcpEcho(other, next, "10.245.0.2:7001"); err != nil {
+		t.Errorf("the new pod does not reach another after the old sandbox's DEL: %v", err)
+	}
 }
 
 // BenchmarkPooledPodWiring is netshift-cni's ADD of a pooled pod on a real

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -165,6 +166,35 @@ func (l podLink) check(iface portpool.Interface) error {
 		}
 		return nil
 	})
+}
+
+// hostEndIsOurs says whether the node end named l.HostName is the peer of
+// the pod end l.IfName in l.Netns.
+func (l podLink) hostEndIsOurs() bool {
+	if l.Netns == "" {
+		return false
+	}
+	if _, err := os.Stat(l.Netns); err != nil {
+		return false
+	}
+	peer := 0
+	err := netdev.InNetns(l.Netns, func() error {
+		link, err := netlink.LinkByName(l.IfName)
+		if err != nil {
+			return err
+		}
+		veth, ok := link.(*netlink.Veth)
+		if !ok {
+			return fmt.Errorf("%s is not a veth", l.IfName)
+		}
+		peer, err = netlink.VethPeerIndex(veth)
+		return err
+	})
+	if err != nil {
+		return false
+	}
+	host, err := netlink.LinkByName(l.HostName)
+	return err == nil && host.Attrs().Index == peer
 }
 
 // deleteHostLink removes a pooled pod's node end if it is there.

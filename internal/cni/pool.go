@@ -16,6 +16,8 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/vishvananda/netlink"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -205,15 +207,13 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 	// The userspace datapath forwards a segment whose checksum was left to
 	// the hardware without filling it in: the pod must fill it in itself.
 	link := podLink{Netns: args.Netns, IfName: args.IfName, HostName: port.Tap, MTU: mtu, TxChecksumOff: dp == "netdev"}
-	reused, err := takeParked(ctx, sw, c.Pool, link, mode, port, pod.String(), dp, iface)
+	gone := func(holder string) bool { return podGoneFromNode(ctx, kube, holder) }
+	reused, err := takeParked(ctx, sw, c.Pool, link, mode, port, pod.String(), dp, iface, gone)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", pod, err)
 	}
 	if !reused {
-		if err := link.create(iface); err != nil {
-			return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
-		}
-		if err := plugPooled(ctx, sw, c.Pool, mode, port, pod.String(), dp, iface.VLAN); err != nil {
+		if err := wireFresh(ctx, sw, c.Pool, link, mode, port, pod.String(), dp, iface, gone); err != nil {
 			return nil, fmt.Errorf("pod %s: %w", pod, err)
 		}
 	}
@@ -231,6 +231,30 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 		return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
 	}
 	return link.result(iface), nil
+}
+
+// wireFresh makes the pod a new device and plugs it. A node end of the
+// port's name already there (an earlier sandbox of the pod's, or the port's
+// previous pod's) is replaced, and the pod's plug of the port with it: the
+// userspace switch serves a device that replaced another under the same
+// rows no more (found by TestPortHandedOnBeforeTheOldSandboxsDEL), and
+// serves a new device through new rows.
+func wireFresh(ctx context.Context, sw *ovs.Switch, p *PoolConfig, link podLink, mode plug.Mode, port plug.Port, pod, dp string, iface portpool.Interface, holderGone func(string) bool) error {
+	if _, err := netlink.LinkByName(link.HostName); err == nil {
+		plugged, err := sw.Plugged(ctx)
+		if err != nil {
+			return fmt.Errorf("port %s: %w", port.ID, err)
+		}
+		if pl, ok := plug.PlugOf(plugged, port.ID); ok && pl.Owner == pod {
+			if err := sw.Unplug(ctx, pl, p.Bridge); err != nil {
+				return fmt.Errorf("port %s: replace the plug of an earlier sandbox: %w", port.ID, err)
+			}
+		}
+	}
+	if err := link.create(iface); err != nil {
+		return fmt.Errorf("port %s: %w", port.ID, err)
+	}
+	return plugPooled(ctx, sw, p, mode, port, pod, dp, iface.VLAN, holderGone)
 }
 
 // podMTU is a pooled pod's MTU: its Neutron network's, lowered to the
@@ -251,13 +275,27 @@ func podMTU(network, configured int, nodeConfig string) int {
 // package ovs writes). The agent may plug the same port at the same moment:
 // the switch's unique names turn the second insert into an error, and a
 // second look finds the port plugged.
-func plugPooled(ctx context.Context, sw *ovs.Switch, p *PoolConfig, mode plug.Mode, port plug.Port, owner, dp string, vlan int) error {
+//
+// The operator hands a port on only once its previous pod is gone, but that
+// pod's sandbox may not be torn down yet (a forced deletion does not wait
+// for the kubelet): a plug of the port for a pod that holderGone says is no
+// live pod of this node is stale, and taken over.
+func plugPooled(ctx context.Context, sw *ovs.Switch, p *PoolConfig, mode plug.Mode, port plug.Port, owner, dp string, vlan int, holderGone func(string) bool) error {
 	for attempt := 0; ; attempt++ {
 		plugged, err := sw.Plugged(ctx)
 		if err != nil {
 			return fmt.Errorf("port %s: %w", port.ID, err)
 		}
 		adm, err := plug.Admit(mode, plugged, port, owner)
+		if prior, held := plug.PlugOf(plugged, port.ID); errors.Is(err, plug.ErrNameTaken) && held && !prior.Parked() && prior.Owner != owner &&
+			holderGone != nil && holderGone(prior.Owner) && attempt == 0 {
+			// Unplugged, not adopted: its rows name a device this ADD has replaced,
+			// and the switch attaches a new device cleanly only to new rows.
+			if err := sw.Unplug(ctx, prior, p.Bridge); err != nil {
+				return fmt.Errorf("port %s: take it over from %s, gone: %w", port.ID, prior.Owner, err)
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -299,6 +337,19 @@ func flowsInstalled(ctx context.Context, sw *ovs.Switch, mode plug.Mode, port pl
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// podGoneFromNode says whether pod (namespace/name) is no live pod of this
+// node, as the node may read it: deleted (NotFound), or not bound to this
+// node (the node authorizer answers Forbidden). A pod being deleted still
+// counts as live: its port is not handed on before it is gone.
+func podGoneFromNode(ctx context.Context, kube corev1client.PodsGetter, pod string) bool {
+	ns, name, ok := strings.Cut(pod, "/")
+	if !ok {
+		return false
+	}
+	_, err := kube.Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	return apierrors.IsNotFound(err) || apierrors.IsForbidden(err)
 }
 
 // nodeMode is the node's plug mode: its annotation, else the configured one.
@@ -373,7 +424,7 @@ func poolDel(args *skel.CmdArgs, c *Config) error {
 	}
 	// A newer sandbox of the pod holds the port (and the node end's name) now: its DEL unplugs it.
 	if !newer && !parkPooled(ctx, c.Pool, st, args.Netns, args.IfName) {
-		if err := unwirePooled(ctx, c.Pool, st); err != nil {
+		if err := unwirePooled(ctx, c.Pool, st, args.IfName); err != nil {
 			return fmt.Errorf("netshift-cni: node %s: pod %s: sandbox %s: %w", c.Pool.Node, st.Pod, args.ContainerID, err)
 		}
 	}
@@ -411,7 +462,10 @@ func otherSandboxHolds(dir, containerID string, st sandboxState) (bool, error) {
 	return false, nil
 }
 
-func unwirePooled(ctx context.Context, p *PoolConfig, st sandboxState) error {
+// unwirePooled unplugs the sandbox's plug of its port and removes its node
+// end, only if that end is still this sandbox's: once the pool handed the
+// port on, a newer pod's node end has the same name.
+func unwirePooled(ctx context.Context, p *PoolConfig, st sandboxState, ifName string) error {
 	sw, err := ovs.OpenSwitch(ctx, p.OVSDB)
 	if err != nil {
 		return err
@@ -428,6 +482,10 @@ func unwirePooled(ctx context.Context, p *PoolConfig, st sandboxState) error {
 				return err
 			}
 		}
+	}
+	link := podLink{Netns: st.Netns, IfName: ifName, HostName: st.Tap}
+	if !link.hostEndIsOurs() {
+		return nil // gone with the sandbox's namespace, or another pod's by now
 	}
 	return deleteHostLink(st.Tap)
 }

@@ -16,6 +16,16 @@ import (
 // next pod of the port's pool.
 func (p Plugged) Parked() bool { return !p.ParkedAt.IsZero() }
 
+// PlugOf is the port's plug on the node, if it is plugged.
+func PlugOf(plugged []Plugged, portID string) (Plugged, bool) {
+	for _, pl := range plugged {
+		if pl.PortID == portID {
+			return pl, true
+		}
+	}
+	return Plugged{}, false
+}
+
 // MayPark says whether one more device may be parked on a node with these
 // plugs: at most max are kept (0 keeps none).
 func MayPark(plugged []Plugged, max int) bool {

@@ -88,3 +88,16 @@ func TestStaleLeavesParkedPorts(t *testing.T) {
 		t.Errorf("stale = %v, want only a (p is parked, nobody's)", got)
 	}
 }
+
+func TestPlugOf(t *testing.T) {
+	plugged := []Plugged{{PortID: "a", Owner: "ns/a"}, {PortID: "b", ParkedAt: time.Unix(1, 0)}}
+	if pl, ok := PlugOf(plugged, "a"); !ok || pl.Owner != "ns/a" {
+		t.Errorf("PlugOf(a) = %+v, %v", pl, ok)
+	}
+	if pl, ok := PlugOf(plugged, "b"); !ok || !pl.Parked() {
+		t.Errorf("PlugOf(b) = %+v, %v; want the parked plug", pl, ok)
+	}
+	if _, ok := PlugOf(plugged, "c"); ok {
+		t.Error("PlugOf(c) found a port that is not plugged")
+	}
+}
