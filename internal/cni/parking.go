@@ -46,21 +46,16 @@ func parkPooled(ctx context.Context, p *PoolConfig, st sandboxState, netnsPath, 
 	if err != nil || !plug.MayPark(plugged, p.ParkedDevices) {
 		return false
 	}
-	var mine *plug.Plugged
-	for i, pl := range plugged {
-		if pl.PortID == st.PortID && pl.Owner == st.Pod {
-			mine = &plugged[i]
-		}
-	}
-	if mine == nil {
-		return false // unplugged already (the agent, for a pod gone too long), or never plugged
+	mine, ok := plug.PlugOf(plugged, st.PortID)
+	if !ok || mine.Owner != st.Pod {
+		return false // unplugged already, or taken over by the port's next pod, or never plugged
 	}
 	link := podLink{Netns: netnsPath, IfName: ifName, HostName: st.Tap}
 	if err := link.park(plug.NamesFor(st.PortID).Parked); err != nil {
 		fmt.Fprintf(os.Stderr, "netshift-cni: node %s: pod %s: port %s: not parked: %v\n", p.Node, st.Pod, st.PortID, err)
 		return false
 	}
-	if err := sw.Park(ctx, *mine, time.Now()); err != nil {
+	if err := sw.Park(ctx, mine, time.Now()); err != nil {
 		fmt.Fprintf(os.Stderr, "netshift-cni: node %s: pod %s: port %s: not parked: %v\n", p.Node, st.Pod, st.PortID, err)
 		_ = deleteHostLink(plug.NamesFor(st.PortID).Parked) // the pair goes with it; unwiring does the rest
 		return false
@@ -72,12 +67,8 @@ func parkPooled(ctx context.Context, p *PoolConfig, st sandboxState, netnsPath, 
 // take for port: plugged the node's way under the port's tap, and either
 // parked or already adopted for this pod (the agent may adopt it first).
 func parkedCandidate(plugged []plug.Plugged, mode plug.Mode, port plug.Port, pod string) bool {
-	for _, pl := range plugged {
-		if pl.PortID == port.ID {
-			return (pl.Parked() || pl.Owner == pod) && pl.Mode == mode && pl.Tap == port.Tap
-		}
-	}
-	return false
+	pl, ok := plug.PlugOf(plugged, port.ID)
+	return ok && (pl.Parked() || pl.Owner == pod) && pl.Mode == mode && pl.Tap == port.Tap
 }
 
 // park moves the pod end out of the pod's namespace into the node's (the

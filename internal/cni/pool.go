@@ -77,6 +77,12 @@ type sandboxState struct {
 	// rebooted, or the runtime lost the sandbox), the sandbox never comes
 	// back, and the runtime may never ask its DEL.
 	Netns string `json:"netns"`
+	// WiredMillis is how long the ADD took to wire the pod, from its port's
+	// record read to its interface ready (flows installed on an OVN node);
+	// TookParked says it took the port's parked device. For whoever wonders
+	// where a pod's start went, and for the pod bench.
+	WiredMillis float64 `json:"wiredMillis,omitempty"`
+	TookParked  bool    `json:"tookParked,omitempty"`
 }
 
 func statePath(dir, containerID string) string { return filepath.Join(dir, containerID+".json") }
@@ -156,6 +162,7 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 		return nil, err
 	}
 	a, err := waitForAssignment(ctx, kube, pod, c.Pool.Node)
+	began := time.Now()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("waited %s: %w", c.Pool.portWait, err)
@@ -230,7 +237,31 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 	if err := link.ensureHostUp(); err != nil {
 		return nil, fmt.Errorf("pod %s: port %s: %w", pod, a.ID, err)
 	}
+	st.WiredMillis, st.TookParked = float64(time.Since(began).Microseconds())/1000, reused
+	if err := writeState(c.Pool.StateDir, args.ContainerID, st); err != nil {
+		return nil, err
+	}
 	return link.result(iface), nil
+}
+
+// Wiring reads how netshift-cni wired pod (namespace/name) on this node,
+// from its live sandbox's record in stateDir: how long the ADD took from the
+// port's record to a ready interface, and whether it took a parked device.
+func Wiring(stateDir, pod string) (took time.Duration, tookParked, found bool, err error) {
+	entries, err := os.ReadDir(stateDir)
+	if err != nil {
+		return 0, false, false, err
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		if st, ok, err := readState(stateDir, id); err == nil && ok && st.Pod == pod && st.WiredMillis > 0 {
+			return time.Duration(st.WiredMillis * float64(time.Millisecond)), st.TookParked, true, nil
+		}
+	}
+	return 0, false, false, nil
 }
 
 // wireFresh makes the pod a new device and plugs it. A node end of the

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"netshift.io/netshift/internal/cni"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/neutron"
 	"netshift.io/netshift/internal/portpool"
@@ -97,6 +98,12 @@ type PodBenchChurn struct {
 	// NeutronRequestsPerPod are the requests neutron-server answered per pod,
 	// from the churn's first pod until Neutron is quiet after its last.
 	NeutronRequestsPerPod float64 `json:"neutronRequestsPerPod"`
+	// netshift-cni's ADD, from the port's record to a ready interface (its
+	// sandbox records say): how many pods took their port's parked device,
+	// and the median ADD of those and of the pods wired with a fresh one.
+	TookParked     int     `json:"tookParked"`
+	AddParkedP50Ms float64 `json:"addParkedP50Ms"`
+	AddFreshP50Ms  float64 `json:"addFreshP50Ms"`
 }
 
 // BenchmarkPooledPodsToReady creates 100 pods at once through the API, in a
@@ -219,16 +226,29 @@ func benchChurn(b *testing.B, c client.Client, nc *neutron.Client, s *lab.State,
 	warmPools(b, c, nc, s, ns, 10)
 	createPoolNamespace(b, c, s, ns)
 	before := neutronRequests(b, s)
-	took, err := churnPods(c, ns.Name, s, podBenchPods, podBenchChurnAlive)
+	var fresh, parked []time.Duration
+	took, err := churnPods(c, ns.Name, s, podBenchPods, podBenchChurnAlive, func(p *corev1.Pod) {
+		dir, err := s.NodeFile(p.Spec.NodeName, "/var/lib/netshift/cni")
+		if err != nil {
+			return
+		}
+		if d, tookParked, found, err := cni.Wiring(dir, p.Namespace+"/"+p.Name); err == nil && found && tookParked {
+			parked = append(parked, d)
+		} else if err == nil && found {
+			fresh = append(fresh, d)
+		}
+	})
 	if err != nil {
 		b.Fatalf("%s: %v", name, err)
 	}
 	deleteNamespaceAndWait(b, c, ns.Name)
 	pr := percentiles(took)
 	r := PodBenchChurn{Pods: podBenchPods, Alive: podBenchChurnAlive, P50Ms: pr.P50Ms, P99Ms: pr.P99Ms,
-		NeutronRequestsPerPod: float64(neutronSettled(b, s)-before) / podBenchPods}
-	b.Logf("%s: %d pods, %d alive at a time: p50 %.0f ms, p99 %.0f ms, %.2f Neutron requests per pod",
-		name, podBenchPods, podBenchChurnAlive, pr.P50Ms, pr.P99Ms, r.NeutronRequestsPerPod)
+		NeutronRequestsPerPod: float64(neutronSettled(b, s)-before) / podBenchPods,
+		TookParked:            len(parked), AddParkedP50Ms: percentiles(parked).P50Ms, AddFreshP50Ms: percentiles(fresh).P50Ms}
+	b.Logf("%s: %d pods, %d alive at a time: p50 %.0f ms, p99 %.0f ms, %.2f Neutron requests per pod; "+
+		"netshift-cni's ADD: %d on a parked device (p50 %.0f ms), %d fresh (p50 %.0f ms)",
+		name, podBenchPods, podBenchChurnAlive, pr.P50Ms, pr.P99Ms, r.NeutronRequestsPerPod, len(parked), r.AddParkedP50Ms, len(fresh), r.AddFreshP50Ms)
 	return r
 }
 
@@ -281,9 +301,9 @@ func setArgs(b testing.TB, c client.Client, obj client.Object, name string, temp
 }
 
 // churnPods runs count pods through namespace, at most alive at a time on
-// the lab's nodes in turn, each deleted once Ready, and returns each one's
-// time from its creation to Ready.
-func churnPods(c client.Client, namespace string, s *lab.State, count, alive int) ([]time.Duration, error) {
+// the lab's nodes in turn, each deleted once Ready (onReady has it first),
+// and returns each one's time from its creation to Ready.
+func churnPods(c client.Client, namespace string, s *lab.State, count, alive int, onReady func(*corev1.Pod)) ([]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	created := map[string]time.Time{}
@@ -311,6 +331,7 @@ func churnPods(c client.Client, namespace string, s *lab.State, count, alive int
 				continue
 			}
 			took = append(took, now.Sub(created[p.Name]))
+			onReady(p)
 			delete(live, p.Name)
 			if err := c.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
 				return nil, err
