@@ -12,13 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/vishvananda/netlink"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/ovs/ovstest"
 	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/portpool"
 )
+
+// The OVS code logs through controller-runtime, as netshift-cni's binary
+// discards it; so do its tests (else a warning and a stack trace after 30 s).
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 // podNetns makes a sandbox's network namespace and returns its path.
 func podNetns(t testing.TB, name string) string {
