@@ -41,20 +41,8 @@ func TestAgentLeavesPooledPortsToNetshiftCNI(t *testing.T) {
 	}
 	records := t.TempDir()
 	const ttl, grace = 3 * time.Second, 4 * time.Second
-	mgr, err := NewManager(env.AgentConfig(node), Options{Node: node, HealthAddr: "0", ManyInProcess: true, OVSDB: sw.DB.Socket, NodeNetns: sw.Netns, PlugPorts: true,
-		CNI: CNIInstall{Pool: &cni.PoolConfig{StateDir: records, ParkedDevices: 4}, ParkedTTL: ttl, DelGrace: grace}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	}()
+	stop := startAgentWith(t, node, sw, CNIInstall{Pool: &cni.PoolConfig{StateDir: records, ParkedDevices: 4}, ParkedTTL: ttl, DelGrace: grace})
+	defer stop()
 
 	// Only the operator may record a pod's pooled port.
 	operator, err := client.New(env.OperatorConfig(), client.Options{})

@@ -31,7 +31,13 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m, &env, &envMissing)) }
 // against the devices there.
 func startAgent(t *testing.T, node string, sw *ovstest.Switch) (stop func()) {
 	t.Helper()
-	mgr, err := NewManager(env.AgentConfig(node), Options{Node: node, HealthAddr: "0", ManyInProcess: true, OVSDB: sw.DB.Socket, NodeNetns: sw.Netns, PlugPorts: true})
+	return startAgentWith(t, node, sw, CNIInstall{})
+}
+
+// startAgentWith is startAgent with netshift-cni's side of the agent set as cni says.
+func startAgentWith(t *testing.T, node string, sw *ovstest.Switch, cni CNIInstall) (stop func()) {
+	t.Helper()
+	mgr, err := NewManager(env.AgentConfig(node), Options{Node: node, HealthAddr: "0", ManyInProcess: true, OVSDB: sw.DB.Socket, NodeNetns: sw.Netns, PlugPorts: true, CNI: cni})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,8 @@ package cni
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -30,18 +27,13 @@ import (
 // parkPooled parks a sandbox's device at its DEL, if the node keeps parked
 // devices and has room: false when it did not (the caller then unwires as
 // usual). Every failure falls back to that: parking is an optimisation.
-func parkPooled(ctx context.Context, p *PoolConfig, st sandboxState, netnsPath, ifName string) bool {
+func parkPooled(ctx context.Context, sw *ovs.Switch, p *PoolConfig, st sandboxState, netnsPath, ifName string) bool {
 	if p.ParkedDevices == 0 || st.Mode == plug.Subport || netnsPath == "" {
 		return false
 	}
 	if _, err := os.Stat(netnsPath); err != nil {
 		return false // the sandbox's namespace is gone: so is the pod end
 	}
-	sw, err := ovs.OpenSwitch(ctx, p.OVSDB)
-	if err != nil {
-		return false
-	}
-	defer sw.Close()
 	plugged, err := sw.Plugged(ctx)
 	if err != nil || !plug.MayPark(plugged, p.ParkedDevices) {
 		return false
@@ -190,21 +182,11 @@ func takeParked(ctx context.Context, sw *ovs.Switch, p *PoolConfig, link podLink
 // come yet, names pod (namespace/name) and port: the agent then leaves the
 // port to that DEL (plug.UnplugDeferral).
 func WiredSandbox(stateDir, pod, portID string) (bool, error) {
-	entries, err := os.ReadDir(stateDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok {
-			continue
-		}
-		if st, found, err := readState(stateDir, id); err == nil && found && st.Pod == pod && st.PortID == portID {
+	records, err := sandboxRecords(stateDir)
+	for _, r := range records {
+		if r.Pod == pod && r.PortID == portID {
 			return true, nil
 		}
 	}
-	return false, nil
+	return false, err
 }

@@ -176,12 +176,9 @@ func (n parkingNode) wire(pod, ns string, p plug.Port, iface portpool.Interface)
 	ctx := context.Background()
 	link := podLink{Netns: ns, IfName: "eth0", HostName: p.Tap, MTU: 1400, TxChecksumOff: true}
 	var reused bool
-	err := netdev.InNetns(n.sw.Netns, func() error {
-		var err error
-		if reused, err = takeParked(ctx, n.sw.DB, n.pool, link, n.mode, p, pod, "netdev", iface, n.holderGone); err != nil || reused {
-			return err
-		}
-		return wireFresh(ctx, n.sw.DB, n.pool, link, n.mode, p, pod, "netdev", iface, n.holderGone)
+	err := netdev.InNetns(n.sw.Netns, func() (err error) {
+		reused, err = wirePort(ctx, n.sw.DB, n.pool, link, n.mode, p, pod, "netdev", iface, n.holderGone)
+		return err
 	})
 	if err != nil {
 		n.t.Fatalf("wire %s: %v", pod, err)
@@ -194,11 +191,9 @@ func (n parkingNode) del(pod, ns string, p plug.Port) (parked bool) {
 	n.t.Helper()
 	ctx := context.Background()
 	st := sandboxState{Pod: pod, PortID: p.ID, Mode: n.mode, Tap: p.Tap, Netns: ns}
-	err := netdev.InNetns(n.sw.Netns, func() error {
-		if parked = parkPooled(ctx, n.pool, st, ns, "eth0"); parked {
-			return nil
-		}
-		return unwirePooled(ctx, n.pool, st, "eth0")
+	err := netdev.InNetns(n.sw.Netns, func() (err error) {
+		parked, err = undoWiring(ctx, n.sw.DB, n.pool, st, ns, "eth0")
+		return err
 	})
 	if err != nil {
 		n.t.Fatalf("DEL of %s: %v", pod, err)

@@ -215,14 +215,9 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 	// the hardware without filling it in: the pod must fill it in itself.
 	link := podLink{Netns: args.Netns, IfName: args.IfName, HostName: port.Tap, MTU: mtu, TxChecksumOff: dp == "netdev"}
 	gone := func(holder string) bool { return podGoneFromNode(ctx, kube, holder) }
-	reused, err := takeParked(ctx, sw, c.Pool, link, mode, port, pod.String(), dp, iface, gone)
+	reused, err := wirePort(ctx, sw, c.Pool, link, mode, port, pod.String(), dp, iface, gone)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", pod, err)
-	}
-	if !reused {
-		if err := wireFresh(ctx, sw, c.Pool, link, mode, port, pod.String(), dp, iface, gone); err != nil {
-			return nil, fmt.Errorf("pod %s: %w", pod, err)
-		}
 	}
 	// On an OVN node, wait for ovn-controller's flows, as ovn-kubernetes'
 	// plugin does: the pod's first packet then goes through. A subport has
@@ -248,20 +243,22 @@ func wirePooled(ctx context.Context, args *skel.CmdArgs, c *Config, pod podRef) 
 // from its live sandbox's record in stateDir: how long the ADD took from the
 // port's record to a ready interface, and whether it took a parked device.
 func Wiring(stateDir, pod string) (took time.Duration, tookParked, found bool, err error) {
-	entries, err := os.ReadDir(stateDir)
-	if err != nil {
-		return 0, false, false, err
-	}
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok {
-			continue
-		}
-		if st, ok, err := readState(stateDir, id); err == nil && ok && st.Pod == pod && st.WiredMillis > 0 {
-			return time.Duration(st.WiredMillis * float64(time.Millisecond)), st.TookParked, true, nil
+	records, err := sandboxRecords(stateDir)
+	for _, r := range records {
+		if r.Pod == pod && r.WiredMillis > 0 {
+			return time.Duration(r.WiredMillis * float64(time.Millisecond)), r.TookParked, true, nil
 		}
 	}
-	return 0, false, false, nil
+	return 0, false, false, err
+}
+
+// wirePort gives the pod its port's device: the parked one when the node
+// has it (reused), else a fresh one, plugged.
+func wirePort(ctx context.Context, sw *ovs.Switch, p *PoolConfig, link podLink, mode plug.Mode, port plug.Port, pod, dp string, iface portpool.Interface, holderGone func(string) bool) (reused bool, err error) {
+	if reused, err = takeParked(ctx, sw, p, link, mode, port, pod, dp, iface, holderGone); err != nil || reused {
+		return reused, err
+	}
+	return false, wireFresh(ctx, sw, p, link, mode, port, pod, dp, iface, holderGone)
 }
 
 // wireFresh makes the pod a new device and plugs it. A node end of the
@@ -454,8 +451,13 @@ func poolDel(args *skel.CmdArgs, c *Config) error {
 		return fmt.Errorf("netshift-cni: node %s: pod %s: sandbox %s: %w", c.Pool.Node, st.Pod, args.ContainerID, err)
 	}
 	// A newer sandbox of the pod holds the port (and the node end's name) now: its DEL unplugs it.
-	if !newer && !parkPooled(ctx, c.Pool, st, args.Netns, args.IfName) {
-		if err := unwirePooled(ctx, c.Pool, st, args.IfName); err != nil {
+	if !newer {
+		sw, err := ovs.OpenSwitch(ctx, c.Pool.OVSDB)
+		if err == nil {
+			_, err = undoWiring(ctx, sw, c.Pool, st, args.Netns, args.IfName)
+			sw.Close()
+		}
+		if err != nil {
 			return fmt.Errorf("netshift-cni: node %s: pod %s: sandbox %s: %w", c.Pool.Node, st.Pod, args.ContainerID, err)
 		}
 	}
@@ -469,21 +471,16 @@ func poolDel(args *skel.CmdArgs, c *Config) error {
 // wired to the same pod's port. The record of a sandbox whose namespace is
 // gone is removed on the way: nothing will ever ask its DEL.
 func otherSandboxHolds(dir, containerID string, st sandboxState) (bool, error) {
-	entries, err := os.ReadDir(dir)
+	records, err := sandboxRecords(dir)
 	if err != nil {
 		return false, err
 	}
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || id == containerID {
+	for _, other := range records {
+		if other.containerID == containerID {
 			continue
 		}
-		other, found, err := readState(dir, id)
-		if err != nil || !found {
-			continue // an unreadable record is its own sandbox's DEL's business
-		}
 		if _, err := os.Stat(other.Netns); other.Netns == "" || errors.Is(err, fs.ErrNotExist) {
-			_ = os.Remove(statePath(dir, id))
+			_ = os.Remove(statePath(dir, other.containerID))
 			continue
 		}
 		if other.Pod == st.Pod && other.PortID == st.PortID {
@@ -493,15 +490,49 @@ func otherSandboxHolds(dir, containerID string, st sandboxState) (bool, error) {
 	return false, nil
 }
 
+// sandboxRecord is one sandbox's record, with the sandbox's ID.
+type sandboxRecord struct {
+	sandboxState
+	containerID string
+}
+
+// sandboxRecords reads every sandbox record in dir (none when dir does not
+// exist yet). An unreadable record is left out: it is its own sandbox's
+// DEL's business.
+func sandboxRecords(dir string) ([]sandboxRecord, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var records []sandboxRecord
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		if st, found, err := readState(dir, id); err == nil && found {
+			records = append(records, sandboxRecord{sandboxState: st, containerID: id})
+		}
+	}
+	return records, nil
+}
+
+// undoWiring undoes a sandbox's wiring at its DEL: its device parked
+// (parked true) when the node keeps it, else unplugged and removed.
+func undoWiring(ctx context.Context, sw *ovs.Switch, p *PoolConfig, st sandboxState, netnsPath, ifName string) (parked bool, err error) {
+	if parkPooled(ctx, sw, p, st, netnsPath, ifName) {
+		return true, nil
+	}
+	return false, unwirePooled(ctx, sw, p, st, ifName)
+}
+
 // unwirePooled unplugs the sandbox's plug of its port and removes its node
 // end, only if that end is still this sandbox's: once the pool handed the
 // port on, a newer pod's node end has the same name.
-func unwirePooled(ctx context.Context, p *PoolConfig, st sandboxState, ifName string) error {
-	sw, err := ovs.OpenSwitch(ctx, p.OVSDB)
-	if err != nil {
-		return err
-	}
-	defer sw.Close()
+func unwirePooled(ctx context.Context, sw *ovs.Switch, p *PoolConfig, st sandboxState, ifName string) error {
 	plugged, err := sw.Plugged(ctx)
 	if err != nil {
 		return err
