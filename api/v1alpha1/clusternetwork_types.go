@@ -231,6 +231,14 @@ type ClusterNetworkStatus struct {
 	Zones *ZonesStatus `json:"zones,omitempty"`
 }
 
+// ZoneHold is a node whose zone move does not finish, and why.
+type ZoneHold struct {
+	// Node is the node's name.
+	Node string `json:"node"`
+	// Reason says what its network plugin pod is doing instead, in words a person can act on.
+	Reason string `json:"reason"`
+}
+
 // ZonesStatus is the OVN interconnect layout and its rollout.
 type ZonesStatus struct {
 	// Current is the layout computed from every node's k8s.ovn.org/zone-name annotation:
@@ -262,6 +270,14 @@ type ZonesStatus struct {
 	// +optional
 	// +listType=atomic
 	Moving []string `json:"moving,omitempty"`
+	// Held are the nodes whose move does not finish (their network plugin pod crash-loops, is
+	// not ready, or has not annotated the node in time), each with the reason: the rollout holds
+	// at a safe point (the node keeps its pool's slot; the central side is neither retired nor
+	// the rollout reported done) until the plugin pod finishes the move.
+	// +optional
+	// +listType=map
+	// +listMapKey=node
+	Held []ZoneHold `json:"held,omitempty"`
 	// Message says why the rollout holds or what is wrong, in words a person can act on.
 	// +optional
 	Message string `json:"message,omitempty"`

@@ -170,13 +170,6 @@ type NodeNetworkStateSpec struct {
 	// LiveChange is the node's part of a live MTU or tunnel port change; absent when none.
 	// +optional
 	LiveChange *LiveChangePlan `json:"liveChange,omitempty"`
-	// Zone is the OVN interconnect zone the operator wants the node in: "global" (single zone)
-	// or the node's own name (multizone). The agent moves the node's ovn-controller there and
-	// only then writes the node's k8s.ovn.org/zone-name annotation. Absent: no move asked.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	Zone string `json:"zone,omitempty"`
 }
 
 // DrainRequest is the agent's request to the drain controller, tied to one operation.
@@ -336,15 +329,32 @@ type NodeNetworkStateStatus struct {
 	// by the operator.
 	// +optional
 	LiveChangeCordoned string `json:"liveChangeCordoned,omitempty"`
-	// ZoneError is why the agent could not move the node to spec.zone (it retries); empty once
-	// the move worked or while none is asked. Written by the agent.
-	// +optional
-	ZoneError string `json:"zoneError,omitempty"`
 	// ZoneCordoned names the zone for whose move the operator cordoned the node (no pod is
 	// evicted: the node's pods keep running and their ports are recreated in the new zone), so
 	// that it uncordons only what it cordoned. Written by the operator.
 	// +optional
 	ZoneCordoned string `json:"zoneCordoned,omitempty"`
+	// ZoneRestart records the restart of the node's network plugin pod that the operator made
+	// for the node's move: the zone the node was labelled for and the pod it deleted, so that a
+	// restarted operator deletes that pod at most once more and waits for its successor.
+	// Written by the operator.
+	// +optional
+	ZoneRestart *ZoneRestart `json:"zoneRestart,omitempty"`
+}
+
+// ZoneRestart is the operator's record of a network plugin pod it deleted to move a node.
+type ZoneRestart struct {
+	// Zone is the zone the node was labelled for (k8s.ovn.org/zone-name).
+	Zone string `json:"zone"`
+	// Pod is the namespace/name of the plugin pod deleted for this move, "" when the node had none.
+	// +optional
+	Pod string `json:"pod,omitempty"`
+	// PodUID is that pod's UID: a pod of the same name with another UID is its successor.
+	// +optional
+	PodUID string `json:"podUID,omitempty"`
+	// At is when the operator deleted it: a successor that has not annotated the node within
+	// the operator's --zone-move-timeout holds the rollout.
+	At metav1.Time `json:"at"`
 }
 
 // NodeNetworkState is netshift's record of one node, named after it: the plan
@@ -358,7 +368,6 @@ type NodeNetworkStateStatus struct {
 // +kubebuilder:printcolumn:name="Drain",type=string,JSONPath=`.status.drainStatus`
 // +kubebuilder:printcolumn:name="Sync",type=string,JSONPath=`.status.syncStatus`
 // +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.spec.operation.id`
-// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.zone) || self.spec.zone == 'global' || self.spec.zone == self.metadata.name",message="spec.zone must be \"global\" (single zone) or the node's own name (its own zone)"
 type NodeNetworkState struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -103,8 +103,6 @@ func TestAPIServerRefusesBadInput(t *testing.T) {
 			[]string{"spec.drain.timeout", "should match"}},
 		{"drain timeout 0s", drainTimeout("0s"),
 			[]string{"spec.drain.timeout", "from 1s to 168h"}},
-		{"zone of another node", &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}, Spec: v1alpha1.NodeNetworkStateSpec{Zone: "worker-2"}},
-			[]string{"spec.zone", `"global"`, "own name"}},
 		{"second ClusterNetwork", &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450)}},
 			[]string{"metadata.name", `"cluster"`}},
 		{"unknown onTimeout", clusterNetwork(func(s *v1alpha1.ClusterNetworkSpec) { s.Drain.OnTimeout = "Panic" }), []string{"spec.drain.onTimeout", "Wait", "Fail"}},

@@ -24,7 +24,7 @@ func agentCmd(g *globals) *cobra.Command {
 	var hold time.Duration
 	var labHooks func(*agent.Options, *rest.Config) error
 	var plugPorts bool
-	var plugMode, integration, zoneMove string
+	var plugMode, integration string
 	var cniPools bool
 	var trunkBridge string
 	var parkedDevices int
@@ -62,10 +62,6 @@ func agentCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var moveZone agent.ZoneMover
-			if zoneMove != "" {
-				moveZone = agent.CommandZoneMover(zoneMove)
-			}
 			var restore agent.Restorer
 			if restoreCommand != "" {
 				restore = agent.CommandRestorer(restoreCommand)
@@ -73,7 +69,7 @@ func agentCmd(g *globals) *cobra.Command {
 			o := agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
 				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, Restore: restore,
 				NetworkConfig: networkConfig, BootIDFile: bootIDFile,
-				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration, MoveZone: moveZone,
+				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}}
 			o.CNI = cniInstall
 			o.CNI.NetworkConfig = networkConfig
@@ -119,8 +115,6 @@ func agentCmd(g *globals) *cobra.Command {
 	f.BoolVar(&plugPorts, "plug-ports", true, "plug the ports of this node's pods that carry netshift.io/port-spec or netshift.io/port (needs --ovsdb)")
 	f.StringVar(&plugMode, "plug-mode", string(plug.PerPort), "how ports are plugged unless the Node's netshift.io/plug-mode annotation says otherwise: per-port or direct")
 	f.StringVar(&integration, "integration-bridge", "br-int", "the integration bridge the network controller programs")
-	f.StringVar(&zoneMove, "zone-move-command", "", "command (sh -c, with NETSHIFT_NODE and NETSHIFT_ZONE) that moves this node's ovn-controller into an OVN interconnect zone "+
-		"and returns once it is bound there and traffic to the other zones passes; the agent then writes the node's k8s.ovn.org/zone-name (empty: this agent cannot move zones)")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
 	f.StringVar(&criEndpoint, "cri-endpoint", cri.DefaultEndpoint, "the node's container runtime (CRI socket): where the agent finds its node's pods and their network namespaces; "+
 		"it shares the node's process namespace (hostPID) to enter them (empty: no runtime, no pods)")

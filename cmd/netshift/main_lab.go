@@ -5,14 +5,18 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/lab/labcni"
+	"netshift.io/netshift/internal/scheme"
 )
 
 // A lab build is also the lab's stand-in network plugin: the lab installs
@@ -24,18 +28,59 @@ func init() {
 	}
 }
 
-func init() { labCommands = append(labCommands, labCmd, demoCmd, labRebootCmd, labCallCmd) }
+func init() {
+	labCommands = append(labCommands, labCmd, demoCmd, labRebootCmd, labCallCmd, labPluginCmd)
+}
 
-// labCallCmd is how a real lab node's netshift pods do what the cluster's
-// network plugin does for them in the lab (an OVN zone move, the central
-// zone's start and retirement): the lab runs the command on the machine and
-// answers through the node's lab directory.
+// labPluginCmd is the lab's stand-in for the OVN network plugin's pods
+// (ovnkube): the node DaemonSet's pod, which moves its node into the zone of
+// its k8s.ovn.org/zone-name label and annotates it, and the central
+// Deployment's pod, which starts the central zone and retires it when stopped.
+func labPluginCmd(g *globals) *cobra.Command {
+	var dir, node string
+	cmd := &cobra.Command{
+		Use:    "lab-plugin node --node NODE | central",
+		Short:  "The lab's stand-in for the OVN network plugin's pods (lab builds)",
+		Args:   cobra.ExactArgs(1),
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			switch args[0] {
+			case "node":
+				if node == "" {
+					return fmt.Errorf("lab-plugin node: --node is required")
+				}
+				cfg, err := g.restConfig()
+				if err != nil {
+					return err
+				}
+				c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+				if err != nil {
+					return err
+				}
+				return lab.PluginNode(ctx, c, node, dir, cmd.OutOrStdout())
+			case "central":
+				return lab.PluginCentral(ctx, dir, cmd.OutOrStdout())
+			}
+			return fmt.Errorf("lab-plugin: %q is not node or central", args[0])
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", "/run/netshift-lab", "the node's lab directory, which the lab watches")
+	cmd.Flags().StringVar(&node, "node", "", "the node this pod runs on")
+	return cmd
+}
+
+// labCallCmd asks the lab to run one of its zone commands from a real lab
+// node (an OVN zone move, the central zone's start and retirement): the lab
+// runs the command on the machine and answers through the node's lab
+// directory. The lab's network plugin stand-in pods call the lab the same way.
 func labCallCmd(*globals) *cobra.Command {
 	var dir string
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:    "lab-call -- zone-move NODE ZONE | zone-central ensure|retire",
-		Short:  "Ask the lab to run one of its zone commands for this node, and wait for it (lab builds: the zone commands of the operator and agents)",
+		Short:  "Ask the lab to run one of its zone commands for this node, and wait for it (lab builds)",
 		Args:   cobra.MinimumNArgs(1),
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"netshift.io/netshift/internal/operator"
@@ -11,7 +9,6 @@ import (
 func operatorCmd(g *globals) *cobra.Command {
 	o := operator.DefaultOptions()
 	var pools portPoolFlags
-	var central operator.CommandCentral
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the operator: the drain controller and every netshift controller (leader-elected)",
@@ -19,12 +16,6 @@ func operatorCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err
-			}
-			if o.ZoneMigration {
-				if central.EnsureCommand == "" || central.RetireCommand == "" {
-					return fmt.Errorf("--zone-migration: --zone-central-ensure-command and --zone-central-retire-command are required (how this cluster starts and retires its central OVN databases and ovn-northd)")
-				}
-				o.Central = central
 			}
 			if pools.enabled {
 				pp, err := pools.options()
@@ -47,8 +38,11 @@ func operatorCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&o.ZoneMigration, "zone-migration", false, "move the cluster between OVN interconnect layouts as the ConfigMap ovn-interconnect-configuration says (without it the layout is only reported in ClusterNetwork status.zones)")
 	f.StringVar(&o.ZoneConfigNamespace, "zone-config-namespace", operator.Namespace, "namespace of the ConfigMap ovn-interconnect-configuration")
-	f.StringVar(&central.EnsureCommand, "zone-central-ensure-command", "", "with --zone-migration: command (sh -c) that starts the central NB/SB databases and ovn-northd; must be idempotent")
-	f.StringVar(&central.RetireCommand, "zone-central-retire-command", "", "with --zone-migration: command (sh -c) that retires them once every node is in its own zone; must be idempotent")
+	f.StringVar(&o.ZonePluginNamespace, "zone-plugin-namespace", o.ZonePluginNamespace, "namespace of the network plugin's node DaemonSet and central Deployment (a zone move restarts the node's plugin pod; the central side is scaled)")
+	f.StringVar(&o.ZonePluginPods, "zone-plugin-pods", o.ZonePluginPods, "label selector of the network plugin's per-node pods: the pod a node's move deletes, whose successor joins the zone of the node's k8s.ovn.org/zone-name label and annotates the node")
+	f.StringVar(&o.ZoneCentral, "zone-central-deployment", o.ZoneCentral, "name of the Deployment running the central NB/SB databases and ovn-northd: scaled up before nodes join the central zone, to 0 once none is left in it")
+	f.Int32Var(&o.ZoneCentralReplicas, "zone-central-replicas", o.ZoneCentralReplicas, "replicas of the central Deployment when it runs (1..9)")
+	f.DurationVar(&o.ZoneMoveTimeout, "zone-move-timeout", o.ZoneMoveTimeout, "how long a restarted plugin pod may take to annotate its node before the move is reported held in status.zones.held (10s..1h; a crash-looping pod is reported at once)")
 	f.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect one leader among operator replicas; only the leader decides")
 	f.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint (\"0\" disables it)")

@@ -79,8 +79,6 @@ type Agent struct {
 	IntegrationBridge string
 	// Work maps an operation kind to what the agent does for it.
 	Work map[v1alpha1.OperationKind]Work
-	// MoveZone moves the node between OVN interconnect zones (see Options).
-	MoveZone ZoneMover
 }
 
 // HoldWork is the Reconfigure work until netshift has node settings to
@@ -148,9 +146,6 @@ type Options struct {
 	Pods NodePods
 	// CNI, when its Plugin is set, installs netshift-cni on the node and keeps it chained.
 	CNI CNIInstall
-	// MoveZone moves the node's ovn-controller between OVN interconnect zones when the operator
-	// asks (NodeNetworkState spec.zone); nil: this agent cannot, and says so in status.zoneError.
-	MoveZone ZoneMover
 }
 
 // Restorer restores a node whose live-change step failed; the agent waits for
@@ -256,7 +251,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
 		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Restore: o.Restore, failOnce: map[v1alpha1.StepAction]bool{}, rechecked: map[string]bool{},
 		doneAt: map[string]time.Time{}, settled: map[string]bool{}, Pods: o.Pods, IntegrationBridge: o.IntegrationBridge,
-		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, MoveZone: o.MoveZone, TunnelPortPath: o.TunnelPortPath}
+		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, TunnelPortPath: o.TunnelPortPath}
 	for _, s := range o.FailStepOnce {
 		a.failOnce[s] = true
 	}
@@ -304,14 +299,6 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	// A live change moves every node at once and goes before any drained operation.
 	if nns.Spec.LiveChange != nil {
 		return a.liveChange(ctx, &nns)
-	}
-	if nns.Spec.Zone != "" {
-		if res, err := a.moveZone(ctx, &nns); err != nil || res.RequeueAfter > 0 {
-			return res, err
-		}
-		if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	step, opID := NextStep(&nns)
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "operation", opID, "step", step)

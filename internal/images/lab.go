@@ -28,8 +28,8 @@ type Binaries struct {
 }
 
 // ovsTools go into the lab's image with the shared libraries they load:
-// netshift runs ovs-ofctl (a VM's RARP); the lab's own zone-move hooks, which
-// play the network plugin's part, run the OVS and OVN clients.
+// netshift runs ovs-ofctl (a VM's RARP); the others are there to look at a
+// node's switch and the zones' databases from inside a pod.
 var ovsTools = []string{"/usr/bin/ovs-vsctl", "/usr/bin/ovs-ofctl", "/usr/bin/ovn-nbctl", "/usr/bin/ovn-sbctl"}
 
 // busyboxApplets are the commands the workload image offers.

@@ -17,11 +17,11 @@ import (
 	"netshift.io/netshift/internal/atomicfile"
 )
 
-// A real node's netshift pods (the operator, the agent) carry out what a
-// cluster's network plugin does for them (an OVN zone move, the central zone's
-// start and retirement) by calling the lab: a request file in the node's lab
+// The lab's stand-in for the network plugin's pods (ovnkube-node,
+// ovnkube-central) carries out an OVN zone move and the central zone's start
+// and retirement by calling the lab: a request file in the node's lab
 // directory, which the supervisor answers by running the lab command on the
-// machine. Only those commands are answered.
+// machine, where the nodes' OVN daemons live. Only those commands are answered.
 
 // CallsDir is where a node's calls are, in its lab directory.
 const CallsDir = "calls"
@@ -74,6 +74,19 @@ func PlaceCall(ctx context.Context, dir string, args []string, wait time.Duratio
 			return r, fmt.Errorf("the lab did not answer %q within %s (request %s.req)", strings.Join(args, " "), wait, base)
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// serveCalls answers the nodes' calls until ctx ends.
+func (s *State) serveCalls(ctx context.Context, binary string) {
+	var running sync.Map
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		s.answerCalls(ctx, binary, &running)
 	}
 }
 

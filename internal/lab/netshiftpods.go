@@ -22,15 +22,20 @@ const (
 
 // NetshiftPid is the host pid of one of netshift's processes in the lab, as
 // its node's runtime runs it: role "operator" is the elected operator,
-// "agent:NODE" the agent of NODE. 0 when none runs (between a crash and the
+// "agent:NODE" the agent of NODE, "plugin:NODE" the network plugin stand-in's
+// pod on NODE. 0 when none runs (between a crash and the
 // kubelet's restart, or no leader yet).
 func (s *State) NetshiftPid(ctx context.Context, role string) (int, error) {
 	c, err := s.Client()
 	if err != nil {
 		return 0, err
 	}
-	node, label, container := strings.TrimPrefix(role, "agent:"), agentLabel, "agent"
-	if role == "operator" {
+	node, label, container, ns := strings.TrimPrefix(role, "agent:"), agentLabel, "agent", operator.Namespace
+	selector := client.MatchingLabels{"app.kubernetes.io/name": label}
+	if strings.HasPrefix(role, "plugin:") {
+		node, ns, container = strings.TrimPrefix(role, "plugin:"), PluginNamespace, "ovnkube"
+		selector = client.MatchingLabels{"app": PluginNodeApp}
+	} else if role == "operator" {
 		var lease coordinationv1.Lease
 		if err := c.Get(ctx, client.ObjectKey{Namespace: operator.Namespace, Name: operatorLease}, &lease); err != nil {
 			return 0, client.IgnoreNotFound(err)
@@ -41,12 +46,13 @@ func (s *State) NetshiftPid(ctx context.Context, role string) (int, error) {
 		// controller-runtime's identity is the host's name and a UUID; the operator runs on the
 		// node's network, whose host name is the node's.
 		node, _, _ = strings.Cut(*lease.Spec.HolderIdentity, "_")
-		label, container = operatorLabel, "operator"
+		container = "operator"
+		selector = client.MatchingLabels{"app.kubernetes.io/name": operatorLabel}
 	} else if node == role {
-		return 0, fmt.Errorf("role %q: want operator or agent:NODE", role)
+		return 0, fmt.Errorf("role %q: want operator, agent:NODE or plugin:NODE", role)
 	}
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(operator.Namespace), client.MatchingLabels{"app.kubernetes.io/name": label}); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace(ns), selector); err != nil {
 		return 0, err
 	}
 	n, ok := s.Topology.Node(node)

@@ -27,6 +27,7 @@ import (
 	"netshift.io/netshift/internal/lab/labcni"
 	"netshift.io/netshift/internal/nodeconfig"
 	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/zones"
 )
 
 // The machine joins the lab's underlay at
@@ -120,6 +121,9 @@ func (s *State) kubeNode(n NodeSpec, assets string) kubenode.Node {
 	for k, v := range s.Options.NodeLabels[n.Name] {
 		labels[k] = v
 	}
+	if zone := s.pluginZoneLabel(n.Name); zone != "" {
+		labels[zones.ZoneLabel] = zone // the zone its network plugin pod joins: the layout the lab built
+	}
 	hooks, _ := hookLabels(s.Options.AgentArgs[n.Name]) // validated with the options
 	for k, v := range hooks {
 		labels[k] = v
@@ -204,14 +208,12 @@ func (s *State) rebootAndWait(ctx context.Context, node string) error {
 func (s *State) watchNodes(ctx context.Context, binary string, reboot func(node string) error) {
 	busy := map[string]bool{}
 	var mu sync.Mutex
-	var calls sync.Map
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
-		s.answerCalls(ctx, binary, &calls)
 		for _, n := range s.Topology.Nodes {
 			req := filepath.Join(s.labDir(n.Name), rebootRequest)
 			if _, err := os.Stat(req); err != nil {
@@ -590,6 +592,9 @@ func (s *State) notInstalled(ctx context.Context, c client.Client) string {
 		return err.Error()
 	}
 	want := map[string]bool{"netshift-system/netshift-agent": true}
+	if s.runsPlugin() {
+		want[PluginNamespace+"/"+PluginNodeApp] = true // every node in its zone, annotated
+	}
 	for j := 1; j <= s.Options.PodsPerNode; j++ {
 		want[fmt.Sprintf("%s/probe-%d", PodNamespace, j)] = true
 	}
@@ -683,6 +688,13 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 	if err := s.createObjects(ctx, c); err != nil {
 		return err
 	}
+	if s.runsPlugin() {
+		if err := s.createPlugin(ctx, c); err != nil {
+			return err
+		}
+	}
+	// The network plugin's pods call the lab from their first start, before the install is done.
+	go s.serveCalls(ctx, binary)
 	archives, err := s.buildImages(binary)
 	if err != nil {
 		return err

@@ -27,8 +27,18 @@ type ZoneStep struct {
 	Failures int `json:"failures"`
 }
 
-// ZoneBenchReport is what `lab zone-bench` prints.
+// ZoneBenchReport is what `lab zone-bench` prints: the moves through the
+// network plugin's objects, and (with --direct) the same moves run by the
+// lab alone, without the plugin pod's restart, measured beside them.
 type ZoneBenchReport struct {
+	ZonePathReport
+	// Direct are the moves the lab runs alone (what a move command ran before
+	// netshift moved nodes through the plugin's objects); nil without --direct.
+	Direct *ZonePathReport `json:"direct,omitempty"`
+}
+
+// ZonePathReport is one path's steps and their worst.
+type ZonePathReport struct {
 	Steps []ZoneStep `json:"steps"`
 	// The worst of the node moves: the target is moving under 500 ms, others under 100 ms.
 	MaxMovingGapMs float64 `json:"maxMovingGapMs"`
@@ -37,11 +47,26 @@ type ZoneBenchReport struct {
 	Failures       int     `json:"failures"`
 }
 
+// zoneMoves are the moves of one path: a node into a zone, the central zone
+// retired or started.
+type zoneMoves struct {
+	node    func(node, zone string) error
+	central func(start bool) error
+}
+
 // ZoneBench moves a single-zone OVN lab to multizone node by node (name
 // order), retires the central zone, starts it again and moves every node
 // back, with the probe running around each step alone, and reports each.
-func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport, error) {
-	var rep ZoneBenchReport
+// Every step goes the way netshift's operator takes it, through the network
+// plugin's objects: a node is labelled for its zone and its plugin pod
+// deleted, and the step ends once the pod the DaemonSet starts in its place
+// has annotated the node; the central zone is its Deployment scaled to 0 and
+// back to 1. The operator is scaled to 0 meanwhile (its zone controller would
+// otherwise take the lab back to the layout its ConfigMap asks for) and
+// restored at the end. With direct, the same steps are run first by the
+// lab alone (its move and central commands, as a move command ran them),
+// which leaves the nodes' labels, annotations and plugin pods as they were.
+func ZoneBench(ctx context.Context, name string, direct bool, out io.Writer) (rep ZoneBenchReport, err error) {
 	s, err := LoadState(name)
 	if err != nil {
 		return rep, err
@@ -64,7 +89,19 @@ func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport
 	if len(nodes) != len(s.Topology.Nodes) {
 		return rep, fmt.Errorf("lab %s: the zone benchmark starts from a single-zone lab, but only %v are in the global zone", name, nodes)
 	}
-	quiet := func(string, ...any) {}
+	c, err := s.Client()
+	if err != nil {
+		return rep, err
+	}
+	restore, err := pauseOperator(ctx, c)
+	if err != nil {
+		return rep, err
+	}
+	defer func() {
+		if rerr := restore(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
 	cfg, err := s.ProbeConfig(ctx, 0)
 	if err != nil {
 		return rep, err
@@ -77,6 +114,38 @@ func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport
 	for _, p := range pods {
 		nodeOf[p.Name] = p.Node
 	}
+	quiet := func(string, ...any) {}
+	if direct {
+		fmt.Fprintln(out, "the lab's moves alone (direct):")
+		rep.Direct = &ZonePathReport{}
+		if err := zonePath(ctx, s, cfg, nodeOf, rep.Direct, out, zoneMoves{
+			node: func(node, zone string) error { return s.MoveZone(ctx, node, zone, quiet) },
+			central: func(start bool) error {
+				if start {
+					return s.CentralEnsure(ctx)
+				}
+				return s.CentralRetire(ctx)
+			},
+		}); err != nil {
+			return rep, fmt.Errorf("direct: %w", err)
+		}
+		fmt.Fprintln(out, "through the network plugin's objects (label, plugin pod restart, Deployment scaled):")
+	}
+	err = zonePath(ctx, s, cfg, nodeOf, &rep.ZonePathReport, out, zoneMoves{
+		node: func(node, zone string) error { return restartIntoZone(ctx, c, node, zone) },
+		central: func(start bool) error {
+			if start {
+				return s.scaleCentral(ctx, c, 1)
+			}
+			return s.scaleCentral(ctx, c, 0)
+		},
+	})
+	return rep, err
+}
+
+// zonePath takes every node into its own zone, the central zone down and up
+// again, and every node back, through moves, the probe around each step.
+func zonePath(ctx context.Context, s *State, cfg probe.Config, nodeOf map[string]string, rep *ZonePathReport, out io.Writer, moves zoneMoves) error {
 	measure := func(node, step string, do func() error) error {
 		r, took, err := probeAround(ctx, cfg, do)
 		if err != nil {
@@ -105,22 +174,22 @@ func ZoneBench(ctx context.Context, name string, out io.Writer) (ZoneBenchReport
 		return nil
 	}
 	for _, n := range s.Topology.Nodes {
-		if err := measure(n.Name, n.Name+": global -> "+n.Name, func() error { return s.MoveZone(ctx, n.Name, n.Name, quiet) }); err != nil {
-			return rep, err
+		if err := measure(n.Name, n.Name+": global -> "+n.Name, func() error { return moves.node(n.Name, n.Name) }); err != nil {
+			return err
 		}
 	}
-	if err := measure("", "central zone retired", func() error { return s.CentralRetire(ctx) }); err != nil {
-		return rep, err
+	if err := measure("", "central zone retired", func() error { return moves.central(false) }); err != nil {
+		return err
 	}
-	if err := measure("", "central zone started", func() error { return s.CentralEnsure(ctx) }); err != nil {
-		return rep, err
+	if err := measure("", "central zone started", func() error { return moves.central(true) }); err != nil {
+		return err
 	}
 	for _, n := range s.Topology.Nodes {
-		if err := measure(n.Name, n.Name+": "+n.Name+" -> global", func() error { return s.MoveZone(ctx, n.Name, globalZone, quiet) }); err != nil {
-			return rep, err
+		if err := measure(n.Name, n.Name+": "+n.Name+" -> global", func() error { return moves.node(n.Name, globalZone) }); err != nil {
+			return err
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // probeAround runs the probe around do: do starts once every long-lived

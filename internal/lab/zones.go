@@ -825,7 +825,7 @@ func UpgradeZones(name string) error {
 }
 
 // zoneLock serializes the lab's actuations of one thing (a node's move, the
-// central zone). An agent or operator killed mid-command leaves its command
+// central zone). A plugin pod killed mid-command leaves its command
 // running; the restarted one runs it again, and that second run must wait for
 // the first to end rather than interleave with it, then finds the work done.
 func (s *State) zoneLock(ctx context.Context, what string) (unlock func(), err error) {

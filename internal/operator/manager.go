@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -67,8 +69,16 @@ type Options struct {
 	ZoneMigration bool
 	// ZoneConfigNamespace holds the ConfigMap ovn-interconnect-configuration (default netshift-system).
 	ZoneConfigNamespace string
-	// Central starts and retires the central side (required with ZoneMigration).
-	Central CentralSide
+	// ZonePluginNamespace, ZonePluginPods, ZoneCentral and ZoneCentralReplicas name the network
+	// plugin's objects a zone move acts on: its namespace, the label selector of its per-node
+	// DaemonSet pods, and the Deployment of its central side with the replicas it runs when started.
+	ZonePluginNamespace string
+	ZonePluginPods      string
+	ZoneCentral         string
+	ZoneCentralReplicas int32
+	// ZoneMoveTimeout is how long a restarted plugin pod may take to annotate its node before its
+	// move is reported held in status.zones.held.
+	ZoneMoveTimeout time.Duration
 	// PortPools, when set, runs the Neutron port pools: the pool manager, its API and the pod
 	// controller (leader only).
 	PortPools *PortPoolOptions
@@ -91,6 +101,13 @@ func (o Options) zoneNamespace() string {
 	return o.ZoneConfigNamespace
 }
 
+func (o Options) zonePluginNamespace() string {
+	if o.ZonePluginNamespace == "" {
+		return "ovn-kubernetes"
+	}
+	return o.ZonePluginNamespace
+}
+
 // DefaultOptions are the operator's defaults.
 func DefaultOptions() Options {
 	return Options{
@@ -99,6 +116,8 @@ func DefaultOptions() Options {
 		EvictionRetry: 5 * time.Second, AdmissionSettle: rollout.DefaultSettle,
 		ChangeLead: 2 * time.Second, StepSpacing: 100 * time.Millisecond, TimeAddr: ":8082",
 		AnswerTimeout: 30 * time.Second, SouthboundResync: 30 * time.Second, ChangeRetry: 15 * time.Second,
+		ZonePluginNamespace: "ovn-kubernetes", ZonePluginPods: "app=ovnkube-node", ZoneCentral: "ovnkube-central",
+		ZoneCentralReplicas: 1, ZoneMoveTimeout: 5 * time.Minute,
 	}
 }
 
@@ -115,10 +134,12 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
 		// The zone controller reads one ConfigMap, and may read no other: cache
-		// that one, watched by name.
+		// that one, watched by name; and the network plugin's central
+		// Deployment, in the plugin's namespace only.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.zoneNamespace(): {
 				FieldSelector: fields.OneTermEqualSelector("metadata.name", zones.ConfigMapName)}}},
+			&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{o.zonePluginNamespace(): {}}},
 		}},
 	})
 	if err != nil {
@@ -180,15 +201,18 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := dr.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up drain controller: %w", err)
 	}
-	if o.ZoneMigration && o.Central == nil {
-		return nil, fmt.Errorf("--zone-migration needs the commands that start and retire the central side (--zone-central-ensure-command, --zone-central-retire-command)")
+	pluginPods, err := labels.Parse(o.ZonePluginPods)
+	if err != nil {
+		return nil, fmt.Errorf("--zone-plugin-pods: %q is not a label selector: %w", o.ZonePluginPods, err)
 	}
 	zonePasses := prometheus.NewCounter(prometheus.CounterOpts{Name: "netshift_zone_passes_total",
 		Help: "Zone controller passes completed: each read the nodes, the pools and the ConfigMap and decided the next moves."})
 	if err := reg.Register(zonePasses); err != nil {
 		return nil, err
 	}
-	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Central: o.Central, Enabled: o.ZoneMigration, Now: time.Now,
+	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Enabled: o.ZoneMigration, Now: time.Now,
+		Plugin: ZonePlugin{Namespace: o.zonePluginNamespace(), NodePods: pluginPods, Central: o.ZoneCentral, Replicas: o.ZoneCentralReplicas,
+			MoveTimeout: o.ZoneMoveTimeout},
 		Passes: zonePasses}
 	if err := zr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up zone controller: %w", err)

@@ -3,7 +3,10 @@ package operator
 import (
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // durationBound is the range a duration flag of the operator accepts.
@@ -24,10 +27,17 @@ func (o Options) Validate() error {
 		{"--answer-timeout", o.AnswerTimeout, time.Second, 10 * time.Minute},
 		{"--southbound-resync", o.SouthboundResync, time.Second, time.Hour},
 		{"--change-retry", o.ChangeRetry, time.Second, time.Hour},
+		{"--zone-move-timeout", o.ZoneMoveTimeout, 10 * time.Second, time.Hour},
 	} {
 		if b.value < b.min || b.value > b.max {
 			return fmt.Errorf("%s: %s is outside %s..%s", b.flag, b.value, b.min, b.max)
 		}
+	}
+	if o.ZoneCentralReplicas < 1 || o.ZoneCentralReplicas > 9 {
+		return fmt.Errorf("--zone-central-replicas: %d is outside 1..9", o.ZoneCentralReplicas)
+	}
+	if _, err := labels.Parse(o.ZonePluginPods); err != nil || strings.TrimSpace(o.ZonePluginPods) == "" {
+		return fmt.Errorf("--zone-plugin-pods: %q is not a non-empty label selector (like app=ovnkube-node)", o.ZonePluginPods)
 	}
 	if o.TimeAdvertiseURL != "" {
 		if u, err := url.Parse(o.TimeAdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

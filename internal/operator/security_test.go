@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -118,9 +119,12 @@ func TestLeastPrivilege(t *testing.T) {
 		{"patch", "netshift.io", "nodenetworkstates", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", operator.Namespace},
 		{"patch", "", "pods", "", "any"}, {"watch", "", "namespaces", "", ""}, // port pools: the ownership record
+		{"delete", "", "pods", "", "any"},                                                             // a network plugin's DaemonSet pod only (narrowed by the admission policy)
+		{"patch", "apps", "deployments", "scale", "any"}, {"watch", "apps", "deployments", "", "any"}, // the central side of OVN zones
 	}
 	operatorMustNot := []access{
-		{"delete", "", "pods", "", "any"}, {"get", "", "secrets", "", "any"}, {"update", "", "pods", "", "any"}, {"patch", "", "namespaces", "", ""}, {"delete", "", "nodes", "", ""},
+		{"get", "", "secrets", "", "any"}, {"update", "", "pods", "", "any"}, {"patch", "", "namespaces", "", ""}, {"delete", "", "nodes", "", ""},
+		{"patch", "apps", "deployments", "", "any"}, {"delete", "apps", "deployments", "", "any"},
 		{"update", "netshift.io", "nodepools", "", ""}, {"update", "netshift.io", "clusternetworks", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system"}, {"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", ""},
 		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "clusternetworks", "", ""},
@@ -128,11 +132,10 @@ func TestLeastPrivilege(t *testing.T) {
 	agentNeeds := []access{
 		{"watch", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "nodenetworkstates", "status", ""},
 		{"watch", "", "pods", "", "any"}, {"patch", "", "pods", "status", "any"}, {"watch", "", "nodes", "", ""}, // port plugging
-		{"patch", "", "nodes", "", ""}, // its zone annotation (narrowed by the admission policy)
 	}
 	agentMustNot := []access{
 		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"create", "netshift.io", "nodenetworkstates", "", ""},
-		{"delete", "netshift.io", "nodenetworkstates", "", ""}, {"update", "", "nodes", "status", ""}, {"delete", "", "nodes", "", ""},
+		{"delete", "netshift.io", "nodenetworkstates", "", ""}, {"update", "", "nodes", "status", ""}, {"delete", "", "nodes", "", ""}, {"patch", "", "nodes", "", ""},
 		{"create", "", "pods", "eviction", "any"}, {"get", "", "secrets", "", "any"}, {"patch", "", "pods", "", "any"},
 		{"update", "", "pods", "status", "any"}, {"delete", "", "pods", "", "any"},
 		{"patch", "netshift.io", "nodepools", "status", ""}, {"update", "netshift.io", "nodenetworkstates", "status", ""},
@@ -191,39 +194,69 @@ func TestAgentMayMarkOnlyItsOwnNodesPods(t *testing.T) {
 	}
 }
 
-// TestAgentMayOnlyAnnotateItsOwnNodesZone: the agent writes its node's zone
-// annotation and nothing else of any Node.
-func TestAgentMayOnlyAnnotateItsOwnNodesZone(t *testing.T) {
+// TestAgentWritesNoNode: a node's zone annotation is its network plugin's to
+// write; the agent changes nothing of any Node.
+func TestAgentWritesNoNode(t *testing.T) {
 	testenv.Require(t, envMissing)
 	ctx := t.Context()
-	for _, n := range []string{"zn1", "zn2"} {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"keep": "me"}}}
-		if err := env.Client.Create(ctx, node); err != nil {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "zn1"}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	ac := clientFor(t, env.AgentConfig("zn1"))
+	err := ac.Patch(ctx, node, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"k8s.ovn.org/zone-name":"zn1"}}}`)))
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("the agent annotated its node's zone: %v, want forbidden", err)
+	}
+}
+
+// TestOperatorDeletesOnlyDaemonSetPodsAndLabelsOnlyZones: to move a node
+// between OVN zones the operator labels it k8s.ovn.org/zone-name and deletes
+// its network plugin's DaemonSet pod; any other label, and any other pod, is
+// refused.
+func TestOperatorDeletesOnlyDaemonSetPodsAndLabelsOnlyZones(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	op := clientFor(t, env.OperatorConfig())
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "zl1", Labels: map[string]string{"a": "b"}}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	label := func(patch string) error {
+		return op.Patch(ctx, node, client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	if err := label(`{"metadata":{"labels":{"k8s.ovn.org/zone-name":"zl1"}}}`); err != nil {
+		t.Errorf("the operator may not label a node's zone: %v", err)
+	}
+	if err := label(`{"metadata":{"labels":{"a":"c"}}}`); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "k8s.ovn.org/zone-name") {
+		t.Errorf("the operator changed another label: %v", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "plugin-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "plugin", Namespace: ns.Name}, Spec: appsv1.DaemonSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "plugin"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "plugin"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
+	if err := env.Client.Create(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name string, owner bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+		if owner {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr.To(true)}}
+		}
+		if err := env.Client.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
+		return p
 	}
-	for name, cfg := range map[string]*rest.Config{
-		"serviceaccount": env.AgentConfig("zn1"),
-		"per-node user":  env.As("netshift:agent:zn1", []string{"netshift:agents", "system:authenticated"}, nil),
-	} {
-		ac := clientFor(t, cfg)
-		try := func(node, patch string) error {
-			return ac.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, []byte(patch)))
-		}
-		if err := try("zn1", `{"metadata":{"annotations":{"k8s.ovn.org/zone-name":"zn1"}}}`); err != nil {
-			t.Errorf("%s: agent refused on its own node's zone: %v", name, err)
-		}
-		for what, p := range map[string][2]string{
-			"another node's zone": {"zn2", `{"metadata":{"annotations":{"k8s.ovn.org/zone-name":"zn2"}}}`},
-			"its node's labels":   {"zn1", `{"metadata":{"labels":{"a":"c"}}}`},
-			"another annotation":  {"zn1", `{"metadata":{"annotations":{"keep":null}}}`},
-			"a new annotation":    {"zn1", `{"metadata":{"annotations":{"new":"x"}}}`},
-			"its node's cordon":   {"zn1", `{"spec":{"unschedulable":true}}`},
-		} {
-			if err := try(p[0], p[1]); err == nil {
-				t.Errorf("%s: agent of zn1 changed %s", name, what)
-			}
-		}
+	if err := op.Delete(ctx, pod("plugin-x", true)); err != nil {
+		t.Errorf("the operator may not delete a DaemonSet's pod: %v", err)
+	}
+	if err := op.Delete(ctx, pod("workload", false)); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "deletes only DaemonSet pods") {
+		t.Errorf("the operator deleted a workload's pod: %v", err)
 	}
 }
 

@@ -3,17 +3,18 @@ package operator
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,27 +28,39 @@ import (
 	"netshift.io/netshift/internal/zones"
 )
 
-// CentralSide starts and retires the central NB/SB databases and ovn-northd
-// that the legacy and single-zone layouts run on. Both must be idempotent.
-type CentralSide interface {
-	Ensure(ctx context.Context) error
-	Retire(ctx context.Context) error
+// ZonePlugin names the network plugin's objects a zone move acts on: the pods
+// of its DaemonSet on each node and the Deployment of its central side.
+type ZonePlugin struct {
+	// Namespace holds both.
+	Namespace string
+	// NodePods selects the DaemonSet's pods (one per node).
+	NodePods labels.Selector
+	// Central is the name of the Deployment that runs the central NB/SB
+	// databases and ovn-northd; Replicas how many pods it runs when started.
+	Central  string
+	Replicas int32
+	// MoveTimeout is how long a restarted plugin pod may take to annotate its
+	// node before the move is reported held.
+	MoveTimeout time.Duration
 }
 
 // ZoneReconciler moves the cluster between OVN interconnect layouts: it reads
-// the ConfigMap, the nodes' zone annotations and the moves in progress, asks
-// zones.Decide for the next step and takes it: the ConfigMap of an upgrade's
-// single-zone step, the central side, and node moves (cordon, no eviction,
-// then the node's NodeNetworkState spec.zone for its agent; uncordon once the
-// agent annotated the node). With Enabled false it only reports.
+// the ConfigMap, the nodes' zone labels and annotations, the network plugin's
+// pods and central Deployment, asks zones.Decide for the next step and takes
+// it: the ConfigMap of an upgrade's single-zone step, the central side
+// (scaled up or to 0), and node moves (cordon, no eviction; the zone label;
+// the node's plugin pod deleted so the DaemonSet starts one that joins that
+// zone; uncordon once it annotated the node). It never waits inside a pass:
+// each pass acts on what it reads and returns. With Enabled false it only
+// reports.
 type ZoneReconciler struct {
 	Client client.Client
-	// APIReader reads the ClusterNetwork past the cache: the central side's
-	// state in its status must be the latest, or a retire would run twice.
+	// APIReader reads the ClusterNetwork past the cache, so a status write
+	// never goes back to an older one.
 	APIReader client.Reader
 	// Namespace holds the ConfigMap ovn-interconnect-configuration.
 	Namespace string
-	Central   CentralSide
+	Plugin    ZonePlugin
 	Enabled   bool
 	Now       func() time.Time
 	// Passes counts completed passes (netshift_zone_passes_total); nil counts nothing.
@@ -63,9 +76,17 @@ func (r *ZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ourConfigMap := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.Namespace && o.GetName() == zones.ConfigMapName
 	})
+	pluginPods := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == r.Plugin.Namespace && r.Plugin.NodePods != nil && r.Plugin.NodePods.Matches(labels.Set(o.GetLabels()))
+	})
+	central := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == r.Plugin.Namespace && o.GetName() == r.Plugin.Central
+	})
 	return ctrl.NewControllerManagedBy(mgr).Named("zones").
 		Watches(&corev1.Node{}, all).
 		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(ourConfigMap)).
+		Watches(&corev1.Pod{}, all, builder.WithPredicates(pluginPods)).
+		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(central)).
 		Watches(&v1alpha1.NodeNetworkState{}, all).
 		Watches(&v1alpha1.NodePool{}, all).
 		Watches(&v1alpha1.ClusterNetwork{}, all).
@@ -76,7 +97,6 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	if r.Passes != nil {
 		defer r.Passes.Inc()
 	}
-	logger := log.FromContext(ctx).WithName("zones")
 	var cn v1alpha1.ClusterNetwork
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -85,10 +105,12 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	if cn.Status.Zones != nil {
 		st = cn.Status.Zones.DeepCopy()
 	}
-	state, nodeStates, err := r.read(ctx, st)
+	cl, err := r.read(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	state := cl.state
+	st.Central = string(state.Central)
 	var cm corev1.ConfigMap
 	err = r.Client.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: zones.ConfigMapName}, &cm)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -105,57 +127,30 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	}
 	r.setCondition(st, v1alpha1.ZonesConfigValid, metav1.ConditionTrue, v1alpha1.ReasonValid, fmt.Sprintf("%s/%s: %s", r.Namespace, zones.ConfigMapName, describe(cfg)), cn.Generation)
 	state.Config = cfg
+	var recheck time.Duration
+	if r.Enabled {
+		// A move's plugin pod that fails or is overdue holds the rollout:
+		// decided before Decide, which keeps the held node's slot.
+		recheck = r.pluginSteps(cl)
+	}
 	d := zones.Decide(state)
 	st.Desired, st.Next, st.Phase, st.Message = string(d.Desired), string(d.Next), d.Phase, d.Holding
 	if d.Holding != "" && d.Phase != "WaitingForRollout" {
 		st.Phase = "Holding"
 	}
 	st.Moving, st.InTarget = movingAndInTarget(state.Nodes, d.Next)
+	st.Held = heldNodes(state.Nodes)
 	if !r.Enabled {
 		st.Phase, st.Message = "Disabled", "zone migration is off (operator flag --zone-migration): the layout is reported, nothing is changed"
 		r.setCondition(st, v1alpha1.ZonesConverged, boolCondition(st.Current == st.Desired), v1alpha1.ReasonDisabled, st.Message, cn.Generation)
 		return ctrl.Result{}, r.writeStatus(ctx, &cn, st)
 	}
 
-	// Finished moves first: the agent annotated its node, so its cordon goes.
-	for _, n := range state.Nodes {
-		nns := nodeStates[n.Name]
-		if nns != nil && nns.Status.ZoneCordoned != "" && n.Zone == nns.Status.ZoneCordoned {
-			if err := r.uncordon(ctx, nns); err != nil {
-				return ctrl.Result{}, err
-			}
-			logger.Info("node moved", "node", n.Name, "zone", n.Zone)
-		}
-	}
-	if d.WriteIntermediate {
-		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: zones.ConfigMapName, Namespace: r.Namespace,
-			Annotations: map[string]string{"netshift.io/written-by": "netshift: the single-zone step of the upgrade to multizone"}},
-			Data: zones.IntermediateData()}
-		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, fmt.Errorf("zones: record the upgrade's single-zone step: %w", err)
-		}
-		logger.Info("upgrade from the legacy layout: single zone first", "configmap", r.Namespace+"/"+zones.ConfigMapName)
-	}
-	if err := r.centralStep(ctx, &cn, st, d.Central); err != nil {
+	if err := r.act(ctx, cl, d, st, &cm); err != nil {
+		// A step that fails is in the status at once, in the words of its error.
+		st.Message = err.Error()
+		_ = r.writeStatus(ctx, &cn, st)
 		return ctrl.Result{}, err
-	}
-	names := make([]string, 0, len(d.Move))
-	for n := range d.Move {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := r.startMove(ctx, nodeStates[name], name, d.Move[name]); err != nil {
-			return ctrl.Result{}, err
-		}
-		st.Moving = append(st.Moving, name)
-		logger.Info("moving node", "node", name, "zone", d.Move[name])
-	}
-	if d.DeleteConfig {
-		if err := r.Client.Delete(ctx, &cm); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("zones: delete the upgrade's ConfigMap: %w", err)
-		}
-		logger.Info("upgrade to multizone done: its ConfigMap is deleted")
 	}
 	if d.Done {
 		r.setCondition(st, v1alpha1.ZonesConverged, metav1.ConditionTrue, v1alpha1.ReasonConverged, fmt.Sprintf("every node is in its %s zone and the central side is %s", d.Desired, st.Central), cn.Generation)
@@ -166,7 +161,72 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 		}
 		r.setCondition(st, v1alpha1.ZonesConverged, metav1.ConditionFalse, st.Phase, msg, cn.Generation)
 	}
-	return ctrl.Result{RequeueAfter: 30 * time.Second}, r.writeStatus(ctx, &cn, st)
+	after := 30 * time.Second
+	if recheck > 0 && recheck < after {
+		after = recheck
+	}
+	return ctrl.Result{RequeueAfter: after}, r.writeStatus(ctx, &cn, st)
+}
+
+// act takes the steps d decided, in order: finished moves uncordoned, the
+// upgrade's ConfigMap, the central side, new moves, every move's plugin pod
+// restart, the ConfigMap deleted at the end of an upgrade.
+func (r *ZoneReconciler) act(ctx context.Context, cl *cluster, d zones.Decision, st *v1alpha1.ZonesStatus, cm *corev1.ConfigMap) error {
+	logger := log.FromContext(ctx).WithName("zones")
+	// Finished moves first: the plugin pod annotated its node, so its cordon goes.
+	for _, n := range cl.state.Nodes {
+		nns := cl.nodeStates[n.Name]
+		if nns != nil && (nns.Status.ZoneCordoned != "" || nns.Status.ZoneRestart != nil) && n.Zone == n.Target && n.Zone != "" {
+			if err := r.finishMove(ctx, nns); err != nil {
+				return err
+			}
+			logger.Info("node moved", "node", n.Name, "zone", n.Zone)
+		}
+	}
+	if d.WriteIntermediate {
+		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: zones.ConfigMapName, Namespace: r.Namespace,
+			Annotations: map[string]string{"netshift.io/written-by": "netshift: the single-zone step of the upgrade to multizone"}},
+			Data: zones.IntermediateData()}
+		if err := r.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("zones: record the upgrade's single-zone step: %w", err)
+		}
+		logger.Info("upgrade from the legacy layout: single zone first", "configmap", r.Namespace+"/"+zones.ConfigMapName)
+	}
+	if err := r.centralStep(ctx, cl.central, st, d.Central); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(d.Move))
+	for n := range d.Move {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := r.startMove(ctx, cl.nodeStates[name], name, d.Move[name]); err != nil {
+			return err
+		}
+		st.Moving = append(st.Moving, name)
+		cl.steps[name] = r.pluginStep(cl, name, d.Move[name])
+		logger.Info("moving node", "node", name, "zone", d.Move[name])
+	}
+	// Every move in progress (those just started too) gets its plugin pod restarted once.
+	for _, n := range cl.state.Nodes {
+		zone := n.Target
+		if z, ok := d.Move[n.Name]; ok {
+			zone = z
+		}
+		if step, ok := cl.steps[n.Name]; ok && (step.Record || step.Delete != nil) {
+			if err := r.restartPlugin(ctx, cl.nodeStates[n.Name], n.Name, zone, step); err != nil {
+				return err
+			}
+		}
+	}
+	if d.DeleteConfig {
+		if err := r.Client.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("zones: delete the upgrade's ConfigMap: %w", err)
+		}
+		logger.Info("upgrade to multizone done: its ConfigMap is deleted")
+	}
+	return nil
 }
 
 // movingAndInTarget are the nodes with a move in progress, and how many are
@@ -183,66 +243,118 @@ func movingAndInTarget(nodes []zones.Node, next zones.Mode) (moving []string, in
 	return moving, inTarget
 }
 
-// centralStep starts or retires the central side as decided, recording it in
-// st (and the error, when it fails, in the status at once).
-func (r *ZoneReconciler) centralStep(ctx context.Context, cn *v1alpha1.ClusterNetwork, st *v1alpha1.ZonesStatus, step zones.CentralAction) error {
-	act, verb, after := r.Central.Ensure, "starting", zones.CentralRunning
-	switch step {
-	case zones.CentralEnsure:
-	case zones.CentralRetire:
-		act, verb, after = r.Central.Retire, "retiring", zones.CentralRetired
-	default:
-		return nil
+func heldNodes(nodes []zones.Node) []v1alpha1.ZoneHold {
+	var out []v1alpha1.ZoneHold
+	for _, n := range nodes {
+		if n.Moving() && n.Held != "" {
+			out = append(out, v1alpha1.ZoneHold{Node: n.Name, Reason: n.Held})
+		}
 	}
-	log.FromContext(ctx).WithName("zones").Info(verb + " the central side")
-	if err := act(ctx); err != nil {
-		st.Message = verb + " the central databases and ovn-northd: " + err.Error()
-		_ = r.writeStatus(ctx, cn, st)
-		return err
-	}
-	st.Central = string(after)
-	return nil
+	return out
 }
 
-// read builds the decision's state from the nodes, their NodeNetworkStates and pools.
-func (r *ZoneReconciler) read(ctx context.Context, st *v1alpha1.ZonesStatus) (zones.State, map[string]*v1alpha1.NodeNetworkState, error) {
+// cluster is what a pass reads.
+type cluster struct {
+	state      zones.State
+	nodeStates map[string]*v1alpha1.NodeNetworkState
+	// pods are the plugin pods by node.
+	pods map[string][]corev1.Pod
+	// central is the central side's Deployment, nil when there is none.
+	central *appsv1.Deployment
+	// steps are the plugin steps of the moves in progress, by node.
+	steps map[string]zones.PluginStep
+}
+
+// read builds the decision's state from the nodes, their NodeNetworkStates,
+// the pools and the network plugin's objects.
+func (r *ZoneReconciler) read(ctx context.Context) (*cluster, error) {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes); err != nil {
-		return zones.State{}, nil, err
+		return nil, err
 	}
 	var states v1alpha1.NodeNetworkStateList
 	if err := r.Client.List(ctx, &states); err != nil {
-		return zones.State{}, nil, err
+		return nil, err
 	}
-	byName := map[string]*v1alpha1.NodeNetworkState{}
+	cl := &cluster{nodeStates: map[string]*v1alpha1.NodeNetworkState{}, pods: map[string][]corev1.Pod{}, steps: map[string]zones.PluginStep{}}
 	for i := range states.Items {
-		byName[states.Items[i].Name] = &states.Items[i]
+		cl.nodeStates[states.Items[i].Name] = &states.Items[i]
 	}
-	var s zones.State
 	for _, n := range nodes.Items {
-		zn := zones.Node{Name: n.Name, Zone: n.Annotations[zones.ZoneAnnotation], Ready: nodeReady(&n)}
-		if nns := byName[n.Name]; nns != nil {
-			zn.Target = nns.Spec.Zone
-		}
-		s.Nodes = append(s.Nodes, zn)
+		cl.state.Nodes = append(cl.state.Nodes, zones.Node{Name: n.Name, Zone: n.Annotations[zones.ZoneAnnotation], Ready: nodeReady(&n),
+			Target: n.Labels[zones.ZoneLabel]})
 	}
 	var nps v1alpha1.NodePoolList
 	if err := r.Client.List(ctx, &nps); err != nil {
-		return zones.State{}, nil, err
+		return nil, err
 	}
 	// A pool whose spec cannot be used holds the nodes it might own (no move starts there);
 	// the drain controller reports it in the pool's status.
-	s.Pools, _ = MembershipHolding(nodes.Items, nps.Items)
-	switch {
-	case st.Central != "":
-		s.Central = zones.Central(st.Central)
-	case zones.Current(s.Nodes) == zones.Multi:
-		s.Central = zones.CentralRetired
-	default: // the legacy and single-zone layouts run on the central side
-		s.Central = zones.CentralRunning
+	cl.state.Pools, _ = MembershipHolding(nodes.Items, nps.Items)
+	if r.Plugin.NodePods != nil {
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(r.Plugin.Namespace), client.MatchingLabelsSelector{Selector: r.Plugin.NodePods}); err != nil {
+			return nil, fmt.Errorf("zones: list the network plugin's pods: %w", err)
+		}
+		for _, p := range pods.Items {
+			cl.pods[p.Spec.NodeName] = append(cl.pods[p.Spec.NodeName], p)
+		}
 	}
-	st.Central = string(s.Central)
-	return s, byName, nil
+	switch dep, err := r.centralDeployment(ctx); {
+	case err != nil:
+		return nil, err
+	case dep != nil:
+		cl.central = dep
+		cl.state.Central = zones.CentralOf(dep)
+	case zones.Current(cl.state.Nodes) == zones.Multi:
+		cl.state.Central = zones.CentralRetired
+	default: // no Deployment to read: the legacy and single-zone layouts run on the central side
+		cl.state.Central = zones.CentralRunning
+	}
+	return cl, nil
+}
+
+func (r *ZoneReconciler) centralDeployment(ctx context.Context) (*appsv1.Deployment, error) {
+	if r.Plugin.Central == "" {
+		return nil, nil
+	}
+	var dep appsv1.Deployment
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: r.Plugin.Namespace, Name: r.Plugin.Central}, &dep)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("zones: read the central side's Deployment %s/%s: %w", r.Plugin.Namespace, r.Plugin.Central, err)
+	}
+	return &dep, nil
+}
+
+// pluginSteps decides each move's plugin step and marks the held nodes;
+// it returns when to look again for a move that may become overdue.
+func (r *ZoneReconciler) pluginSteps(cl *cluster) time.Duration {
+	var recheck time.Duration
+	for i := range cl.state.Nodes {
+		n := &cl.state.Nodes[i]
+		if !n.Moving() {
+			continue
+		}
+		step := r.pluginStep(cl, n.Name, n.Target)
+		n.Held = step.Held
+		cl.steps[n.Name] = step
+		if step.Recheck > 0 && (recheck == 0 || step.Recheck < recheck) {
+			recheck = step.Recheck
+		}
+	}
+	return recheck
+}
+
+func (r *ZoneReconciler) pluginStep(cl *cluster, node, zone string) zones.PluginStep {
+	var rec *zones.Restart
+	if nns := cl.nodeStates[node]; nns != nil && nns.Status.ZoneRestart != nil {
+		zr := nns.Status.ZoneRestart
+		rec = &zones.Restart{Zone: zr.Zone, Pod: zr.Pod, PodUID: zr.PodUID, At: zr.At.Time}
+	}
+	return zones.NextPluginStep(zone, cl.pods[node], rec, r.Now(), r.Plugin.MoveTimeout)
 }
 
 func nodeReady(n *corev1.Node) bool {
@@ -254,12 +366,44 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
+// centralStep scales the central side's Deployment up or to 0 as decided; the
+// Deployment's status says when it is done, on a later pass.
+func (r *ZoneReconciler) centralStep(ctx context.Context, dep *appsv1.Deployment, st *v1alpha1.ZonesStatus, step zones.CentralAction) error {
+	var replicas int32
+	switch step {
+	case zones.CentralEnsure:
+		replicas = max(r.Plugin.Replicas, 1)
+	case zones.CentralRetire:
+	default:
+		return nil
+	}
+	name := r.Plugin.Namespace + "/" + r.Plugin.Central
+	if dep == nil {
+		return fmt.Errorf("zones: the central side's Deployment %s is not there: it cannot be %s", name,
+			map[zones.CentralAction]string{zones.CentralEnsure: "started", zones.CentralRetire: "retired"}[step])
+	}
+	if dep.Spec.Replicas != nil && *dep.Spec.Replicas == replicas {
+		return nil // asked already; its status tells when it is done
+	}
+	log.FromContext(ctx).WithName("zones").Info("scaling the central side", "deployment", name, "replicas", replicas)
+	// Through the scale subresource: the operator may change the Deployment's replicas and nothing else.
+	scale := &autoscalingv1.Scale{}
+	body := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)))
+	if err := r.Client.SubResource("scale").Patch(ctx, dep, body, client.WithSubResourceBody(scale)); err != nil {
+		return fmt.Errorf("zones: scale the central side's Deployment %s to %d: %w", name, replicas, err)
+	}
+	dep.Spec.Replicas = &replicas
+	dep.Generation++ // not observed yet: Starting or Retiring until its status says otherwise
+	st.Central = string(zones.CentralOf(dep))
+	return nil
+}
+
 // startMove cordons the node (recorded first, so a restarted operator
-// uncordons only what it cordoned; no pod is evicted) and asks its agent to
-// move it.
+// uncordons only what it cordoned; no pod is evicted) and labels it for its
+// zone; its plugin pod is restarted by restartPlugin in the same pass.
 func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NodeNetworkState, node, zone string) error {
 	if nns == nil {
-		return fmt.Errorf("node %s: no NodeNetworkState yet to ask its agent for zone %s", node, zone)
+		return fmt.Errorf("node %s: no NodeNetworkState yet to record its move to zone %s", node, zone)
 	}
 	var n corev1.Node
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
@@ -271,36 +415,65 @@ func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NodeNetwor
 		if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
 			return fmt.Errorf("node %s: record the zone move's cordon: %w", node, err)
 		}
-		if !n.Spec.Unschedulable {
-			p := client.MergeFrom(n.DeepCopy())
-			n.Spec.Unschedulable = true
-			if err := r.Client.Patch(ctx, &n, p); err != nil {
-				return fmt.Errorf("node %s: cordon for its move to zone %s: %w", node, zone, err)
-			}
-		}
 	}
-	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	nns.Spec.Zone = zone
-	if err := r.Client.Patch(ctx, nns, patch); err != nil {
-		return fmt.Errorf("node %s: ask its agent for zone %s: %w", node, zone, err)
+	p := client.MergeFrom(n.DeepCopy())
+	n.Spec.Unschedulable = true
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[zones.ZoneLabel] = zone
+	if err := r.Client.Patch(ctx, &n, p); err != nil {
+		return fmt.Errorf("node %s: cordon and label %s=%s for its move: %w", node, zones.ZoneLabel, zone, err)
 	}
 	return nil
 }
 
-func (r *ZoneReconciler) uncordon(ctx context.Context, nns *v1alpha1.NodeNetworkState) error {
-	var n corev1.Node
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: nns.Name}, &n); err != nil {
-		return err
+// restartPlugin records the restart (when the step says so) and deletes the
+// node's plugin pod; the DaemonSet starts the one that joins the zone.
+func (r *ZoneReconciler) restartPlugin(ctx context.Context, nns *v1alpha1.NodeNetworkState, node, zone string, step zones.PluginStep) error {
+	if nns == nil {
+		return fmt.Errorf("node %s: no NodeNetworkState to record its plugin pod's restart", node)
 	}
-	if n.Spec.Unschedulable {
-		p := client.MergeFrom(n.DeepCopy())
-		n.Spec.Unschedulable = false
-		if err := r.Client.Patch(ctx, &n, p); err != nil {
-			return fmt.Errorf("node %s: uncordon after its zone move: %w", n.Name, err)
+	if step.Record {
+		patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		rec := &v1alpha1.ZoneRestart{Zone: zone, At: metav1.NewTime(r.Now())}
+		if step.Delete != nil {
+			rec.Pod, rec.PodUID = step.Delete.Namespace+"/"+step.Delete.Name, string(step.Delete.UID)
+		}
+		nns.Status.ZoneRestart = rec
+		if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
+			return fmt.Errorf("node %s: record its plugin pod's restart for zone %s: %w", node, zone, err)
+		}
+	}
+	if step.Delete == nil {
+		return nil
+	}
+	err := r.Client.Delete(ctx, step.Delete, client.Preconditions{UID: &step.Delete.UID})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("node %s: restart its network plugin pod %s/%s for zone %s: %w", node, step.Delete.Namespace, step.Delete.Name, zone, err)
+	}
+	log.FromContext(ctx).WithName("zones").Info("restarted the network plugin pod", "node", node, "zone", zone,
+		"pod", step.Delete.Namespace+"/"+step.Delete.Name)
+	return nil
+}
+
+// finishMove uncordons a node its plugin pod annotated and forgets the move.
+func (r *ZoneReconciler) finishMove(ctx context.Context, nns *v1alpha1.NodeNetworkState) error {
+	if nns.Status.ZoneCordoned != "" {
+		var n corev1.Node
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: nns.Name}, &n); err != nil {
+			return err
+		}
+		if n.Spec.Unschedulable {
+			p := client.MergeFrom(n.DeepCopy())
+			n.Spec.Unschedulable = false
+			if err := r.Client.Patch(ctx, &n, p); err != nil {
+				return fmt.Errorf("node %s: uncordon after its zone move: %w", n.Name, err)
+			}
 		}
 	}
 	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	nns.Status.ZoneCordoned = ""
+	nns.Status.ZoneCordoned, nns.Status.ZoneRestart = "", nil
 	return r.Client.Status().Patch(ctx, nns, patch)
 }
 
@@ -336,24 +509,4 @@ func describe(c zones.Config) string {
 		return fmt.Sprintf("zone-mode %s, definitive: no (netshift's step on the way to multizone)", c.Mode)
 	}
 	return fmt.Sprintf("zone-mode %s", c.Mode)
-}
-
-// CommandCentral runs commands (sh -c) to start and retire the central side.
-type CommandCentral struct{ EnsureCommand, RetireCommand string }
-
-func (c CommandCentral) Ensure(ctx context.Context) error {
-	return runCentral(ctx, "start", c.EnsureCommand)
-}
-func (c CommandCentral) Retire(ctx context.Context) error {
-	return runCentral(ctx, "retire", c.RetireCommand)
-}
-
-func runCentral(ctx context.Context, what, command string) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "sh", "-c", command).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s the central side: %q: %w: %s", what, command, err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/rollout"
+	"netshift.io/netshift/internal/zones"
 )
 
 // Report is the JSON form of `netshift status`.
@@ -27,7 +28,9 @@ type Report struct {
 	Applied *v1alpha1.AppliedNetwork `json:"applied,omitempty"`
 	// Change is the live change in progress, or the last one.
 	Change *Change `json:"change,omitempty"`
-	Pools  []Pool  `json:"pools"`
+	// Zones is the OVN interconnect layout and its rollout (ClusterNetwork status.zones).
+	Zones *v1alpha1.ZonesStatus `json:"zones,omitempty"`
+	Pools []Pool                `json:"pools"`
 	// Problems are what holds netshift back and needs a person: a NodePool whose spec cannot be used.
 	Problems []string `json:"problems,omitempty"`
 }
@@ -64,6 +67,9 @@ type Node struct {
 	LastSyncError string `json:"lastSyncError,omitempty"`
 	// LiveChange is the node's progress in the live change, e.g. "ready", "2/3 steps", "done".
 	LiveChange string `json:"liveChange,omitempty"`
+	// Zone is the node's OVN interconnect zone (its k8s.ovn.org/zone-name annotation), with the
+	// zone it is moving to and why that move holds, e.g. "global -> node-1 (held: ...)".
+	Zone string `json:"zone,omitempty"`
 }
 
 // Gather reads nodes, pools and NodeNetworkStates and builds the report.
@@ -88,6 +94,7 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 	var cn v1alpha1.ClusterNetwork
 	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err == nil {
 		r.Applied = cn.Status.Applied
+		r.Zones = cn.Status.Zones
 		if ch := cn.Status.Change; ch != nil {
 			r.Change = &Change{NetworkChange: *ch}
 			if ch.T0 != nil {
@@ -104,8 +111,10 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 		byName[states.Items[i].Name] = &states.Items[i]
 	}
 	cordoned := map[string]bool{}
+	zoneOf := map[string]string{}
 	for _, n := range nodes.Items {
 		cordoned[n.Name] = n.Spec.Unschedulable
+		zoneOf[n.Name] = nodeZone(n, r.Zones)
 	}
 	spec := map[string]v1alpha1.NodePool{}
 	for _, p := range pools.Items {
@@ -125,7 +134,7 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 		}
 		for _, n := range members {
 			// A node netshift has not touched yet is Idle on both counts.
-			node := Node{Name: n, Cordoned: cordoned[n], DrainStatus: string(v1alpha1.DrainIdle), SyncStatus: string(v1alpha1.SyncIdle)}
+			node := Node{Name: n, Cordoned: cordoned[n], DrainStatus: string(v1alpha1.DrainIdle), SyncStatus: string(v1alpha1.SyncIdle), Zone: zoneOf[n]}
 			if st, ok := byName[n]; ok {
 				s := st.Status
 				if s.DrainStatus != "" {
@@ -154,6 +163,25 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 		return r.Pools[i].Name < r.Pools[j].Name
 	})
 	return r, nil
+}
+
+// nodeZone is the node's zone as `netshift status` shows it: its annotation,
+// the zone of its label when that differs (a move in progress), and why the
+// move holds. "" for a node with neither (no zones).
+func nodeZone(n corev1.Node, z *v1alpha1.ZonesStatus) string {
+	zone, target := n.Annotations[zones.ZoneAnnotation], n.Labels[zones.ZoneLabel]
+	if target == "" || target == zone {
+		return zone
+	}
+	out := orDash(zone) + " -> " + target
+	if z != nil {
+		for _, h := range z.Held {
+			if h.Node == n.Name {
+				out += " (held: " + h.Reason + ")"
+			}
+		}
+	}
+	return out
 }
 
 // liveChangeProgress summarizes a node's part in the live change.
@@ -221,10 +249,17 @@ func (r Report) WriteText(w io.Writer) error {
 				sk.Step, sk.Node, float64(sk.LateMicros)/1000, float64(sk.WaitedMicros)/1000, float64(sk.SpreadMicros)/1000, sk.Steps)
 		}
 	}
+	if z := r.Zones; z != nil {
+		fmt.Fprintf(w, "ZONES %s, desired %s (next %s), %s, central side %s", z.Current, orDash(z.Desired), orDash(z.Next), orDash(z.Phase), orDash(z.Central))
+		if z.Message != "" {
+			fmt.Fprintf(w, ": %s", z.Message)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "PROBLEM %s\n", p)
 	}
-	if r.Applied != nil || r.Change != nil || len(r.Problems) > 0 {
+	if r.Applied != nil || r.Change != nil || r.Zones != nil || len(r.Problems) > 0 {
 		fmt.Fprintln(w)
 	}
 	if len(r.Pools) == 0 {
@@ -260,6 +295,9 @@ func (r Report) WriteText(w io.Writer) error {
 			}
 			if n.LastSyncError != "" {
 				msg = strings.TrimSpace(msg + " error: " + n.LastSyncError)
+			}
+			if n.Zone != "" {
+				msg = strings.TrimSpace("zone " + n.Zone + " " + msg)
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.DrainStatus, n.SyncStatus, orDash(n.Operation), c, msg)
 		}

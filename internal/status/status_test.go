@@ -3,9 +3,11 @@ package status
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/zones"
 )
 
 func TestLiveChangeProgress(t *testing.T) {
@@ -39,6 +41,37 @@ func TestLiveChangeProgress(t *testing.T) {
 		nns.Spec.LiveChange, nns.Status.LiveChange = tc.plan, tc.rep
 		if got := liveChangeProgress(nns, tc.ch); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNodeZone(t *testing.T) {
+	node := func(annotation, label string) corev1.Node {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{}, Labels: map[string]string{}}}
+		if annotation != "" {
+			n.Annotations[zones.ZoneAnnotation] = annotation
+		}
+		if label != "" {
+			n.Labels[zones.ZoneLabel] = label
+		}
+		return n
+	}
+	held := &v1alpha1.ZonesStatus{Held: []v1alpha1.ZoneHold{{Node: "n1", Reason: "plugin pod ovn/x: container ovnkube CrashLoopBackOff"}}}
+	for _, c := range []struct {
+		name string
+		n    corev1.Node
+		z    *v1alpha1.ZonesStatus
+		want string
+	}{
+		{"no zones", node("", ""), nil, ""},
+		{"in its zone", node("global", "global"), nil, "global"},
+		{"annotated, no label", node("global", ""), nil, "global"},
+		{"moving", node("global", "n1"), &v1alpha1.ZonesStatus{}, "global -> n1"},
+		{"moving from the legacy layout", node("", "global"), nil, "- -> global"},
+		{"held", node("global", "n1"), held, "global -> n1 (held: plugin pod ovn/x: container ovnkube CrashLoopBackOff)"},
+	} {
+		if got := nodeZone(c.n, c.z); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
 }

@@ -15,9 +15,14 @@ type Node struct {
 	Zone string
 	// Ready is the node's Ready condition: a node that is down cannot move.
 	Ready bool
-	// Target is the zone the operator asked the node to move to, "" when no
-	// move was asked: a move is in progress while Target differs from Zone.
+	// Target is the zone the node is labelled for (k8s.ovn.org/zone-name, the
+	// zone its network plugin pod joins when it starts), "" when it has no
+	// label: a move is in progress while Target differs from Zone.
 	Target string
+	// Held says why the node's move does not finish (its plugin pod
+	// crash-loops, is not ready, or has not annotated the node in time); ""
+	// while it goes well or no move is in progress.
+	Held string
 }
 
 // Moving says whether the node has a move in progress.
@@ -156,8 +161,20 @@ func Decide(s State) Decision {
 			}
 		}
 	}
+	var holding []string
 	if len(down) > 0 {
-		d.Holding = fmt.Sprintf("node(s) %s are down and not yet in their %s zone: the rollout holds before its final step", strings.Join(down, ", "), d.Next)
+		holding = append(holding, fmt.Sprintf("node(s) %s are down and not yet in their %s zone: the rollout holds before its final step", strings.Join(down, ", "), d.Next))
+	}
+	// A move that does not finish keeps its pool's slot (Moving), so no
+	// further node of that pool starts, and its node is not in target, so
+	// the final step waits: the rollout holds where it is safe.
+	for _, n := range s.Nodes {
+		if n.Moving() && n.Held != "" {
+			holding = append(holding, fmt.Sprintf("node %s does not finish its move to zone %s: %s", n.Name, n.Target, n.Held))
+		}
+	}
+	if len(holding) > 0 {
+		d.Holding = strings.Join(holding, "; ")
 		d.Done = false
 		if d.Central == CentralRetire {
 			d.Central = CentralNone

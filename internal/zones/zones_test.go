@@ -113,10 +113,10 @@ func (w *world) step(t *testing.T) Decision {
 		w.s.Central = CentralRetired
 		w.events = append(w.events, "retire central")
 	}
-	// Moves ask first (Target), then land on the next step (the agent annotates).
+	// Moves ask first (Target), then land on the next step (the plugin pod annotates).
 	for i := range w.s.Nodes {
 		n := &w.s.Nodes[i]
-		if n.Moving() && n.Ready {
+		if n.Moving() && n.Ready && n.Held == "" {
 			n.Zone = n.Target
 		}
 	}
@@ -233,6 +233,34 @@ func TestADownNodeHoldsBeforeTheFinalStep(t *testing.T) {
 	d = w.run(t)
 	if Current(w.s.Nodes) != Multi || w.s.Central != CentralRetired || d.Holding != "" {
 		t.Fatalf("after the node came back: %v %s %q", w.events, w.s.Central, d.Holding)
+	}
+}
+
+func TestAHeldMoveKeepsItsSlotAndHoldsTheFinalStep(t *testing.T) {
+	ns := nodes("global", "global", "global")
+	w := &world{s: State{Nodes: ns, Config: Config{Mode: Multi, Definitive: true}, Central: CentralRunning, Pools: pools(t, ns, 1)}}
+	w.step(t) // n1 asked to move
+	w.s.Nodes[0].Held = "plugin pod ovn/node-x: container node CrashLoopBackOff"
+	var d Decision
+	for range 10 {
+		d = w.step(t)
+	}
+	if d.Done || d.Central != CentralNone || len(d.Move) != 0 || w.s.Central != CentralRunning {
+		t.Fatalf("a held move did not hold the rollout: %+v, central %s", d, w.s.Central)
+	}
+	if w.s.Nodes[1].Target != "" || w.s.Nodes[2].Target != "" {
+		t.Fatalf("another node of the pool took the held node's slot: %+v", w.s.Nodes)
+	}
+	if !strings.Contains(d.Holding, "node n1") || !strings.Contains(d.Holding, "CrashLoopBackOff") {
+		t.Fatalf("holding %q does not name the node and the reason", d.Holding)
+	}
+	w.s.Pools.Limit[w.s.Pools.Owner["n2"]] = 2 // the pool's maxParallel raised: n2 starts beside the held n1
+	if d = Decide(w.s); d.Move["n2"] != "n2" || d.Move["n3"] != "" {
+		t.Fatalf("with maxParallel 2: moves %v", d.Move)
+	}
+	w.s.Nodes[0].Held = "" // its plugin pod finishes the move
+	if d = w.run(t); Current(w.s.Nodes) != Multi || w.s.Central != CentralRetired || d.Holding != "" {
+		t.Fatalf("after the move finished: %v %s %q", w.events, w.s.Central, d.Holding)
 	}
 }
 
