@@ -245,7 +245,9 @@ func restartIntoZone(ctx context.Context, c client.Client, node, zone string) er
 	return waitUntil(ctx, 5*time.Minute, func() (bool, error) {
 		err := c.Get(ctx, types.NamespacedName{Name: node}, &n)
 		return err == nil && n.Annotations[zones.ZoneAnnotation] == zone, nil
-	}, func() error { return fmt.Errorf("node %s: not annotated in zone %s within 5m by its new plugin pod", node, zone) })
+	}, func() error {
+		return fmt.Errorf("node %s: not annotated in zone %s within 5m by its new plugin pod", node, zone)
+	})
 }
 
 // scaleCentral scales the central zone's Deployment and waits until the zone
@@ -266,7 +268,9 @@ func (s *State) scaleCentral(ctx context.Context, c client.Client, replicas int3
 			return err == nil && len(pods.Items) == 0 && s.centralUp() != nil, nil
 		}
 		return dep.Status.ReadyReplicas >= replicas && s.centralUp() == nil, nil
-	}, func() error { return fmt.Errorf("the central zone's Deployment did not reach %d ready replicas within 5m", replicas) })
+	}, func() error {
+		return fmt.Errorf("the central zone's Deployment did not reach %d ready replicas within 5m", replicas)
+	})
 }
 
 // pauseOperator scales netshift's operator to 0 until the returned restore.
