@@ -262,7 +262,13 @@ func labClient(t *testing.T, name string) client.WithWatch {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	waitForWithin(t, what, 60*time.Second, cond)
+}
+
+// waitForWithin is waitFor with its own deadline.
+func waitForWithin(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -199,7 +199,9 @@ func (w *pooledWorld) noLeak() {
 	for pod, id := range live {
 		owned[id] = pod
 	}
-	waitFor(w.t, "nothing plugged for a gone pod", func() bool {
+	// A forced deletion's port waits up to the agent's 30 s grace for its
+	// sandbox's DEL, then the recycling: 2 minutes leave room on a busy machine.
+	waitForWithin(w.t, "nothing plugged for a gone pod", 2*time.Minute, func() bool {
 		for _, n := range w.s.Topology.Nodes {
 			for _, pl := range w.plugged(n.Name) {
 				if pl.Parked() {
@@ -218,7 +220,7 @@ func (w *pooledWorld) noLeak() {
 		}
 		return true
 	})
-	waitFor(w.t, "every pooled Neutron port in a pool or owned by a live pod", func() bool {
+	waitForWithin(w.t, "every pooled Neutron port in a pool or owned by a live pod", 2*time.Minute, func() bool {
 		ports, err := w.nc.ListPorts(context.Background(), nil)
 		if err != nil {
 			return false
