@@ -61,6 +61,11 @@ type MigrationFigures struct {
 	LostAtCompletion int `json:"lostAtCompletion"`
 	// MaxGapMs is the longest time the VM's traffic stood still (a datagram waiting for an answer).
 	MaxGapMs float64 `json:"maxGapMs"`
+	// HandOverMsP50 and HandOverMsMax are the time from the source pod's
+	// deletion to the port bound on the target alone (its southbound binding:
+	// the target the main chassis, no other, up), the median and the longest.
+	HandOverMsP50 float64 `json:"handOverMsP50"`
+	HandOverMsMax float64 `json:"handOverMsMax"`
 	// Each is per migration.
 	Each []MigrationResult `json:"each"`
 	// Sent is the number of datagrams the VM sent in this mode.
@@ -83,6 +88,9 @@ type MigrationResult struct {
 	// PrepareMs is how long plugging the target took until it was ready (per-port) or
 	// waiting for its device (direct).
 	PrepareMs float64 `json:"prepareMs"`
+	// HandOverMs is the time from the source pod's deletion to the port bound
+	// on the target alone in the southbound database.
+	HandOverMs float64 `json:"handOverMs"`
 }
 
 // MigrateReport is what `lab migrate` prints.
@@ -114,6 +122,7 @@ type migration struct {
 	sh     *shell
 	c      client.Client
 	nb     *ovs.Northbound
+	sb     *ovs.Southbound
 	o      MigrateOptions
 	vmNS   string
 	src    NodeSpec // node-1
@@ -155,7 +164,9 @@ func Migrate(ctx context.Context, name string, o MigrateOptions) (MigrateReport,
 	}
 	nb := ovs.NewNorthbound(s.NBDB())
 	defer nb.Close()
-	m := &migration{s: s, sh: sh, c: c, nb: nb, o: o, vmNS: fmt.Sprintf("ns-%s-vm", name),
+	sbdb := ovs.NewSouthbound(s.SBDB())
+	defer sbdb.Close()
+	m := &migration{s: s, sh: sh, c: c, nb: nb, sb: sbdb, o: o, vmNS: fmt.Sprintf("ns-%s-vm", name),
 		src: s.Topology.Nodes[0], dst: s.Topology.Nodes[1], peerOn: s.Topology.Nodes[2]}
 	rep := MigrateReport{PauseMs: ms(o.Pause), IntervalMs: ms(o.Interval)}
 	// Whatever an interrupted run left goes first, and this run's goes at the end.
@@ -363,6 +374,33 @@ func (m *migration) waitChassis(ctx context.Context, id, chassis string, rarp bo
 	})
 }
 
+// waitBoundAlone waits until the southbound database has the port bound on
+// chassis alone: its main chassis, no additional one, up.
+func (m *migration) waitBoundAlone(ctx context.Context, id, chassis string) error {
+	var b ovs.PortBinding
+	return poll(ctx, time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		b, err = m.sb.PortBinding(ctx, id)
+		return err == nil && b.Main == chassis && len(b.Additional) == 0 && b.Up, err
+	}, func() error {
+		return fmt.Errorf("port %s: bound on %q (additional %v, up %v), want %s alone, 20s after the source pod's deletion", id, b.Main, b.Additional, b.Up, chassis)
+	})
+}
+
+// handOverFigures are the median and the longest hand-over of the migrations.
+func handOverFigures(each []MigrationResult) (p50, longest float64) {
+	var all []float64
+	for _, r := range each {
+		all = append(all, r.HandOverMs)
+		longest = max(longest, r.HandOverMs)
+	}
+	if len(all) == 0 {
+		return 0, 0
+	}
+	slices.Sort(all)
+	return all[len(all)/2], longest
+}
+
 // waitUnplugged waits until nothing of the port is left plugged on the node.
 func (m *migration) waitUnplugged(ctx context.Context, n NodeSpec, id string) error {
 	return ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
@@ -452,9 +490,10 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 		figs.LostAtCompletion += w.res.LostAtCompletion
 		figs.Each = append(figs.Each, w.res)
 		figs.Migrations++
-		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d at resume, %d at completion), longest gap %.1f ms, target ready before resume: %v (plugged in %.0f ms)\n",
-			mode, round, w.res.From, w.res.To, w.res.Lost, w.res.LostAtResume, w.res.LostAtCompletion, w.res.GapMs, w.res.ReadyBeforeResume, w.res.PrepareMs)
+		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d at resume, %d at completion), longest gap %.1f ms, target ready before resume: %v (plugged in %.0f ms), bound on the target alone %.0f ms after the source pod's deletion\n",
+			mode, round, w.res.From, w.res.To, w.res.Lost, w.res.LostAtResume, w.res.LostAtCompletion, w.res.GapMs, w.res.ReadyBeforeResume, w.res.PrepareMs, w.res.HandOverMs)
 	}
+	figs.HandOverMsP50, figs.HandOverMsMax = handOverFigures(figs.Each)
 	lost, gap := exchangeFigures(sent, echoed, first, last)
 	figs.Lost += lost
 	figs.Sent += last - first
@@ -526,9 +565,14 @@ func (m *migration) migrateOnce(ctx context.Context, t *vmTraffic, port plug.Por
 	}
 	// The migration is over: the source pod goes, the port is the target's alone.
 	completionSeq := t.next()
+	deleted := time.Now()
 	if err := m.c.Delete(ctx, source, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
 		return res, none, nil, err
 	}
+	if err := m.waitBoundAlone(ctx, port.ID, to.Name); err != nil {
+		return res, none, nil, err
+	}
+	res.HandOverMs = ms(time.Since(deleted))
 	if err := m.waitChassis(ctx, port.ID, to.Name, false); err != nil {
 		return res, none, nil, err
 	}

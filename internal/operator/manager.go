@@ -223,6 +223,9 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 			return nil, err
 		}
 		pc := &PortChassisReconciler{Client: mgr.GetClient(), Northbound: nb, Recorder: mgr.GetEventRecorder("netshift-ports")}
+		if lc.OVNSouthbound != nil {
+			pc.Southbound = lc.OVNSouthbound // a migration's source lets go of its port before the target takes it alone
+		}
 		if err := pc.SetupWithManager(ctx, mgr); err != nil {
 			return nil, fmt.Errorf("set up port chassis controller: %w", err)
 		}

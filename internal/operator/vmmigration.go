@@ -3,6 +3,8 @@ package operator
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,8 +39,26 @@ const portIDIndex = "netshift.io/port-id"
 type PortChassisReconciler struct {
 	Client     client.Client
 	Northbound ports
+	// Southbound, when set, says where each port is bound: a migration's
+	// source chassis is dropped from requested-chassis only once it has let
+	// go of the port (plug.HandOver). nil: dropped at once.
+	Southbound bindings
 	Recorder   events.EventRecorder
+	// Now is the clock of the hand-over's wait (time.Now when nil).
+	Now func() time.Time
+
+	mu sync.Mutex
+	// handingOver is when each port's hand-over began to wait for its
+	// leaving chassis (in memory: a restarted operator waits afresh).
+	handingOver map[string]time.Time
 }
+
+// bindings is the southbound side (ovs.Southbound).
+type bindings interface {
+	PortBinding(ctx context.Context, port string) (ovs.PortBinding, error)
+}
+
+var _ bindings = (*ovs.Southbound)(nil)
 
 // ports is the northbound side (ovs.Northbound), an interface for tests of
 // the controller's reading of pods.
@@ -110,13 +130,61 @@ func (r *PortChassisReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	set, remove := plug.LogicalPortOptions(current, bindings)
 	if len(set) == 0 && len(remove) == 0 {
+		r.handedOver(id)
 		return ctrl.Result{}, nil
+	}
+	if wait, err := r.handOverWait(ctx, id, current[plug.OptionRequestedChassis], set[plug.OptionRequestedChassis]); err != nil || wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	log.FromContext(ctx).Info("binding a port to its chassis", "port", id, "set", set, "remove", remove, "pods", len(bindings))
 	if err := r.Northbound.SetPortOptions(ctx, id, set, remove); err != nil {
 		return ctrl.Result{}, fmt.Errorf("port %s: %w", id, err)
 	}
+	r.handedOver(id)
 	return ctrl.Result{}, nil
+}
+
+// handOverWait is how long to wait before requested-chassis goes from
+// current to next (0: now): a chassis it drops must first let go of the port
+// in the southbound database (plug.HandOver).
+func (r *PortChassisReconciler) handOverWait(ctx context.Context, id, current, next string) (time.Duration, error) {
+	if r.Southbound == nil || next == "" || current == "" {
+		return 0, nil
+	}
+	b, err := r.Southbound.PortBinding(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("port %s: %w", id, err)
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.handingOver == nil {
+		r.handingOver = map[string]time.Time{}
+	}
+	since, ok := r.handingOver[id]
+	if !ok {
+		since, r.handingOver[id] = now, now
+	}
+	if plug.HandOver(current, strings.Split(next, ","), b.Main, now.Sub(since), plug.HandOverLimit) {
+		if now.Sub(since) >= plug.HandOverLimit {
+			log.FromContext(ctx).Info("the leaving chassis never let go of the port: handing it over anyway", "port", id, "bound", b.Main, "waited", now.Sub(since).String())
+		}
+		return 0, nil
+	}
+	if !ok {
+		log.FromContext(ctx).Info("waiting for the leaving chassis to let go of the port", "port", id, "bound", b.Main, "next", next)
+	}
+	return 10 * time.Millisecond, nil
+}
+
+// handedOver forgets a port's hand-over wait.
+func (r *PortChassisReconciler) handedOver(id string) {
+	r.mu.Lock()
+	delete(r.handingOver, id)
+	r.mu.Unlock()
 }
 
 // owns checks that the port is the pod's to have, from the port's record and

@@ -22,10 +22,13 @@ import (
 
 // A VM's migration as the operator sees it: a target pod with the same port
 // appears on another node, then the source pod goes. The real northbound
-// database's logical switch port follows.
+// database's logical switch port follows; the source is dropped from it only
+// once the real southbound database shows it let go of the port (its
+// ovn-controller's release, played here by the test).
 func TestPortChassisFollowsAMigration(t *testing.T) {
 	testenv.Require(t, envMissing)
 	nb := ovstest.StartNorthbound(t)
+	sb := ovstest.StartSouthbound(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := env.Client
@@ -40,8 +43,16 @@ func TestPortChassisFollowsAMigration(t *testing.T) {
 	}
 	nb.Nbctl("ls-add", "ls-vm", "--", "lsp-add", "ls-vm", id, "--", "lsp-set-options", id, "foo=bar",
 		"--", "set", "logical_switch_port", id, "external_ids:"+plug.NamespaceKey+"="+ns.Name)
+	// The port bound on node-1, as its ovn-controller would have it.
+	chassis := map[string]string{}
+	for i, n := range []string{"node-1", "node-2"} {
+		sb.Sbctl("chassis-add", n, "geneve", fmt.Sprintf("192.0.2.%d", i+1))
+		chassis[n] = sb.Sbctl("--bare", "--columns=_uuid", "find", "Chassis", "name="+n)
+	}
+	dp := sb.Sbctl("create", "Datapath_Binding", "tunnel_key=1")
+	binding := sb.Sbctl("create", "Port_Binding", "logical_port="+id, "tunnel_key=1", "datapath="+dp, "chassis="+chassis["node-1"])
 	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0", TimeAddr: "0",
-		ManyInProcess: true, OVNNorthbound: nb.DB, Registry: prometheus.NewRegistry()})
+		ManyInProcess: true, OVNNorthbound: nb.DB, OVNSouthbound: sb.DB, Registry: prometheus.NewRegistry(), SouthboundResync: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +119,21 @@ func TestPortChassisFollowsAMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("migrating", map[string]string{"foo": "bar", "requested-chassis": "node-1,node-2", "activation-strategy": "rarp"})
+	sb.Sbctl("set", "Port_Binding", binding, "additional_chassis="+chassis["node-2"])
 	if err := c.Delete(ctx, src, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
+	// node-1 still holds the port: dropping it now would let its late release
+	// empty the binding under node-2.
+	holds := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(holds) {
+		if opts, _, err := nb.PortOptions(ctx, id); err != nil || opts["requested-chassis"] != "node-1,node-2" {
+			t.Fatalf("requested-chassis %q while the source still held the port (%v)", opts["requested-chassis"], err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	sb.Sbctl("clear", "Port_Binding", binding, "chassis") // node-1's release
+	released := time.Now()
 	expect("migrated", map[string]string{"foo": "bar", "requested-chassis": "node-2"})
+	t.Logf("the port was handed to node-2 alone %d ms after node-1 let go of it", time.Since(released).Milliseconds())
 }

@@ -69,3 +69,37 @@ func LogicalPortOptions(current map[string]string, bindings []Binding) (set map[
 	}
 	return set, remove
 }
+
+// HandOverLimit is how long a port's hand-over waits for the chassis it
+// leaves to let go (a node that is down never does).
+const HandOverLimit = 3 * time.Second
+
+// HandOver says whether a port's requested-chassis may change from current
+// to next now, given the chassis the southbound database has the port bound
+// to (boundMain, "" when none) and how long the change has waited.
+//
+// A chassis that leaves the list while it still holds the port, its pod gone,
+// releases the port in a transaction of its own; measured with OVN 23.03, when
+// that release lands after the next chassis has claimed the port it empties
+// the binding (chassis cleared under the new owner) until the new owner
+// claims it again: 10 to 35 ms in which the port is bound nowhere and its
+// peers' traffic is dropped. While the leaving chassis lets go first, the
+// port stays bound to its other (additional) chassis, which the peers keep
+// sending to, and the new owner's claim is the last write: nothing is lost.
+// So the change waits, up to limit, until no leaving chassis is bound.
+func HandOver(current string, next []string, boundMain string, waited, limit time.Duration) bool {
+	if boundMain == "" || waited >= limit {
+		return true
+	}
+	for _, n := range next {
+		if n == boundMain {
+			return true
+		}
+	}
+	for _, c := range strings.Split(current, ",") {
+		if c == boundMain {
+			return false // it leaves and still holds the port
+		}
+	}
+	return true // bound somewhere netshift never asked for: nothing to wait for
+}

@@ -23,15 +23,46 @@ type Northbound struct {
 // under CI=true) without OVN.
 func StartNorthbound(t testing.TB) *Northbound {
 	t.Helper()
-	if _, err := os.Stat("/usr/share/ovn/ovn-nb.ovsschema"); err != nil {
+	return &Northbound{Northbound: ovs.Northbound{DB: startOVNDB(t, "nb")}, t: t}
+}
+
+// Southbound is a real OVN southbound database (an ovsdb-server with the OVN
+// SB schema; no ovn-northd, no ovn-controller: the test writes its rows).
+type Southbound struct {
+	ovs.Southbound
+	t testing.TB
+}
+
+// StartSouthbound runs one until the test ends, as StartNorthbound does.
+func StartSouthbound(t testing.TB) *Southbound {
+	t.Helper()
+	return &Southbound{Southbound: ovs.Southbound{DB: startOVNDB(t, "sb")}, t: t}
+}
+
+// Sbctl runs ovn-sbctl on it.
+func (s *Southbound) Sbctl(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command("ovn-sbctl", append([]string{"--db=" + s.DB, "--timeout=10"}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("ovn-sbctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// startOVNDB serves a fresh OVN database of the schema ("nb" or "sb") until
+// the test ends and returns its endpoint.
+func startOVNDB(t testing.TB, which string) string {
+	t.Helper()
+	schema := "/usr/share/ovn/ovn-" + which + ".ovsschema"
+	if _, err := os.Stat(schema); err != nil {
 		testenv.Require(t, &testenv.Missing{Reason: "OVN is not installed (apt-get install ovn-central; hack/setup.sh does it)"})
 	}
 	dir := t.TempDir()
-	file, sock, pid := filepath.Join(dir, "nb.db"), filepath.Join(dir, "nb.sock"), filepath.Join(dir, "nb.pid")
+	file, sock, pid := filepath.Join(dir, which+".db"), filepath.Join(dir, which+".sock"), filepath.Join(dir, which+".pid")
 	for _, args := range [][]string{
-		{"ovsdb-tool", "create", file, "/usr/share/ovn/ovn-nb.ovsschema"},
-		{"ovsdb-server", file, "--remote=punix:" + sock, "--pidfile=" + pid, "--unixctl=" + filepath.Join(dir, "nb.ctl"),
-			"--log-file=" + filepath.Join(dir, "nb.log"), "--detach"},
+		{"ovsdb-tool", "create", file, schema},
+		{"ovsdb-server", file, "--remote=punix:" + sock, "--pidfile=" + pid, "--unixctl=" + filepath.Join(dir, which+".ctl"),
+			"--log-file=" + filepath.Join(dir, which+".log"), "--detach"},
 	} {
 		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
@@ -48,7 +79,7 @@ func StartNorthbound(t testing.TB) *Northbound {
 			}
 		}
 	})
-	return &Northbound{Northbound: ovs.Northbound{DB: "unix:" + sock}, t: t}
+	return "unix:" + sock
 }
 
 // Nbctl runs ovn-nbctl on it.
