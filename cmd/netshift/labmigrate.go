@@ -57,12 +57,12 @@ lab of at least 3 nodes; progress goes to standard error.`,
 
 func writeMigrateText(w io.Writer, r lab.MigrateReport) {
 	fmt.Fprintf(w, "VM migrations between node-1 and node-2, peer on node-3, a datagram every %.0f ms, pause %.0f ms; hand-over: from the source pod's deletion to the port bound on the target alone\n", r.IntervalMs, r.PauseMs)
-	fmt.Fprintf(w, "%-10s %10s %6s %10s %14s %8s %14s %24s\n", "plugging", "migrations", "lost", "at resume", "at completion", "sent", "longest gap", "hand-over p50 / max")
+	fmt.Fprintf(w, "%-10s %10s %6s %15s %10s %14s %8s %14s %24s\n", "plugging", "migrations", "lost", "before resume", "at resume", "at completion", "sent", "longest gap", "hand-over p50 / max")
 	for _, row := range []struct {
 		name string
 		f    lab.MigrationFigures
 	}{{"per-port", r.PerPort}, {"direct", r.Direct}} {
-		fmt.Fprintf(w, "%-10s %10d %6d %10d %14d %8d %11.1f ms %12.0f / %5.0f ms\n", row.name, row.f.Migrations, row.f.Lost, row.f.LostAtResume, row.f.LostAtCompletion,
+		fmt.Fprintf(w, "%-10s %10d %6d %15d %10d %14d %8d %11.1f ms %12.0f / %5.0f ms\n", row.name, row.f.Migrations, row.f.Lost, row.f.LostBeforeResume, row.f.LostAtResume, row.f.LostAtCompletion,
 			row.f.Sent, row.f.MaxGapMs, row.f.HandOverMsP50, row.f.HandOverMsMax)
 	}
 }

@@ -56,7 +56,8 @@ type MigrationFigures struct {
 	Migrations int `json:"migrations"`
 	// Lost is the number of the VM's datagrams never answered, over the whole run in this mode.
 	Lost int `json:"lost"`
-	// LostAtResume and LostAtCompletion split the migrations' losses (see MigrationResult).
+	// LostBeforeResume, LostAtResume and LostAtCompletion split the migrations' losses (see MigrationResult).
+	LostBeforeResume int `json:"lostBeforeResume"`
 	LostAtResume     int `json:"lostAtResume"`
 	LostAtCompletion int `json:"lostAtCompletion"`
 	// MaxGapMs is the longest time the VM's traffic stood still (a datagram waiting for an answer).
@@ -76,10 +77,13 @@ type MigrationFigures struct {
 type MigrationResult struct {
 	From string `json:"from"`
 	To   string `json:"to"`
-	// Lost is LostAtResume and LostAtCompletion: from the VM's resume until its
-	// traffic flows, and from the source pod's deletion (OVN moves the port to
-	// the target alone) until the next migration.
+	// Lost is LostBeforeResume, LostAtResume and LostAtCompletion: from the
+	// migration's start (its target prepared while the VM still runs on the
+	// source) to the VM's resume, from the resume until the source pod's
+	// deletion, and from that deletion (OVN moves the port to the target
+	// alone) until the next migration starts.
 	Lost             int     `json:"lost"`
+	LostBeforeResume int     `json:"lostBeforeResume"`
 	LostAtResume     int     `json:"lostAtResume"`
 	LostAtCompletion int     `json:"lostAtCompletion"`
 	GapMs            float64 `json:"gapMs"`
@@ -456,9 +460,12 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 		traffic.close(0)
 		return fmt.Errorf("VM on %s before any migration: %w", m.src.Name, err)
 	}
+	// A migration's datagrams: from its start (the target prepared while the
+	// VM runs on the source) to its resume, from the resume to the
+	// completion, and from the completion to the next migration's start.
 	type window struct {
-		from, completion int
-		res              MigrationResult
+		start, from, completion int
+		res                     MigrationResult
 	}
 	var windows []window
 	at, other := m.src, m.dst
@@ -469,7 +476,7 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 			traffic.close(0)
 			return err
 		}
-		windows = append(windows, window{from: seqs[0], completion: seqs[1], res: res})
+		windows = append(windows, window{start: seqs[0], from: seqs[1], completion: seqs[2], res: res})
 		pod, at, other = newPod, other, at
 	}
 	time.Sleep(100 * time.Millisecond)
@@ -478,20 +485,22 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 	for i := range windows {
 		to := last
 		if i+1 < len(windows) {
-			to = windows[i+1].from
+			to = windows[i+1].start
 		}
 		w := &windows[i]
 		var gap time.Duration
-		w.res.Lost, gap = exchangeFigures(sent, echoed, w.from, to)
+		w.res.Lost, gap = exchangeFigures(sent, echoed, w.start, to)
 		w.res.GapMs = ms(gap)
+		w.res.LostBeforeResume, _ = exchangeFigures(sent, echoed, w.start, w.from)
 		w.res.LostAtResume, _ = exchangeFigures(sent, echoed, w.from, w.completion)
-		w.res.LostAtCompletion = w.res.Lost - w.res.LostAtResume
+		w.res.LostAtCompletion = w.res.Lost - w.res.LostBeforeResume - w.res.LostAtResume
+		figs.LostBeforeResume += w.res.LostBeforeResume
 		figs.LostAtResume += w.res.LostAtResume
 		figs.LostAtCompletion += w.res.LostAtCompletion
 		figs.Each = append(figs.Each, w.res)
 		figs.Migrations++
-		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d at resume, %d at completion), longest gap %.1f ms, target ready before resume: %v (plugged in %.0f ms), bound on the target alone %.0f ms after the source pod's deletion\n",
-			mode, round, w.res.From, w.res.To, w.res.Lost, w.res.LostAtResume, w.res.LostAtCompletion, w.res.GapMs, w.res.ReadyBeforeResume, w.res.PrepareMs, w.res.HandOverMs)
+		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d while the target was prepared, %d at resume, %d at completion), longest gap %.1f ms, target ready before resume: %v (plugged in %.0f ms), bound on the target alone %.0f ms after the source pod's deletion\n",
+			mode, round, w.res.From, w.res.To, w.res.Lost, w.res.LostBeforeResume, w.res.LostAtResume, w.res.LostAtCompletion, w.res.GapMs, w.res.ReadyBeforeResume, w.res.PrepareMs, w.res.HandOverMs)
 	}
 	figs.HandOverMsP50, figs.HandOverMsMax = handOverFigures(figs.Each)
 	lost, gap := exchangeFigures(sent, echoed, first, last)
@@ -524,10 +533,11 @@ func waitEchoes(t *vmTraffic, since, n int, within time.Duration) error {
 // port) is plugged ahead, the VM pauses, its source tap goes, after the pause
 // its target tap appears, it announces itself and resumes; the source pod then
 // goes, and the port is the target's alone.
-func (m *migration) migrateOnce(ctx context.Context, t *vmTraffic, port plug.Port, source *corev1.Pod, from, to NodeSpec, name string) (MigrationResult, [2]int, *corev1.Pod, error) {
-	var none [2]int
+func (m *migration) migrateOnce(ctx context.Context, t *vmTraffic, port plug.Port, source *corev1.Pod, from, to NodeSpec, name string) (MigrationResult, [3]int, *corev1.Pod, error) {
+	var none [3]int
 	res := MigrationResult{From: from.Name, To: to.Name}
 	start := time.Now()
+	startSeq := t.next()
 	target, err := m.createPod(ctx, name, to.Name, port, source.Name)
 	if err != nil {
 		return res, none, nil, err
@@ -579,5 +589,5 @@ func (m *migration) migrateOnce(ctx context.Context, t *vmTraffic, port plug.Por
 	if err := m.waitUnplugged(ctx, from, port.ID); err != nil {
 		return res, none, nil, err
 	}
-	return res, [2]int{resumeSeq, completionSeq}, target, nil
+	return res, [3]int{startSeq, resumeSeq, completionSeq}, target, nil
 }

@@ -123,6 +123,7 @@ func BenchmarkVMMigration(b *testing.B) {
 		b.ReportMetric(rep.PerPort.MaxGapMs, "perport-maxgap-ms")
 		b.ReportMetric(float64(rep.Direct.Lost), "direct-lost")
 		b.ReportMetric(rep.Direct.MaxGapMs, "direct-maxgap-ms")
+		b.ReportMetric(float64(rep.PerPort.LostBeforeResume), "perport-lost-before-resume")
 		b.ReportMetric(float64(rep.PerPort.LostAtCompletion), "perport-lost-at-completion")
 		b.ReportMetric(float64(rep.Direct.LostAtCompletion), "direct-lost-at-completion")
 		b.ReportMetric(rep.PerPort.HandOverMsP50, "perport-handover-p50-ms")
