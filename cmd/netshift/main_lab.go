@@ -84,15 +84,7 @@ func labCallCmd(*globals) *cobra.Command {
 		Args:   cobra.MinimumNArgs(1),
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := lab.PlaceCall(cmd.Context(), dir, args, wait)
-			if err != nil {
-				return err
-			}
-			fmt.Fprint(cmd.OutOrStdout(), r.Output)
-			if r.ExitCode != 0 {
-				return fmt.Errorf("lab %s: exit code %d", strings.Join(args, " "), r.ExitCode)
-			}
-			return nil
+			return lab.AskLab(cmd.Context(), dir, cmd.OutOrStdout(), wait, args...)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "/run/netshift-lab", "the node's lab directory, which the lab watches")

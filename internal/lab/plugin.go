@@ -151,7 +151,7 @@ func PluginNode(ctx context.Context, c client.Client, node, dir string, out io.W
 	}
 	start := time.Now()
 	fmt.Fprintf(out, "node %s: joining zone %s\n", node, zone)
-	if err := call(ctx, dir, out, "zone-move", node, zone); err != nil {
+	if err := AskLab(ctx, dir, out, 5*time.Minute, "zone-move", node, zone); err != nil {
 		return fmt.Errorf("node %s: move to zone %s: %w", node, zone, err)
 	}
 	if n.Annotations[zones.ZoneAnnotation] != zone {
@@ -168,7 +168,7 @@ func PluginNode(ctx context.Context, c client.Client, node, dir string, out io.W
 // reports ready, and when stopped retires it (refused while nodes are still
 // in it: a restarted pod leaves it running).
 func PluginCentral(ctx context.Context, dir string, out io.Writer) error {
-	if err := call(ctx, dir, out, "zone-central", "ensure"); err != nil {
+	if err := AskLab(ctx, dir, out, 5*time.Minute, "zone-central", "ensure"); err != nil {
 		return fmt.Errorf("start the central zone: %w", err)
 	}
 	fmt.Fprintln(out, "the central zone runs")
@@ -176,7 +176,7 @@ func PluginCentral(ctx context.Context, dir string, out io.Writer) error {
 		// The pod's context is over: the retirement gets its own time within the grace period.
 		rctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 		defer cancel()
-		if err := call(rctx, dir, out, "zone-central", "retire"); err != nil {
+		if err := AskLab(rctx, dir, out, 50*time.Second, "zone-central", "retire"); err != nil {
 			fmt.Fprintf(out, "the central zone is left running: %v\n", err)
 			return
 		}
@@ -201,9 +201,10 @@ func servePlugin(ctx context.Context, atStop func()) error {
 	return nil
 }
 
-// call asks the lab to run one of its zone commands for this node.
-func call(ctx context.Context, dir string, out io.Writer, args ...string) error {
-	r, err := PlaceCall(ctx, dir, args, 5*time.Minute)
+// AskLab asks the lab, through the node's lab directory dir, to run one of its
+// zone commands, writes its output to out and waits up to wait for it.
+func AskLab(ctx context.Context, dir string, out io.Writer, wait time.Duration, args ...string) error {
+	r, err := PlaceCall(ctx, dir, args, wait)
 	if err != nil {
 		return err
 	}
@@ -242,7 +243,7 @@ func restartIntoZone(ctx context.Context, c client.Client, node, zone string) er
 			}
 		}
 	}
-	return waitUntil(ctx, 5*time.Minute, func() (bool, error) {
+	return poll(ctx, 50*time.Millisecond, 5*time.Minute, func(context.Context) (bool, error) {
 		err := c.Get(ctx, types.NamespacedName{Name: node}, &n)
 		return err == nil && n.Annotations[zones.ZoneAnnotation] == zone, nil
 	}, func() error {
@@ -258,7 +259,7 @@ func (s *State) scaleCentral(ctx context.Context, c client.Client, replicas int3
 	if err := c.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		return fmt.Errorf("scale %s/%s to %d: %w", PluginNamespace, PluginCentralApp, replicas, err)
 	}
-	return waitUntil(ctx, 5*time.Minute, func() (bool, error) {
+	return poll(ctx, 50*time.Millisecond, 5*time.Minute, func(context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
 			return false, nil
 		}
@@ -286,7 +287,7 @@ func pauseOperator(ctx context.Context, c client.Client) (restore func() error, 
 	if err := scale(0); err != nil {
 		return nil, fmt.Errorf("pause the operator: %w", err)
 	}
-	if err := waitUntil(ctx, 2*time.Minute, func() (bool, error) {
+	if err := poll(ctx, 50*time.Millisecond, 2*time.Minute, func(context.Context) (bool, error) {
 		var pods corev1.PodList
 		err := c.List(ctx, &pods, client.InNamespace("netshift-system"), client.MatchingLabels{"app.kubernetes.io/name": operatorLabel})
 		return err == nil && len(pods.Items) == 0, nil
@@ -297,14 +298,9 @@ func pauseOperator(ctx context.Context, c client.Client) (restore func() error, 
 		if err := scale(was); err != nil {
 			return fmt.Errorf("restore the operator: %w", err)
 		}
-		return waitUntil(context.Background(), 2*time.Minute, func() (bool, error) {
+		return poll(context.Background(), 50*time.Millisecond, 2*time.Minute, func(context.Context) (bool, error) {
 			err := c.Get(context.Background(), client.ObjectKeyFromObject(dep), dep)
 			return err == nil && dep.Status.ReadyReplicas >= was, nil
 		}, func() error { return fmt.Errorf("the operator did not come back within 2m") })
 	}, nil
-}
-
-// waitUntil polls done every 50 ms until it is true, fails, or within passes.
-func waitUntil(ctx context.Context, within time.Duration, done func() (bool, error), timeout func() error) error {
-	return poll(ctx, 50*time.Millisecond, within, func(context.Context) (bool, error) { return done() }, timeout)
 }

@@ -148,8 +148,8 @@ func (r *PortChassisReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // current to next (0: now): a chassis it drops must first let go of the port
 // in the southbound database (plug.HandOver).
 func (r *PortChassisReconciler) handOverWait(ctx context.Context, id, current, next string) (time.Duration, error) {
-	if r.Southbound == nil || next == "" || current == "" {
-		return 0, nil
+	if r.Southbound == nil || next == "" || len(plug.Leaving(current, strings.Split(next, ","))) == 0 {
+		return 0, nil // nothing leaves: nothing to read
 	}
 	b, err := r.Southbound.PortBinding(ctx, id)
 	if err != nil {

@@ -352,7 +352,7 @@ func (r *ZoneReconciler) pluginStep(cl *cluster, node, zone string) zones.Plugin
 	var rec *zones.Restart
 	if nns := cl.nodeStates[node]; nns != nil && nns.Status.ZoneRestart != nil {
 		zr := nns.Status.ZoneRestart
-		rec = &zones.Restart{Zone: zr.Zone, Pod: zr.Pod, PodUID: zr.PodUID, At: zr.At.Time}
+		rec = &zones.Restart{Zone: zr.Zone, PodUID: zr.PodUID, At: zr.At.Time}
 	}
 	return zones.NextPluginStep(zone, cl.pods[node], rec, r.Now(), r.Plugin.MoveTimeout)
 }
@@ -392,9 +392,8 @@ func (r *ZoneReconciler) centralStep(ctx context.Context, dep *appsv1.Deployment
 	if err := r.Client.SubResource("scale").Patch(ctx, dep, body, client.WithSubResourceBody(scale)); err != nil {
 		return fmt.Errorf("zones: scale the central side's Deployment %s to %d: %w", name, replicas, err)
 	}
-	dep.Spec.Replicas = &replicas
-	dep.Generation++ // not observed yet: Starting or Retiring until its status says otherwise
-	st.Central = string(zones.CentralOf(dep))
+	// Asked, not done: its status says when it is (a later pass).
+	st.Central = string(map[zones.CentralAction]zones.Central{zones.CentralEnsure: zones.CentralStarting, zones.CentralRetire: zones.CentralRetiring}[step])
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package plug
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -91,15 +92,18 @@ func HandOver(current string, next []string, boundMain string, waited, limit tim
 	if boundMain == "" || waited >= limit {
 		return true
 	}
-	for _, n := range next {
-		if n == boundMain {
-			return true
-		}
-	}
+	// Wait only while the chassis holding the port is one that leaves (not
+	// one that stays, nor one netshift never asked for).
+	return !slices.Contains(Leaving(current, next), boundMain)
+}
+
+// Leaving lists the chassis of requested-chassis current that next drops.
+func Leaving(current string, next []string) []string {
+	var out []string
 	for _, c := range strings.Split(current, ",") {
-		if c == boundMain {
-			return false // it leaves and still holds the port
+		if c != "" && !slices.Contains(next, c) {
+			out = append(out, c)
 		}
 	}
-	return true // bound somewhere netshift never asked for: nothing to wait for
+	return out
 }

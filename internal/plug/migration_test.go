@@ -1,6 +1,7 @@
 package plug
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -23,6 +24,23 @@ func TestHandOver(t *testing.T) {
 	} {
 		if got := HandOver(c.current, c.next, c.boundMain, c.waited, HandOverLimit); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestLeaving(t *testing.T) {
+	for _, c := range []struct {
+		current string
+		next    []string
+		want    []string
+	}{
+		{"n1,n2", []string{"n2"}, []string{"n1"}},
+		{"n1", []string{"n1", "n2"}, nil},
+		{"", []string{"n1"}, nil},
+		{"n1,n2", []string{"n3"}, []string{"n1", "n2"}},
+	} {
+		if got := Leaving(c.current, c.next); !slices.Equal(got, c.want) {
+			t.Errorf("Leaving(%q, %v) = %v, want %v", c.current, c.next, got, c.want)
 		}
 	}
 }

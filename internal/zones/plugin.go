@@ -27,8 +27,8 @@ const ZoneLabel = "k8s.ovn.org/zone-name"
 type Restart struct {
 	// Zone is the zone the node was labelled for.
 	Zone string
-	// Pod and PodUID are the pod deleted ("" when the node had none).
-	Pod, PodUID string
+	// PodUID is the pod deleted ("" when the node had none).
+	PodUID string
 	// At is when it was deleted.
 	At time.Time
 }

@@ -36,7 +36,7 @@ func crashLooping(p *corev1.Pod) {
 func TestNextPluginStep(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	timeout := time.Minute
-	rec := &Restart{Zone: "n1", Pod: "ovn/node-a", PodUID: "a", At: t0}
+	rec := &Restart{Zone: "n1", PodUID: "a", At: t0}
 	cases := []struct {
 		name    string
 		pods    []corev1.Pod

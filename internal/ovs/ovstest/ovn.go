@@ -42,11 +42,7 @@ func StartSouthbound(t testing.TB) *Southbound {
 // Sbctl runs ovn-sbctl on it.
 func (s *Southbound) Sbctl(args ...string) string {
 	s.t.Helper()
-	out, err := exec.Command("ovn-sbctl", append([]string{"--db=" + s.DB, "--timeout=10"}, args...)...).CombinedOutput()
-	if err != nil {
-		s.t.Fatalf("ovn-sbctl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return ovnctl(s.t, "ovn-sbctl", s.DB, args)
 }
 
 // startOVNDB serves a fresh OVN database of the schema ("nb" or "sb") until
@@ -85,9 +81,16 @@ func startOVNDB(t testing.TB, which string) string {
 // Nbctl runs ovn-nbctl on it.
 func (n *Northbound) Nbctl(args ...string) string {
 	n.t.Helper()
-	out, err := exec.Command("ovn-nbctl", append([]string{"--db=" + n.DB, "--timeout=10"}, args...)...).CombinedOutput()
+	return ovnctl(n.t, "ovn-nbctl", n.DB, args)
+}
+
+// ovnctl runs an OVN client (ovn-nbctl, ovn-sbctl) on db and fails the test
+// if it fails.
+func ovnctl(t testing.TB, tool, db string, args []string) string {
+	t.Helper()
+	out, err := exec.Command(tool, append([]string{"--db=" + db, "--timeout=10"}, args...)...).CombinedOutput()
 	if err != nil {
-		n.t.Fatalf("ovn-nbctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
 }
