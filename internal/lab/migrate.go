@@ -54,8 +54,12 @@ func (o MigrateOptions) Validate() error {
 // MigrationFigures are one plug mode's migrations.
 type MigrationFigures struct {
 	Migrations int `json:"migrations"`
-	// Lost is the number of the VM's datagrams never answered, over the whole run in this mode.
+	// Lost is the number of the VM's datagrams never answered, over the whole run in this mode
+	// (from the moment each round's VM answered 20 datagrams, before its first migration).
 	Lost int `json:"lost"`
+	// Recomputed counts the rounds whose VM answered nothing before its first
+	// migration until every ovn-controller recomputed its flows.
+	Recomputed int `json:"recomputed,omitempty"`
 	// LostBeforeResume, LostAtResume and LostAtCompletion split the migrations' losses (see MigrationResult).
 	LostBeforeResume int `json:"lostBeforeResume"`
 	LostAtResume     int `json:"lostAtResume"`
@@ -132,6 +136,9 @@ type migration struct {
 	src    NodeSpec // node-1
 	dst    NodeSpec // node-2
 	peerOn NodeSpec // node-3
+	// ending are the deleted pods whose sandboxes may still be torn down, by
+	// node: the VM moves onto a node only once they are gone (settle).
+	ending map[string][]string
 }
 
 // Migrate moves a VM between node-1 and node-2 of an OVN lab, Count times
@@ -234,6 +241,9 @@ func (m *migration) startPeer(ctx context.Context) (func(), error) {
 	if _, err := m.waitPort(ctx, pod.Name, func(c corev1.PodCondition) bool { return c.Status == corev1.ConditionTrue }); err != nil {
 		return nil, err
 	}
+	if err := m.waitRunning(ctx, pod.Name); err != nil {
+		return nil, err
+	}
 	conn, err := startEcho(ns)
 	if err != nil {
 		return nil, err
@@ -251,6 +261,13 @@ func (m *migration) reset(ctx context.Context) error {
 	if err := m.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(PodNamespace), client.MatchingLabels{"app": "vm"},
 		client.GracePeriodSeconds(0)); err != nil {
 		return fmt.Errorf("remove VM pods: %w", err)
+	}
+	// Their sandboxes too, and those of pods deleted before (the last run's
+	// peer): a new pod of the same name would share its logical port with them.
+	for _, n := range m.s.Topology.Nodes {
+		if err := m.waitSandboxGone(ctx, n, "vm-*"); err != nil {
+			return err
+		}
 	}
 	out, err := m.s.nbctl(ctx, m.sh, "lsp-list", vmSwitch)
 	if err != nil {
@@ -294,7 +311,12 @@ func (m *migration) addLogicalPort(ctx context.Context, id, mac, ip string) erro
 // attach makes the VM's interface appear on a node: the tap in the node's
 // namespace and eth0 (MAC, address, the peer's ARP entry, which a resumed
 // VM's kernel still has) in the VM's; then it waits until the node's vswitchd
-// has attached the tap, as a hypervisor's plug returns before the VM resumes.
+// has attached the tap, as a hypervisor's plug returns before the VM resumes,
+// and has revalidated its cached datapath flows: a target activated ahead
+// already receives the peers' datagrams, and a flow cached before the tap
+// existed would send the first answers to the resumed VM where the tap was
+// not, until vswitchd's revalidators ran (the first 3 datagrams after a
+// resume, once in 60 to 120 migrations here).
 func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, neighMAC, neighIP string) error {
 	mtu := strconv.Itoa(m.s.Options.MTU)
 	for _, args := range [][]string{
@@ -311,14 +333,18 @@ func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, 
 	if _, err := m.sh.inNetns(ctx, vmNS, nil, "ethtool", "-K", "eth0", "tx", "off"); err != nil {
 		return err
 	}
-	return ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
+	if err := ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
 		return poll(ctx, 2*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 			ifaces, err := db.Interfaces(ctx, tap)
 			return err == nil && ifaces[tap].OFPort > 0, err
 		}, func() error {
 			return fmt.Errorf("node %s: vswitchd did not attach %s within 10s (is the pod's port plugged?)", n.Name, tap)
 		})
-	})
+	}); err != nil {
+		return err
+	}
+	_, err := m.sh.run(ctx, m.s.ovsEnv(n.Name), "ovs-appctl", "-t", m.s.Path("nodes", n.Name, "ovs-vswitchd.ctl"), "revalidator/wait")
+	return err
 }
 
 func (m *migration) createPod(ctx context.Context, name, node string, p plug.Port, targetOf string) (*corev1.Pod, error) {
@@ -361,6 +387,72 @@ func (m *migration) waitPort(ctx context.Context, pod string, ok func(corev1.Pod
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// waitRunning waits until the pod runs: its sandbox is complete, with the
+// pod's own interface on its node's switch. A hypervisor starts a VM, or
+// migrates one, only into a launcher pod that runs; and on the lab's
+// userspace datapath a port added to a node's switch stops that node's
+// traffic for a few milliseconds, so a sandbox finished under a running VM
+// would count against the migration what belongs to the pod's start.
+func (m *migration) waitRunning(ctx context.Context, pod string) error {
+	var p corev1.Pod
+	return poll(ctx, 5*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
+		err := m.c.Get(ctx, types.NamespacedName{Namespace: PodNamespace, Name: pod}, &p)
+		return err == nil && p.Status.Phase == corev1.PodRunning, client.IgnoreNotFound(err)
+	}, func() error {
+		return fmt.Errorf("pod %s: not running within 60s (phase %q)", pod, p.Status.Phase)
+	})
+}
+
+// ended records a deleted pod whose sandbox the kubelet tears down a second
+// or two later.
+func (m *migration) ended(n NodeSpec, pod string) {
+	if m.ending == nil {
+		m.ending = map[string][]string{}
+	}
+	m.ending[n.Name] = append(m.ending[n.Name], pod)
+}
+
+// settle waits until the sandboxes of the pods deleted on a node are torn
+// down, before the VM moves onto it: on the lab's userspace datapath a port
+// removed from a node's switch, like one added, stops that node's traffic
+// for a few milliseconds, which would count against the migration.
+func (m *migration) settle(ctx context.Context, n NodeSpec) error {
+	if len(m.ending[n.Name]) == 0 {
+		return nil
+	}
+	for _, pod := range m.ending[n.Name] {
+		if err := m.waitSandboxGone(ctx, n, pod); err != nil {
+			return err
+		}
+	}
+	delete(m.ending, n.Name)
+	// Every ovn-controller has then installed what the pods' ends changed.
+	_, err := m.s.nbctl(ctx, m.sh, "--wait=hv", "sync")
+	return err
+}
+
+// waitSandboxGone waits until the sandbox of a deleted pod is torn down: no
+// interface of the node is bound to the pod's own logical port any more.
+// pod may end in "*": every pod whose name starts with the rest.
+func (m *migration) waitSandboxGone(ctx context.Context, n NodeSpec, pod string) error {
+	port := PodNamespace + "_" + pod
+	return ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
+		var iface string
+		return poll(ctx, 10*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
+			ids, err := db.IfaceIDs(ctx)
+			iface = ""
+			for id, name := range ids {
+				if id == port || strings.HasSuffix(port, "*") && strings.HasPrefix(id, strings.TrimSuffix(port, "*")) {
+					iface = name
+				}
+			}
+			return err == nil && iface == "", err
+		}, func() error {
+			return fmt.Errorf("node %s: pod %s deleted, its interface %s still on the switch after 60s", n.Name, pod, iface)
+		})
+	})
 }
 
 // waitChassis waits until the operator has bound the logical port to chassis.
@@ -451,15 +543,34 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 	if err := m.waitChassis(ctx, id, m.src.Name, false); err != nil {
 		return err
 	}
+	if err := m.waitRunning(ctx, pod.Name); err != nil {
+		return err
+	}
+	if err := m.settle(ctx, m.src); err != nil {
+		return err
+	}
 	traffic, err := startVMTraffic(m.vmNS, peerIP, m.o.Interval)
 	if err != nil {
 		return err
 	}
-	first := traffic.next()
-	if err := waitEchoes(traffic, 0, 20, 10*time.Second); err != nil {
-		traffic.close(0)
-		return fmt.Errorf("VM on %s before any migration: %w", m.src.Name, err)
+	if err := waitEchoes(traffic, 0, 20, 5*time.Second); err != nil {
+		// Rarely (twice in some 600 rounds here) a round's new port reached
+		// nothing for 10 s, before any migration, for a cause not found yet.
+		// As for a lab pod that stays unreachable (see waitConnected), OVN's
+		// view is recorded, every ovn-controller recomputes, the round waits
+		// again, and the report counts it.
+		m.s.recordOVN(ctx, id, m.src.Name, "the VM's port "+id)
+		figs.Recomputed++
+		fmt.Fprintf(m.o.Progress, "%-8s %d: the VM on %s answered nothing for 5 s (%v): OVN's view in %s; every ovn-controller recomputed\n",
+			mode, round, m.src.Name, err, m.s.Path("connectivity.log"))
+		if err := waitEchoes(traffic, 0, 20, 10*time.Second); err != nil {
+			traffic.close(0)
+			return fmt.Errorf("VM on %s before any migration: %w", m.src.Name, err)
+		}
 	}
+	// Counted from here: the VM's traffic flows (its first datagrams are the
+	// VM's start, not a migration's).
+	first := traffic.next()
 	// A migration's datagrams: from its start (the target prepared while the
 	// VM runs on the source) to its resume, from the resume to the
 	// completion, and from the completion to the next migration's start.
@@ -515,6 +626,7 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 	if err := m.sh.ip(ctx, "-n", at.Netns, "link", "del", port.Tap); err != nil {
 		return err
 	}
+	m.ended(at, pod.Name)
 	return m.waitUnplugged(ctx, at, id)
 }
 
@@ -553,6 +665,12 @@ func (m *migration) migrateOnce(ctx context.Context, t *vmTraffic, port plug.Por
 	if err := m.waitChassis(ctx, port.ID, from.Name+","+to.Name, true); err != nil {
 		return res, none, nil, err
 	}
+	if err := m.waitRunning(ctx, target.Name); err != nil {
+		return res, none, nil, err
+	}
+	if err := m.settle(ctx, to); err != nil {
+		return res, none, nil, err
+	}
 
 	t.pause(100 * time.Millisecond)
 	if err := m.sh.ip(ctx, "-n", from.Netns, "link", "del", port.Tap); err != nil {
@@ -587,6 +705,12 @@ func (m *migration) migrateOnce(ctx context.Context, t *vmTraffic, port plug.Por
 		return res, none, nil, err
 	}
 	if err := m.waitUnplugged(ctx, from, port.ID); err != nil {
+		return res, none, nil, err
+	}
+	m.ended(from, source.Name)
+	// The migration is over once every ovn-controller has installed the
+	// hand-over: the next one starts from there, not on top of it.
+	if _, err := m.s.nbctl(ctx, m.sh, "--wait=hv", "sync"); err != nil {
 		return res, none, nil, err
 	}
 	return res, [3]int{startSeq, resumeSeq, completionSeq}, target, nil

@@ -215,7 +215,9 @@ func (s *State) waitConnected(ctx context.Context, timeout time.Duration) error 
 				replaced[to.Node] = true
 				since, recomputed = time.Time{}, false
 			case waited > 20*time.Second && !recomputed:
-				s.recordOVN(ctx, to, err)
+				s.recordOVN(ctx, PodNamespace+"_"+to.Name, to.Node, "pod "+to.Name)
+				fmt.Fprintf(os.Stderr, "lab %s: pod %s unreachable for 20 s (%v): OVN's view in %s; every ovn-controller recomputes\n",
+					s.Options.Name, to.Name, err, s.Path("connectivity.log"))
 				recomputed = true
 			}
 		}
@@ -243,29 +245,28 @@ func (s *State) restartOVNController(ctx context.Context, to PodSpec, cause erro
 		s.Options.Name, to.Name, to.Node, cause, err)
 }
 
-// recordOVN writes what OVN holds of an unreachable pod into the lab's
-// connectivity.log and has every node's ovn-controller recompute its flows.
-func (s *State) recordOVN(ctx context.Context, to PodSpec, cause error) {
+// recordOVN writes what OVN holds of an unreachable logical port (bound on
+// node) into the lab's connectivity.log and has every node's ovn-controller
+// recompute its flows.
+func (s *State) recordOVN(ctx context.Context, port, node, what string) {
 	sh, err := newShell(s.Path("connectivity.log"))
 	if err != nil {
 		return
 	}
 	defer sh.close()
-	port := PodNamespace + "_" + to.Name
+	_, _ = sh.run(ctx, nil, "echo", "unreachable: "+what)
 	_, _ = sh.run(ctx, nil, "ovn-sbctl", "--db="+s.SBDB(), "--timeout=10", "find", "port_binding", "logical_port="+port)
 	_, _ = sh.run(ctx, nil, "ovn-nbctl", "--db="+s.NBDB(), "--timeout=10", "show")
 	_, _ = sh.run(ctx, nil, "ovn-sbctl", "--db="+s.SBDB(), "--timeout=10", "show")
 	for _, n := range s.Topology.Nodes {
-		// Every OVS interface claiming the pod's logical port, on every node: a stale
+		// Every OVS interface claiming the logical port, on every node: a stale
 		// sandbox's interface left with the same iface-id would compete for the binding.
 		_, _ = sh.run(ctx, s.ovsEnv(n.Name), "ovs-vsctl", "--timeout=10", "--columns=name,ofport,external_ids", "find", "interface", "external_ids:iface-id="+port)
-		if n.Name == to.Node {
+		if n.Name == node {
 			_, _ = sh.run(ctx, nil, "tail", "-n", "40", filepath.Join(s.nodeDir(n.Name), "ovn-controller.log"))
 		}
 		_, _ = sh.run(ctx, append(s.ovsEnv(n.Name), "OVN_RUNDIR="+s.nodeDir(n.Name)), "ovn-appctl", "-t", "ovn-controller", "recompute")
 	}
-	fmt.Fprintf(os.Stderr, "lab %s: pod %s unreachable for 20 s (%v): OVN's view in %s; every ovn-controller recomputes\n",
-		s.Options.Name, to.Name, cause, s.Path("connectivity.log"))
 }
 
 // replacePod deletes a pod that stayed unreachable; its DaemonSet replaces it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/ovs/ovstest"
@@ -28,4 +29,36 @@ func TestPodPortsAreTheIntegrationAndPerPortBridgesPorts(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("PodPorts = %v\nwant %v (nothing of br-ex)", got, want)
 	}
+}
+
+func TestIfaceIDsAreTheBoundInterfaces(t *testing.T) {
+	sw := ovstest.Start(t)
+	ctx := context.Background()
+	sw.Vsctl("add-port", "br-int", "vethpod1", "--", "set", "interface", "vethpod1", "type=internal", "external_ids:iface-id=lab_web-1")
+	sw.Vsctl("add-port", "br-int", "vethbare", "--", "set", "interface", "vethbare", "type=internal")
+	if err := sw.DB.Plug(ctx, plug.PerPort, vmPort(portID), "vms/a", false, "br-int", "netdev"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"lab_web-1": "vethpod1", portID: plug.NamesFor(portID).IntegrationPatch}
+	var got map[string]string
+	// The switch's cache follows the database a moment later.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var err error
+		if got, err = sw.DB.IfaceIDs(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if reflect.DeepEqual(got, want) {
+			break
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("IfaceIDs = %v, want %v (no bare interface)", got, want)
+	}
+	sw.Vsctl("del-port", "br-int", "vethpod1")
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if got, _ = sw.DB.IfaceIDs(ctx); got["lab_web-1"] == "" {
+			return
+		}
+	}
+	t.Fatalf("IfaceIDs after the port's deletion = %v", got)
 }

@@ -414,6 +414,22 @@ func (s *Switch) PodPorts(ctx context.Context, integration string) (map[string]P
 	return found, nil
 }
 
+// IfaceIDs lists the OVN logical ports the node's interfaces are bound to
+// (their iface-id), each with the interface's name.
+func (s *Switch) IfaceIDs(ctx context.Context) (map[string]string, error) {
+	var is []vswitch.Interface
+	if err := s.list(ctx, &is); err != nil {
+		return nil, err
+	}
+	ids := map[string]string{}
+	for _, i := range is {
+		if id := i.ExternalIDs["iface-id"]; id != "" {
+			ids[id] = i.Name
+		}
+	}
+	return ids, nil
+}
+
 // tables is a snapshot of the cached switch: bridges by name, ports and
 // interfaces by UUID.
 type tables struct {

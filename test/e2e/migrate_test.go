@@ -40,8 +40,10 @@ func migrate(tb testing.TB, name string, count int) (lab.MigrateReport, string) 
 
 // A VM moves between node-1 and node-2 and back, per-port and direct: every
 // migration ends with its traffic flowing again (the command fails otherwise);
-// per-port targets are ready before the VM resumes and lose nothing at the
-// resume; direct targets wait for their tap; nothing is left behind.
+// per-port targets are ready before the VM resumes, and a per-port migration
+// loses no datagram at the resume nor at the completion (the source pod's
+// deletion and the port's hand-over to the target alone); direct targets wait
+// for their tap; nothing is left behind.
 func TestVMMigration(t *testing.T) {
 	up(t, "mig", "--ovn", "--pods-per-node", "1")
 	rep, progress := migrate(t, "mig", 2)
@@ -55,6 +57,9 @@ func TestVMMigration(t *testing.T) {
 		}
 		if m.LostAtResume != 0 {
 			t.Errorf("per-port %s -> %s: %d datagrams lost at the resume, want 0", m.From, m.To, m.LostAtResume)
+		}
+		if m.LostAtCompletion != 0 {
+			t.Errorf("per-port %s -> %s: %d datagrams lost at the completion (hand-over %.0f ms), want 0", m.From, m.To, m.LostAtCompletion, m.HandOverMs)
 		}
 	}
 	for _, m := range rep.Direct.Each {
