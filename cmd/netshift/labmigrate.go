@@ -25,7 +25,9 @@ plugs the target pod's port ahead, pauses the VM, removes its source tap, waits 
 its target tap appear, sends the hypervisor's RARP announcements and resumes it. Prints, per
 mode, the datagrams never answered (at the resume, and at the completion, when OVN moves the port
 to the target alone) and the longest time the VM's traffic stood still. The lab must be an OVN
-lab of at least 3 nodes; progress goes to standard error.`,
+lab of at least 3 nodes; progress goes to standard error. Every node's ovs-vswitchd, which in the
+lab is the data path itself, runs at --datapath-nice for the run, as a real node's kernel datapath
+forwards ahead of every process.`,
 		Example: `  netshift lab up --ovn && netshift lab migrate --count 10 -o json`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -51,12 +53,13 @@ lab of at least 3 nodes; progress goes to standard error.`,
 	f.IntVar(&o.Count, "count", 10, "migrations each way per plug mode (1..100)")
 	f.DurationVar(&o.Pause, "pause", 20*time.Millisecond, "how long the VM is gone between its source tap going and its target tap appearing (same in both modes)")
 	f.DurationVar(&o.Interval, "interval", 2*time.Millisecond, "time between the VM's datagrams")
+	f.IntVar(&o.DatapathNice, "datapath-nice", -10, "niceness of every node's ovs-vswitchd, the lab's data path, during the run (-20..0; 0 leaves the lab's own): a real node's kernel datapath forwards ahead of every process")
 	f.StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }
 
 func writeMigrateText(w io.Writer, r lab.MigrateReport) {
-	fmt.Fprintf(w, "VM migrations between node-1 and node-2, peer on node-3, a datagram every %.0f ms, pause %.0f ms; hand-over: from the source pod's deletion to the port bound on the target alone\n", r.IntervalMs, r.PauseMs)
+	fmt.Fprintf(w, "VM migrations between node-1 and node-2, peer on node-3, a datagram every %.0f ms, pause %.0f ms, ovs-vswitchd at nice %d; hand-over: from the source pod's deletion to the port bound on the target alone\n", r.IntervalMs, r.PauseMs, r.DatapathNice)
 	fmt.Fprintf(w, "%-10s %10s %6s %15s %10s %14s %8s %14s %24s\n", "plugging", "migrations", "lost", "before resume", "at resume", "at completion", "sent", "longest gap", "hand-over p50 / max")
 	for _, row := range []struct {
 		name string

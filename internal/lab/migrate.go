@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,15 @@ type MigrateOptions struct {
 	Pause time.Duration
 	// Interval is the time between the VM's datagrams.
 	Interval time.Duration
+	// DatapathNice is the niceness of every node's ovs-vswitchd during the
+	// run (0: the lab's own, left as it is). The lab's vswitchd is the data
+	// path itself (userspace datapath): it forwards the nodes' packets in a
+	// process that competes for the machine's cores with each node's
+	// kubelet, agent and pods, whereas a real node's kernel datapath forwards
+	// them ahead of every process. At the lab's weight the migrations' longest
+	// gaps were 40 to 60 ms with nothing lost, stalls while vswitchd
+	// installed a hand-over's flows; at -10, 19 to 31 ms.
+	DatapathNice int
 	// Progress receives a line per migration.
 	Progress io.Writer
 }
@@ -47,6 +57,8 @@ func (o MigrateOptions) Validate() error {
 		return fmt.Errorf("--pause: %s is outside 0..5s", o.Pause)
 	case o.Interval < time.Millisecond || o.Interval > 100*time.Millisecond:
 		return fmt.Errorf("--interval: %s is outside 1ms..100ms", o.Interval)
+	case o.DatapathNice < -20 || o.DatapathNice > 0:
+		return fmt.Errorf("--datapath-nice: %d is outside -20..0", o.DatapathNice)
 	}
 	return nil
 }
@@ -107,6 +119,8 @@ type MigrateReport struct {
 	Direct     MigrationFigures `json:"direct"`
 	PauseMs    float64          `json:"pauseMs"`
 	IntervalMs float64          `json:"intervalMs"`
+	// DatapathNice is the nodes' ovs-vswitchd niceness during the run (0: the lab's own).
+	DatapathNice int `json:"datapathNice"`
 }
 
 // The VM and its peer live on the lab's spanning switch ls-vm.
@@ -179,7 +193,14 @@ func Migrate(ctx context.Context, name string, o MigrateOptions) (MigrateReport,
 	defer sbdb.Close()
 	m := &migration{s: s, sh: sh, c: c, nb: nb, sb: sbdb, o: o, vmNS: fmt.Sprintf("ns-%s-vm", name),
 		src: s.Topology.Nodes[0], dst: s.Topology.Nodes[1], peerOn: s.Topology.Nodes[2]}
-	rep := MigrateReport{PauseMs: ms(o.Pause), IntervalMs: ms(o.Interval)}
+	rep := MigrateReport{PauseMs: ms(o.Pause), IntervalMs: ms(o.Interval), DatapathNice: o.DatapathNice}
+	if o.DatapathNice != 0 {
+		restore, err := m.raiseDatapath(o.DatapathNice)
+		if err != nil {
+			return rep, err
+		}
+		defer restore()
+	}
 	// Whatever an interrupted run left goes first, and this run's goes at the end.
 	if err := m.reset(ctx); err != nil {
 		return rep, err
@@ -403,6 +424,29 @@ func (m *migration) waitRunning(ctx context.Context, pod string) error {
 	}, func() error {
 		return fmt.Errorf("pod %s: not running within 60s (phase %q)", pod, p.Status.Phase)
 	})
+}
+
+// raiseDatapath gives every node's ovs-vswitchd (its session and threads)
+// niceness nice for the run, and returns what puts the lab's own back.
+func (m *migration) raiseDatapath(nice int) (restore func(), err error) {
+	var raised []int
+	restore = func() {
+		for _, pid := range raised {
+			_ = setSessionNice(pid, 0)
+		}
+	}
+	for _, n := range m.s.Topology.Nodes {
+		pid, err := readPidfile(filepath.Join(m.s.nodeDir(n.Name), "ovs-vswitchd.pid"))
+		if err == nil {
+			err = setSessionNice(pid, nice)
+		}
+		if err != nil {
+			restore()
+			return nil, fmt.Errorf("--datapath-nice %d: node %s: ovs-vswitchd: %w", nice, n.Name, err)
+		}
+		raised = append(raised, pid)
+	}
+	return restore, nil
 }
 
 // ended records a deleted pod whose sandbox the kubelet tears down a second

@@ -30,3 +30,21 @@ func TestExchangeFigures(t *testing.T) {
 		t.Errorf("tail: lost %d", lost)
 	}
 }
+
+func TestMigrateOptionsNameTheFlagAndItsRange(t *testing.T) {
+	good := MigrateOptions{Count: 10, Pause: 20 * time.Millisecond, Interval: 2 * time.Millisecond, DatapathNice: -10}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("good options refused: %v", err)
+	}
+	for want, o := range map[string]MigrateOptions{
+		"--count: 0 is outside 1..100":           {Count: 0, Pause: good.Pause, Interval: good.Interval},
+		"--pause: 6s is outside 0..5s":           {Count: 1, Pause: 6 * time.Second, Interval: good.Interval},
+		"--interval: 0s is outside 1ms..100ms":   {Count: 1, Pause: good.Pause},
+		"--datapath-nice: 5 is outside -20..0":   {Count: 1, Pause: good.Pause, Interval: good.Interval, DatapathNice: 5},
+		"--datapath-nice: -21 is outside -20..0": {Count: 1, Pause: good.Pause, Interval: good.Interval, DatapathNice: -21},
+	} {
+		if err := o.Validate(); err == nil || err.Error() != want {
+			t.Errorf("Validate(%+v) = %v, want %q", o, err, want)
+		}
+	}
+}
