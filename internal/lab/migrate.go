@@ -40,9 +40,9 @@ type MigrateOptions struct {
 	// path itself (userspace datapath): it forwards the nodes' packets in a
 	// process that competes for the machine's cores with each node's
 	// kubelet, agent and pods, whereas a real node's kernel datapath forwards
-	// them ahead of every process. At the lab's weight the migrations' longest
-	// gaps were 40 to 60 ms with nothing lost, stalls while vswitchd
-	// installed a hand-over's flows; at -10, 19 to 31 ms.
+	// them ahead of every process. Raised to -10, the migrations' longest gaps
+	// went over 50 ms in 1 of 120 migrations, against 5 of 120 at the lab's
+	// weight (README, Benchmarks).
 	DatapathNice int
 	// Progress receives a line per migration.
 	Progress io.Writer
@@ -69,8 +69,9 @@ type MigrationFigures struct {
 	// Lost is the number of the VM's datagrams never answered, over the whole run in this mode
 	// (from the moment each round's VM answered 20 datagrams, before its first migration).
 	Lost int `json:"lost"`
-	// Recomputed counts the rounds whose VM answered nothing before its first
-	// migration until every ovn-controller recomputed its flows.
+	// Recomputed counts the rounds whose VM answered nothing for 5 s before
+	// its first migration: OVN's view was recorded and every ovn-controller
+	// made to recompute before the round waited again.
 	Recomputed int `json:"recomputed,omitempty"`
 	// LostBeforeResume, LostAtResume and LostAtCompletion split the migrations' losses (see MigrationResult).
 	LostBeforeResume int `json:"lostBeforeResume"`
@@ -285,8 +286,9 @@ func (m *migration) reset(ctx context.Context) error {
 	}
 	// Their sandboxes too, and those of pods deleted before (the last run's
 	// peer): a new pod of the same name would share its logical port with them.
+	vmPods := func(lport string) bool { return strings.HasPrefix(lport, PodNamespace+"_vm-") }
 	for _, n := range m.s.Topology.Nodes {
-		if err := m.waitSandboxGone(ctx, n, "vm-*"); err != nil {
+		if err := m.waitSandboxesGone(ctx, n, "the VM pods", vmPods); err != nil {
 			return err
 		}
 	}
@@ -467,7 +469,8 @@ func (m *migration) settle(ctx context.Context, n NodeSpec) error {
 		return nil
 	}
 	for _, pod := range m.ending[n.Name] {
-		if err := m.waitSandboxGone(ctx, n, pod); err != nil {
+		lport := PodNamespace + "_" + pod
+		if err := m.waitSandboxesGone(ctx, n, "pod "+pod, func(id string) bool { return id == lport }); err != nil {
 			return err
 		}
 	}
@@ -477,24 +480,23 @@ func (m *migration) settle(ctx context.Context, n NodeSpec) error {
 	return err
 }
 
-// waitSandboxGone waits until the sandbox of a deleted pod is torn down: no
-// interface of the node is bound to the pod's own logical port any more.
-// pod may end in "*": every pod whose name starts with the rest.
-func (m *migration) waitSandboxGone(ctx context.Context, n NodeSpec, pod string) error {
-	port := PodNamespace + "_" + pod
+// waitSandboxesGone waits until the sandboxes of deleted pods are torn down:
+// no interface of the node is bound to a logical port of theirs (lport says
+// which are) any more.
+func (m *migration) waitSandboxesGone(ctx context.Context, n NodeSpec, what string, lport func(id string) bool) error {
 	return ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
 		var iface string
 		return poll(ctx, 10*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
 			ids, err := db.IfaceIDs(ctx)
 			iface = ""
 			for id, name := range ids {
-				if id == port || strings.HasSuffix(port, "*") && strings.HasPrefix(id, strings.TrimSuffix(port, "*")) {
+				if lport(id) {
 					iface = name
 				}
 			}
 			return err == nil && iface == "", err
 		}, func() error {
-			return fmt.Errorf("node %s: pod %s deleted, its interface %s still on the switch after 60s", n.Name, pod, iface)
+			return fmt.Errorf("node %s: %s deleted, interface %s still on the switch after 60s", n.Name, what, iface)
 		})
 	})
 }
