@@ -1,8 +1,14 @@
 package agent
 
 import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
 	"testing"
 	"time"
+
+	"netshift.io/netshift/api/v1alpha1"
 )
 
 func TestEstimateOffset(t *testing.T) {
@@ -49,5 +55,43 @@ func TestJudgeClock(t *testing.T) {
 		if got := judgeClock(c.offset, c.bound, 50*ms); got != c.want {
 			t.Errorf("offset %s ± %s against 50ms: verdict %d, want %d", c.offset, c.bound, got, c.want)
 		}
+	}
+}
+
+// TestClockWaitsForTheOperatorsReturn: right after an operator restart its
+// time endpoint refuses connections until the new leader serves it; the
+// check waits for it rather than failing the change.
+func TestClockWaitsForTheOperatorsReturn(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nobody listens there: the operator is down
+	served := make(chan struct{})
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]int64{"unixNano": time.Now().UnixNano()})
+	})}
+	defer srv.Close()
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		close(served)
+		_ = srv.Serve(l)
+	}()
+	a := &Agent{now: time.Now, MaxClockSkew: 50 * time.Millisecond}
+	var r v1alpha1.LiveChangeReport
+	a.checkClock(context.Background(), &r, "http://"+addr+"/time")
+	select {
+	case <-served:
+	default:
+		t.Fatal("the check ended before the endpoint came back")
+	}
+	if len(r.Problems) != 0 || r.ClockOffsetMicros == nil {
+		t.Fatalf("report %+v: want the clock measured once the endpoint is back", r)
 	}
 }

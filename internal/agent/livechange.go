@@ -527,10 +527,16 @@ func udpPortUser(netns string, port int) (string, error) {
 	return found, err
 }
 
-// clockRetryFor is how long the clock check keeps trying an unreachable time
-// endpoint or one too slow to give a conclusive measurement: more than a
-// leader election's lease (15 s) plus an operator's start.
+// clockRetryFor is how long the clock check keeps taking rounds from a time
+// endpoint too slow to give a conclusive measurement.
 const clockRetryFor = 25 * time.Second
+
+// clockWaitFor is how long it waits for a time endpoint that does not answer
+// at all: an operator that died serves again only once its lease expired
+// (15 s) and the kubelet restarted it, or another node started it, which on a
+// loaded 2-core node took 24 s. Waiting costs the change nothing: a new
+// leader counts a silent agent's deadline from its own start.
+const clockWaitFor = 90 * time.Second
 
 // checkClock measures the node clock's offset from the operator's: T0 is one
 // instant on every node only if their clocks agree within MaxClockSkew.
@@ -556,7 +562,7 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 	// spread out, and the fastest round trip of all of them is trusted.
 	var samples []ClockSample
 	var lastErr error
-	deadline := time.Now().Add(clockRetryFor)
+	start := time.Now()
 	for {
 		round, err := measureClock(ctx, timeURL, 5, a.now)
 		lastErr = err
@@ -571,7 +577,8 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 				break
 			}
 		}
-		if !time.Now().Before(deadline) || ctx.Err() != nil {
+		waited := time.Since(start)
+		if (len(samples) > 0 && waited >= clockRetryFor) || waited >= clockWaitFor || ctx.Err() != nil {
 			break
 		}
 		select {
@@ -580,7 +587,7 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 		}
 	}
 	if len(samples) == 0 {
-		r.Problems = append(r.Problems, "cannot check the clock: "+lastErr.Error())
+		r.Problems = append(r.Problems, fmt.Sprintf("cannot check the clock (no answer for %s): %v", clockWaitFor, lastErr))
 		return
 	}
 	offset, bound, _ := EstimateOffset(samples)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -72,12 +74,28 @@ func (s *State) makeTrunkNodes(ctx context.Context, sh *shell) error {
 	}
 	parents := map[string]string{}
 	for _, node := range s.Options.TrunkNodes {
-		parent, err := nc.CreatePort(ctx, neutron.NewPort{NetworkID: n.Network, ProjectID: n.Project, Name: "trunk-parent-" + node,
-			SecurityGroups: []string{n.SecurityGroup}, HostID: node})
-		if err != nil {
+		name := "trunk-parent-" + node
+		var parent neutron.Port
+		if err := retryNeutron(ctx, func() (err error) {
+			parent, err = nc.CreatePort(ctx, neutron.NewPort{NetworkID: n.Network, ProjectID: n.Project, Name: name,
+				SecurityGroups: []string{n.SecurityGroup}, HostID: node})
+			return err
+		}, func() (bool, error) { // a create that failed ambiguously may have happened: adopt it
+			found, err := nc.ListPorts(ctx, url.Values{"name": {name}})
+			if len(found) > 0 {
+				parent = found[0]
+			}
+			return len(found) > 0, err
+		}); err != nil {
 			return fmt.Errorf("node %s: trunk parent port: %w", node, err)
 		}
-		if _, err := nc.CreateTrunk(ctx, n.Project, parent.ID); err != nil {
+		if err := retryNeutron(ctx, func() error {
+			_, err := nc.CreateTrunk(ctx, n.Project, parent.ID)
+			return err
+		}, func() (bool, error) {
+			_, err := nc.TrunkOfParent(ctx, parent.ID)
+			return err == nil, nil
+		}); err != nil {
 			return fmt.Errorf("node %s: trunk of parent %s: %w", node, parent.ID, err)
 		}
 		if _, err := s.vsctl(ctx, sh, node, "--may-exist", "add-br", TrunkBridge, "--", "set", "bridge", TrunkBridge, "datapath_type=netdev",
@@ -89,6 +107,27 @@ func (s *State) makeTrunkNodes(ctx context.Context, sh *shell) error {
 		parents[node] = parent.ID
 	}
 	return s.record(func() { s.Neutron.TrunkParents = parents })
+}
+
+// retryNeutron makes one of the lab's own Neutron objects, trying again for
+// a while on an error a retry can cure (a 5xx, a timeout): right after its
+// start neutron-server can refuse a request its other API worker's view of
+// OVN is not ready for yet. Before each retry, made says whether the failed
+// call happened after all (and adopts what it made).
+func retryNeutron(ctx context.Context, call func() error, made func() (bool, error)) error {
+	err := call()
+	for attempt := 1; err != nil && neutron.Retryable(err) && attempt <= 5; attempt++ {
+		select {
+		case <-time.After(time.Duration(attempt) * time.Second):
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		}
+		if ok, merr := made(); merr == nil && ok {
+			return nil
+		}
+		err = call()
+	}
+	return err
 }
 
 // annotateTrunkNodes marks each trunk node with its parent port, as an
@@ -263,4 +302,21 @@ func stopGroup(pgid int, grace time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("process group %d did not stop", pgid)
+}
+
+// lastErrors is the last n error lines of an OpenStack service's log (each
+// line of a traceback carries the level, so they end with the exception);
+// "" when the log is not there.
+func lastErrors(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var picked []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, " ERROR ") || strings.Contains(l, " CRITICAL ") {
+			picked = append(picked, l)
+		}
+	}
+	return strings.Join(picked[max(0, len(picked)-n):], "\n")
 }

@@ -73,6 +73,9 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 			return
 		}
 		if err != nil {
+			if tail := lastErrors(s.Path("neutron", "neutron-server.log"), 12); tail != "" {
+				progress("neutron-server.log, its last errors (the log goes with the lab):\n%s", tail)
+			}
 			progress("failed; removing what was created: %v", err)
 			if derr := s.teardown(context.WithoutCancel(ctx), out); derr != nil {
 				err = errors.Join(err, derr)
