@@ -68,4 +68,7 @@ func writeMigrateText(w io.Writer, r lab.MigrateReport) {
 		fmt.Fprintf(w, "%-10s %10d %6d %15d %10d %14d %8d %11.1f ms %12.0f / %5.0f ms\n", row.name, row.f.Migrations, row.f.Lost, row.f.LostBeforeResume, row.f.LostAtResume, row.f.LostAtCompletion,
 			row.f.Sent, row.f.MaxGapMs, row.f.HandOverMsP50, row.f.HandOverMsMax)
 	}
+	if !r.PerPort.Realtime || !r.Direct.Realtime {
+		fmt.Fprintln(w, "the traffic was not carried by a real-time thread throughout: the gaps include the lab's own waits for a processor")
+	}
 }

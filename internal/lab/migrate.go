@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,6 +89,10 @@ type MigrationFigures struct {
 	Each []MigrationResult `json:"each"`
 	// Sent is the number of datagrams the VM sent in this mode.
 	Sent int `json:"sent"`
+	// Realtime says every round's traffic, and its echo, was carried by a
+	// real-time thread: the gaps are the network's, none a wait of the lab's
+	// own threads for a processor.
+	Realtime bool `json:"realtime"`
 }
 
 // MigrationResult is one migration.
@@ -103,7 +108,11 @@ type MigrationResult struct {
 	LostBeforeResume int     `json:"lostBeforeResume"`
 	LostAtResume     int     `json:"lostAtResume"`
 	LostAtCompletion int     `json:"lostAtCompletion"`
-	GapMs            float64 `json:"gapMs"`
+	// GapMs is the longest time a datagram of the migration waited for an
+	// answer, and GapAt where that datagram was sent: "prepared", "resume"
+	// or "completion", the windows the losses are split by.
+	GapMs float64 `json:"gapMs"`
+	GapAt string  `json:"gapAt"`
 	// ReadyBeforeResume says the target's port was reported ready before the VM resumed.
 	ReadyBeforeResume bool `json:"readyBeforeResume"`
 	// PrepareMs is how long plugging the target took until it was ready (per-port) or
@@ -151,6 +160,7 @@ type migration struct {
 	src    NodeSpec // node-1
 	dst    NodeSpec // node-2
 	peerOn NodeSpec // node-3
+	echo   int      // the peer's socket (startPeer)
 	// ending are the deleted pods whose sandboxes may still be torn down, by
 	// node: the VM moves onto a node only once they are gone (settle).
 	ending map[string][]string
@@ -266,12 +276,11 @@ func (m *migration) startPeer(ctx context.Context) (func(), error) {
 	if err := m.waitRunning(ctx, pod.Name); err != nil {
 		return nil, err
 	}
-	conn, err := startEcho(ns)
-	if err != nil {
+	if m.echo, err = openEcho(ns); err != nil {
 		return nil, err
 	}
 	return func() {
-		conn.Close()
+		unix.Close(m.echo)
 		_ = m.c.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
 		_ = m.sh.ip(context.Background(), "-n", m.peerOn.Netns, "link", "del", port.Tap)
 		_, _ = m.s.nbctl(context.Background(), m.sh, "--if-exists", "lsp-del", id)
@@ -595,10 +604,11 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 	if err := m.settle(ctx, m.src); err != nil {
 		return err
 	}
-	traffic, err := startVMTraffic(m.vmNS, peerIP, m.o.Interval)
+	traffic, err := startVMTraffic(m.vmNS, m.echo, peerIP, m.o.Interval)
 	if err != nil {
 		return err
 	}
+	figs.Realtime = traffic.realtime && (round == 1 || figs.Realtime)
 	if err := waitEchoes(traffic, 0, 20, 5*time.Second); err != nil {
 		// Rarely (twice in some 600 rounds here) a round's new port reached
 		// nothing for 10 s, before any migration, for a cause not found yet.
@@ -648,16 +658,19 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 		var gap time.Duration
 		w.res.Lost, gap = exchangeFigures(sent, echoed, w.start, to)
 		w.res.GapMs = ms(gap)
-		w.res.LostBeforeResume, _ = exchangeFigures(sent, echoed, w.start, w.from)
-		w.res.LostAtResume, _ = exchangeFigures(sent, echoed, w.from, w.completion)
+		var gaps [3]time.Duration
+		w.res.LostBeforeResume, gaps[0] = exchangeFigures(sent, echoed, w.start, w.from)
+		w.res.LostAtResume, gaps[1] = exchangeFigures(sent, echoed, w.from, w.completion)
+		_, gaps[2] = exchangeFigures(sent, echoed, w.completion, to)
+		w.res.GapAt = []string{"prepared", "resume", "completion"}[slices.Index(gaps[:], slices.Max(gaps[:]))]
 		w.res.LostAtCompletion = w.res.Lost - w.res.LostBeforeResume - w.res.LostAtResume
 		figs.LostBeforeResume += w.res.LostBeforeResume
 		figs.LostAtResume += w.res.LostAtResume
 		figs.LostAtCompletion += w.res.LostAtCompletion
 		figs.Each = append(figs.Each, w.res)
 		figs.Migrations++
-		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d while the target was prepared, %d at resume, %d at completion), longest gap %.1f ms, target ready before resume: %v (plugged in %.0f ms), bound on the target alone %.0f ms after the source pod's deletion\n",
-			mode, round, w.res.From, w.res.To, w.res.Lost, w.res.LostBeforeResume, w.res.LostAtResume, w.res.LostAtCompletion, w.res.GapMs, w.res.ReadyBeforeResume, w.res.PrepareMs, w.res.HandOverMs)
+		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d while the target was prepared, %d at resume, %d at completion), longest gap %.1f ms (%s), target ready before resume: %v (plugged in %.0f ms), bound on the target alone %.0f ms after the source pod's deletion\n",
+			mode, round, w.res.From, w.res.To, w.res.Lost, w.res.LostBeforeResume, w.res.LostAtResume, w.res.LostAtCompletion, w.res.GapMs, w.res.GapAt, w.res.ReadyBeforeResume, w.res.PrepareMs, w.res.HandOverMs)
 	}
 	figs.HandOverMsP50, figs.HandOverMsMax = handOverFigures(figs.Each)
 	lost, gap := exchangeFigures(sent, echoed, first, last)

@@ -4,8 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -13,95 +17,124 @@ import (
 	"netshift.io/netshift/internal/plug"
 )
 
-// vmTraffic is the migrating VM's side of the exchange: numbered datagrams to
-// a peer every interval, each echoed back; every send and echo time is kept,
-// so losses and gaps are counted by sequence number afterwards.
+// vmTraffic is the migrating VM's side of the exchange and its peer's echo:
+// numbered datagrams to the peer every interval, each echoed back; every
+// send and echo time is kept, so losses and gaps are counted by sequence
+// number afterwards. Both ends are carried by one thread of their own, real
+// time where the kernel grants it, that never waits for the Go scheduler
+// (raw system calls, its processor kept), as the probe's long-lived
+// connections are: a gap it measures is the network's, not a wait of the
+// lab's own threads for a processor while the nodes' daemons work.
 type vmTraffic struct {
-	conn     *net.UDPConn
-	peer     *net.UDPAddr
+	vm, echo int // the VM's socket and the peer's (not owned)
+	peer     unix.SockaddrInet4
 	interval time.Duration
 	start    time.Time
+	// realtime: the thread got SCHED_FIFO.
+	realtime bool
 
-	mu     sync.Mutex
-	paused bool
-	sent   []time.Duration // by sequence number, since start
-	echoed []time.Duration // 0: no echo (yet)
-	stop   chan struct{}
-	done   sync.WaitGroup
+	mu       sync.Mutex
+	paused   bool
+	sent     []time.Duration // by sequence number, since start
+	echoed   []time.Duration // 0: no echo (yet)
+	stopping atomic.Bool
+	done     chan struct{}
 }
 
 const vmEchoPort = 7000
 
-// startEcho answers every datagram on the peer's port, from inside its namespace.
-func startEcho(netns string) (*net.UDPConn, error) {
-	var conn *net.UDPConn
+// vmTrafficPriority is the loop thread's SCHED_FIFO priority, the probe's.
+const vmTrafficPriority = 2
+
+// openUDP opens a non-blocking UDP socket bound to port inside netns.
+func openUDP(netns string, port int) (int, error) {
+	var fd int
 	err := netdev.InNetns(netns, func() (err error) {
-		conn, err = net.ListenUDP("udp4", &net.UDPAddr{Port: vmEchoPort})
+		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		if err = unix.Bind(fd, &unix.SockaddrInet4{Port: port}); err != nil {
+			unix.Close(fd)
+		}
 		return err
 	})
+	return fd, err
+}
+
+// openEcho opens the peer's socket inside its namespace; the VM's traffic
+// loop answers on it.
+func openEcho(netns string) (int, error) {
+	fd, err := openUDP(netns, vmEchoPort)
 	if err != nil {
-		return nil, fmt.Errorf("VM peer in %s: %w", netns, err)
+		return -1, fmt.Errorf("VM peer in %s: %w", netns, err)
 	}
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			n, from, err := conn.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			_, _ = conn.WriteToUDP(buf[:n], from)
-		}
-	}()
-	return conn, nil
+	return fd, nil
 }
 
 // startVMTraffic opens the VM's socket inside its namespace (the socket stays
-// there while the VM's interface is replaced) and starts sending.
-func startVMTraffic(netns, peerIP string, interval time.Duration) (*vmTraffic, error) {
-	v := &vmTraffic{peer: &net.UDPAddr{IP: net.ParseIP(peerIP), Port: vmEchoPort}, interval: interval, start: time.Now(), stop: make(chan struct{})}
-	err := netdev.InNetns(netns, func() (err error) {
-		v.conn, err = net.ListenUDP("udp4", &net.UDPAddr{})
-		return err
-	})
+// there while the VM's interface is replaced) and starts sending, the peer
+// answering on echo.
+func startVMTraffic(netns string, echo int, peerIP string, interval time.Duration) (*vmTraffic, error) {
+	ip := net.ParseIP(peerIP).To4()
+	if ip == nil {
+		return nil, fmt.Errorf("VM peer address %q is not IPv4", peerIP)
+	}
+	fd, err := openUDP(netns, 0)
 	if err != nil {
 		return nil, fmt.Errorf("VM in %s: %w", netns, err)
 	}
-	v.done.Add(2)
-	go v.receive()
-	go v.send()
+	v := &vmTraffic{vm: fd, echo: echo, peer: unix.SockaddrInet4{Port: vmEchoPort, Addr: [4]byte(ip)}, interval: interval, start: time.Now(), done: make(chan struct{})}
+	started := make(chan struct{})
+	go v.run(started)
+	<-started
 	return v, nil
 }
 
-func (v *vmTraffic) send() {
-	defer v.done.Done()
-	t := time.NewTicker(v.interval)
-	defer t.Stop()
-	buf := make([]byte, 8)
-	for {
-		select {
-		case <-v.stop:
-			return
-		case <-t.C:
+// run sends each datagram when it is due, answers at the peer's end, and
+// times each echo as it arrives, until stopping. It holds its thread and one
+// processor of the Go runtime for the run.
+func (v *vmTraffic) run(started chan<- struct{}) {
+	defer close(v.done)
+	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its priority with it
+	v.realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: vmTrafficPriority}, 0) == nil
+	close(started)
+	fds := []unix.PollFd{{Fd: int32(v.vm), Events: unix.POLLIN}, {Fd: int32(v.echo), Events: unix.POLLIN}}
+	buf := make([]byte, 64)
+	due := time.Now()
+	for !v.stopping.Load() {
+		if now := time.Now(); !now.Before(due) {
+			v.sendNext(buf)
+			// A late wake sends once, not a burst: the VM sends every interval.
+			if due = due.Add(v.interval); due.Before(now) {
+				due = now
+			}
 		}
-		v.mu.Lock()
-		if v.paused {
-			v.mu.Unlock()
-			continue
-		}
-		seq := len(v.sent)
-		v.sent = append(v.sent, time.Since(v.start))
-		v.echoed = append(v.echoed, 0)
-		v.mu.Unlock()
-		binary.BigEndian.PutUint64(buf, uint64(seq))
-		_, _ = v.conn.WriteToUDP(buf, v.peer) // a send that fails is a lost message like any other
+		ts := unix.NsecToTimespec(max(time.Until(due), 0).Nanoseconds())
+		_, _, _ = syscall.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		v.takeEchoes(buf)
+		v.answer(buf)
 	}
 }
 
-func (v *vmTraffic) receive() {
-	defer v.done.Done()
-	buf := make([]byte, 64)
+func (v *vmTraffic) sendNext(buf []byte) {
+	v.mu.Lock()
+	if v.paused {
+		v.mu.Unlock()
+		return
+	}
+	seq := len(v.sent)
+	v.sent = append(v.sent, time.Since(v.start))
+	v.echoed = append(v.echoed, 0)
+	v.mu.Unlock()
+	binary.BigEndian.PutUint64(buf, uint64(seq))
+	_ = unix.Sendto(v.vm, buf[:8], unix.MSG_DONTWAIT, &v.peer) // a send that fails is a lost message like any other
+}
+
+// takeEchoes reads every echo waiting at the VM's socket.
+func (v *vmTraffic) takeEchoes(buf []byte) {
 	for {
-		n, _, err := v.conn.ReadFromUDP(buf)
+		n, _, err := unix.Recvfrom(v.vm, buf, unix.MSG_DONTWAIT)
 		if err != nil {
 			return
 		}
@@ -115,6 +148,17 @@ func (v *vmTraffic) receive() {
 			v.echoed[seq] = now
 		}
 		v.mu.Unlock()
+	}
+}
+
+// answer echoes every datagram waiting at the peer's socket.
+func (v *vmTraffic) answer(buf []byte) {
+	for {
+		n, from, err := unix.Recvfrom(v.echo, buf, unix.MSG_DONTWAIT)
+		if err != nil {
+			return
+		}
+		_ = unix.Sendto(v.echo, buf[:n], unix.MSG_DONTWAIT, from)
 	}
 }
 
@@ -169,10 +213,13 @@ func (v *vmTraffic) resume() {
 
 // close stops sending, waits for late echoes, and returns the record.
 func (v *vmTraffic) close(grace time.Duration) (sent, echoed []time.Duration) {
-	close(v.stop)
+	v.mu.Lock()
+	v.paused = true
+	v.mu.Unlock()
 	time.Sleep(grace)
-	v.conn.Close()
-	v.done.Wait()
+	v.stopping.Store(true)
+	<-v.done
+	unix.Close(v.vm)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append([]time.Duration(nil), v.sent...), append([]time.Duration(nil), v.echoed...)
