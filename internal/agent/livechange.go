@@ -8,8 +8,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,7 +32,12 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 	rep := nns.Status.LiveChange
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
 	if rep == nil || rep.ID != plan.ID {
-		r := a.preconditions(ctx, plan)
+		checking, withdrawn := a.whilePlanned(ctx, nns, plan.ID)
+		r := a.preconditions(checking, plan)
+		if withdrawn() {
+			logger.Info("plan withdrawn while its preconditions were checked; not answering it")
+			return ctrl.Result{}, nil
+		}
 		logger.Info("preconditions checked", "ready", r.Ready, "problems", r.Problems, "warnings", r.Warnings)
 		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange = &r })
 	}
@@ -136,6 +143,43 @@ func (a *Agent) recheckAfterFailedRestore(ctx context.Context, nns *v1alpha1.Nod
 	logger.Info("the node carries the change now; restored")
 	return a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Restore = "Done" })
 }
+
+// whilePlanned is ctx, cancelled once the node's plan is no longer change id
+// (withdrawn, or replaced by a new attempt): the preconditions can wait long
+// for an operator that restarts, and a withdrawn plan must not hold the
+// agent from the next one. withdrawn ends the watch and says whether it
+// was withdrawn.
+func (a *Agent) whilePlanned(ctx context.Context, nns *v1alpha1.NodeNetworkState, id string) (watched context.Context, withdrawn func() bool) {
+	watched, cancel := context.WithCancel(ctx)
+	var gone atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-watched.Done():
+				return
+			case <-time.After(planLookInterval):
+			}
+			var fresh v1alpha1.NodeNetworkState
+			err := a.Client.Get(watched, client.ObjectKeyFromObject(nns), &fresh)
+			if (err == nil && (fresh.Spec.LiveChange == nil || fresh.Spec.LiveChange.ID != id)) || apierrors.IsNotFound(err) {
+				gone.Store(true)
+				cancel()
+				return
+			}
+		}
+	}()
+	return watched, func() bool {
+		cancel()
+		<-done
+		return gone.Load()
+	}
+}
+
+// planLookInterval is how often a long precondition check looks whether its
+// plan is still wanted (from the agent's cache: no request to the API server).
+const planLookInterval = time.Second
 
 // stepAtItsTime waits for the step's time and runs it, unless the plan was
 // withdrawn meanwhile (an abort before T0). Everything the step needs is

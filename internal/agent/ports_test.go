@@ -37,7 +37,14 @@ func startAgent(t *testing.T, node string, sw *ovstest.Switch) (stop func()) {
 // startAgentWith is startAgent with netshift-cni's side of the agent set as cni says.
 func startAgentWith(t *testing.T, node string, sw *ovstest.Switch, cni CNIInstall) (stop func()) {
 	t.Helper()
-	mgr, err := NewManager(env.AgentConfig(node), Options{Node: node, HealthAddr: "0", ManyInProcess: true, OVSDB: sw.DB.Socket, NodeNetns: sw.Netns, PlugPorts: true, CNI: cni})
+	return runAgent(t, Options{Node: node, OVSDB: sw.DB.Socket, NodeNetns: sw.Netns, PlugPorts: true, CNI: cni})
+}
+
+// runAgent runs an agent with o, as its node's ServiceAccount, until stop is called.
+func runAgent(t *testing.T, o Options) (stop func()) {
+	t.Helper()
+	o.HealthAddr, o.ManyInProcess = "0", true
+	mgr, err := NewManager(env.AgentConfig(o.Node), o)
 	if err != nil {
 		t.Fatal(err)
 	}

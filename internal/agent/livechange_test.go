@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/testenv"
+)
+
+// TestWithdrawnPlanDoesNotHoldTheAgent: an agent waits long for an operator
+// time endpoint that does not answer (an operator restarting), but not for
+// a plan that was withdrawn meanwhile: it answers the plan that replaced it
+// at once, with its clock checked, and never the withdrawn one.
+func TestWithdrawnPlanDoesNotHoldTheAgent(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := context.Background()
+	c := env.Client
+	node := "clock-1"
+	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+		t.Fatal(err)
+	}
+	stop := runAgent(t, Options{Node: node})
+	defer stop()
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String() + "/time"
+	l.Close() // nobody answers there
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]int64{"unixNano": time.Now().UnixNano()})
+	}))
+	defer up.Close()
+
+	plan := func(id, timeURL string) *v1alpha1.LiveChangePlan {
+		return &v1alpha1.LiveChangePlan{ID: id, Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, TimeURL: timeURL}
+	}
+	nns := &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NodeNetworkStateSpec{LiveChange: plan("geneve-1-1", down)}}
+	if err := c.Create(ctx, nns); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the agent is waiting for the endpoint
+	nns.Spec.LiveChange = plan("geneve-1-2", up.URL+"/time")
+	if err := c.Update(ctx, nns); err != nil {
+		t.Fatal(err)
+	}
+	var got v1alpha1.NodeNetworkState
+	deadline := time.Now().Add(15 * time.Second) // against the 90 s the withdrawn plan could have held it
+	for {
+		if err := c.Get(ctx, client.ObjectKey{Name: node}, &got); err != nil {
+			t.Fatal(err)
+		}
+		if r := got.Status.LiveChange; r != nil {
+			if r.ID != "geneve-1-2" {
+				t.Fatalf("the agent answered %s, a withdrawn plan: %+v", r.ID, r)
+			}
+			if !r.Ready || r.ClockOffsetMicros == nil {
+				t.Fatalf("the new plan's report %+v: want it ready, its clock measured", r)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to the new plan within 15 s: the withdrawn one still holds the agent")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
