@@ -104,10 +104,10 @@ type MigrationResult struct {
 	// source) to the VM's resume, from the resume until the source pod's
 	// deletion, and from that deletion (OVN moves the port to the target
 	// alone) until the next migration starts.
-	Lost             int     `json:"lost"`
-	LostBeforeResume int     `json:"lostBeforeResume"`
-	LostAtResume     int     `json:"lostAtResume"`
-	LostAtCompletion int     `json:"lostAtCompletion"`
+	Lost             int `json:"lost"`
+	LostBeforeResume int `json:"lostBeforeResume"`
+	LostAtResume     int `json:"lostAtResume"`
+	LostAtCompletion int `json:"lostAtCompletion"`
 	// GapMs is the longest time a datagram of the migration waited for an
 	// answer, and GapAt where that datagram was sent: "prepared", "resume"
 	// or "completion", the windows the losses are split by.
