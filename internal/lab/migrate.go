@@ -655,15 +655,15 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 			to = windows[i+1].start
 		}
 		w := &windows[i]
-		var gap time.Duration
-		w.res.Lost, gap = exchangeFigures(sent, echoed, w.start, to)
-		w.res.GapMs = ms(gap)
+		// A datagram's wait depends only on it and later echoes: the migration's
+		// loss and longest gap are its three windows' sum and maximum.
 		var gaps [3]time.Duration
 		w.res.LostBeforeResume, gaps[0] = exchangeFigures(sent, echoed, w.start, w.from)
 		w.res.LostAtResume, gaps[1] = exchangeFigures(sent, echoed, w.from, w.completion)
-		_, gaps[2] = exchangeFigures(sent, echoed, w.completion, to)
-		w.res.GapAt = []string{"prepared", "resume", "completion"}[slices.Index(gaps[:], slices.Max(gaps[:]))]
-		w.res.LostAtCompletion = w.res.Lost - w.res.LostBeforeResume - w.res.LostAtResume
+		w.res.LostAtCompletion, gaps[2] = exchangeFigures(sent, echoed, w.completion, to)
+		w.res.Lost = w.res.LostBeforeResume + w.res.LostAtResume + w.res.LostAtCompletion
+		at := slices.Index(gaps[:], slices.Max(gaps[:]))
+		w.res.GapMs, w.res.GapAt = ms(gaps[at]), []string{"prepared", "resume", "completion"}[at]
 		figs.LostBeforeResume += w.res.LostBeforeResume
 		figs.LostAtResume += w.res.LostAtResume
 		figs.LostAtCompletion += w.res.LostAtCompletion

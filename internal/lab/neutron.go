@@ -110,10 +110,11 @@ func (s *State) makeTrunkNodes(ctx context.Context, sh *shell) error {
 }
 
 // retryNeutron makes one of the lab's own Neutron objects, trying again for
-// a while on an error a retry can cure (a 5xx, a timeout): right after its
-// start neutron-server can refuse a request its other API worker's view of
-// OVN is not ready for yet. Before each retry, made says whether the failed
-// call happened after all (and adopts what it made).
+// a while on an error a retry can cure (a 5xx, a timeout): a just-started
+// neutron-server answered the lab's first port with a 500 once in CI (its
+// log went with the lab; lab up now prints its last errors). Before each
+// retry, made says whether the failed call happened after all (and adopts
+// what it made).
 func retryNeutron(ctx context.Context, call func() error, made func() (bool, error)) error {
 	err := call()
 	for attempt := 1; err != nil && neutron.Retryable(err) && attempt <= 5; attempt++ {

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"netshift.io/netshift/internal/lab/probe"
 	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/plug"
 )
@@ -42,9 +43,6 @@ type vmTraffic struct {
 }
 
 const vmEchoPort = 7000
-
-// vmTrafficPriority is the loop thread's SCHED_FIFO priority, the probe's.
-const vmTrafficPriority = 2
 
 // openUDP opens a non-blocking UDP socket bound to port inside netns.
 func openUDP(netns string, port int) (int, error) {
@@ -97,7 +95,7 @@ func startVMTraffic(netns string, echo int, peerIP string, interval time.Duratio
 func (v *vmTraffic) run(started chan<- struct{}) {
 	defer close(v.done)
 	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its priority with it
-	v.realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: vmTrafficPriority}, 0) == nil
+	v.realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: probe.RealtimePriority}, 0) == nil
 	close(started)
 	fds := []unix.PollFd{{Fd: int32(v.vm), Events: unix.POLLIN}, {Fd: int32(v.echo), Events: unix.POLLIN}}
 	buf := make([]byte, 64)

@@ -114,7 +114,7 @@ func (l *liveLoop) adopt(e *liveEnd) bool {
 func (l *liveLoop) run(ctx context.Context) {
 	defer close(l.done)
 	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its priority with it
-	l.realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: realtimePriority}, 0) == nil
+	l.realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: RealtimePriority}, 0) == nil
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		l.finishPending(fmt.Errorf("epoll: %w", err))

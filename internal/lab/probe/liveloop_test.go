@@ -129,7 +129,7 @@ func realtimeAllowed() bool {
 	ok := make(chan bool)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with its priority
-		ok <- unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: realtimePriority}, 0) == nil
+		ok <- unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: RealtimePriority}, 0) == nil
 	}()
 	return <-ok
 }

@@ -14,11 +14,11 @@ import (
 // clock (see Report.Pause).
 const pauseTick = time.Millisecond
 
-// realtimePriority is the SCHED_FIFO priority of the probe's real-time
-// threads: above the agents' step threads (1), which may hold the cores the
+// RealtimePriority is the SCHED_FIFO priority of the probe's real-time
+// threads (and of lab migrate's traffic thread, which measures the same way): above the agents' step threads (1), which may hold the cores the
 // nodes share for a step's few milliseconds; the probe then sees the
 // network stand still, not its own threads wait.
-const realtimePriority = 2
+const RealtimePriority = 2
 
 // machinePauses measures, until ctx ends, the longest a thread of the probe
 // slept beyond pauseTick. The thread is real time where the kernel grants it
@@ -29,7 +29,7 @@ const realtimePriority = 2
 // coming back costs no wait for one; Run gives the runtime one more.
 func machinePauses(ctx context.Context) (p Pause) {
 	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its priority with it
-	p.Realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: realtimePriority}, 0) == nil
+	p.Realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: RealtimePriority}, 0) == nil
 	ts := unix.NsecToTimespec(pauseTick.Nanoseconds())
 	for ctx.Err() == nil {
 		before := time.Now()
