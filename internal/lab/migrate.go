@@ -226,6 +226,7 @@ func Migrate(ctx context.Context, name string, o MigrateOptions) (MigrateReport,
 	if err := m.ensureNetns(ctx, m.vmNS); err != nil {
 		return rep, err
 	}
+	rep.PerPort.Realtime, rep.Direct.Realtime = true, true // until a round's thread is refused real time
 	for round := 1; round <= o.Count; round++ {
 		for _, mode := range []plug.Mode{plug.PerPort, plug.Direct} {
 			figs := &rep.PerPort
@@ -608,7 +609,7 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 	if err != nil {
 		return err
 	}
-	figs.Realtime = traffic.realtime && (round == 1 || figs.Realtime)
+	figs.Realtime = figs.Realtime && traffic.realtime
 	if err := waitEchoes(traffic, 0, 20, 5*time.Second); err != nil {
 		// Rarely (twice in some 600 rounds here) a round's new port reached
 		// nothing for 10 s, before any migration, for a cause not found yet.

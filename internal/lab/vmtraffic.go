@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -94,8 +93,7 @@ func startVMTraffic(netns string, echo int, peerIP string, interval time.Duratio
 // processor of the Go runtime for the run.
 func (v *vmTraffic) run(started chan<- struct{}) {
 	defer close(v.done)
-	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its priority with it
-	v.realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: probe.RealtimePriority}, 0) == nil
+	v.realtime = probe.RealtimeThread()
 	close(started)
 	fds := []unix.PollFd{{Fd: int32(v.vm), Events: unix.POLLIN}, {Fd: int32(v.echo), Events: unix.POLLIN}}
 	buf := make([]byte, 64)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -113,8 +112,7 @@ func (l *liveLoop) adopt(e *liveEnd) bool {
 // result. It holds its thread, and one processor of the Go runtime, for good.
 func (l *liveLoop) run(ctx context.Context) {
 	defer close(l.done)
-	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its priority with it
-	l.realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: RealtimePriority}, 0) == nil
+	l.realtime = RealtimeThread()
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		l.finishPending(fmt.Errorf("epoll: %w", err))

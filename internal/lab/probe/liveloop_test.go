@@ -4,13 +4,10 @@ import (
 	"context"
 	"io"
 	"net"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 const holdFor = 80 * time.Millisecond
@@ -128,8 +125,7 @@ func TestLiveLoopReportsADeadConnection(t *testing.T) {
 func realtimeAllowed() bool {
 	ok := make(chan bool)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with its priority
-		ok <- unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: RealtimePriority}, 0) == nil
+		ok <- RealtimeThread()
 	}()
 	return <-ok
 }

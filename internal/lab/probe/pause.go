@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"runtime"
 	"syscall"
 	"time"
 	"unsafe"
@@ -14,12 +13,6 @@ import (
 // clock (see Report.Pause).
 const pauseTick = time.Millisecond
 
-// RealtimePriority is the SCHED_FIFO priority of the probe's real-time
-// threads (and of lab migrate's traffic thread, which measures the same way): above the agents' step threads (1), which may hold the cores the
-// nodes share for a step's few milliseconds; the probe then sees the
-// network stand still, not its own threads wait.
-const RealtimePriority = 2
-
 // machinePauses measures, until ctx ends, the longest a thread of the probe
 // slept beyond pauseTick. The thread is real time where the kernel grants it
 // (Report.Pause.Realtime): no thread of the machine then runs before it, so
@@ -28,8 +21,7 @@ const RealtimePriority = 2
 // processor of the Go runtime while it sleeps (a raw system call), so that
 // coming back costs no wait for one; Run gives the runtime one more.
 func machinePauses(ctx context.Context) (p Pause) {
-	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, its priority with it
-	p.Realtime = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: RealtimePriority}, 0) == nil
+	p.Realtime = RealtimeThread()
 	ts := unix.NsecToTimespec(pauseTick.Nanoseconds())
 	for ctx.Err() == nil {
 		before := time.Now()
