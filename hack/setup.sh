@@ -18,26 +18,35 @@ cd "$(dirname "$0")/.."
 # with the reference CNI plugins (ptp, host-local, loopback) and a static
 # busybox for the workload image; iptables and util-linux's nsenter/unshare
 # set the nodes up.
-packages=(git iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db neutron-server mariadb-server
+packages=(git jq iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db neutron-server mariadb-server
   containerd runc containernetworking-plugins busybox-static iptables util-linux)
 need_apt=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
+# The packages install in the background while Go builds the Kubernetes
+# binaries (the one is mostly the disk and the network, the other the cores).
+apt_pid= apt_log=
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "setup: missing Debian packages ${need_apt[*]}; run as root to install them" >&2
     exit 1
   fi
-  echo "setup: installing ${need_apt[*]} (about 2 minutes with neutron-server)" >&2
-  # Keep the packages' own services from starting: the lab runs its own daemons.
-  own_policy=
-  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && own_policy=1
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >&2
-  if [[ -n "$own_policy" ]]; then rm -f /usr/sbin/policy-rc.d; fi
+  echo "setup: installing ${need_apt[*]} in the background (about 2 minutes with neutron-server)" >&2
+  apt_log=$(mktemp)
+  (
+    # Keep the packages' own services from starting: the lab runs its own daemons.
+    own_policy=
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && own_policy=1
+    fi
+    rc=0
+    { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}"; } || rc=$?
+    if [[ -n "$own_policy" ]]; then rm -f /usr/sbin/policy-rc.d; fi
+    exit $rc
+  ) >"$apt_log" 2>&1 &
+  apt_pid=$!
 fi
 if ! command -v go >/dev/null 2>&1; then
   if [[ -x /usr/local/go/bin/go ]]; then
@@ -51,5 +60,14 @@ echo "setup: downloading Go modules" >&2
 go mod download
 start=$(date +%s)
 assets=$(hack/envtest-assets.sh)
-echo "setup: kube-apiserver, etcd, kubectl, kubelet, kube-controller-manager and kube-scheduler ready in $assets ($(( $(date +%s) - start )) s)" >&2
+echo "setup: kube-apiserver, etcd, kubectl, kubelet, kube-controller-manager, kube-scheduler and kube-proxy ready in $assets ($(( $(date +%s) - start )) s)" >&2
+if [[ -n "$apt_pid" ]]; then
+  if ! wait "$apt_pid"; then
+    cat "$apt_log" >&2
+    echo "setup: installing ${need_apt[*]} failed" >&2
+    exit 1
+  fi
+  echo "setup: Debian packages installed" >&2
+  rm -f "$apt_log"
+fi
 echo "$assets"
