@@ -1,0 +1,145 @@
+package figures
+
+// A Job is one command of hack/bench.sh: a benchmark at its full size, run
+// from the repository's root.
+type Job struct {
+	Name string
+	Cmd  string
+}
+
+// Jobs are every benchmark at full size, in the order hack/bench.sh runs them:
+// the cheap ones first, so a broken machine shows before an hour is spent.
+// The CI's bench smoke runs the same benchmarks with -short -benchtime 1x.
+var Jobs = []Job{
+	{"decision", "go test -run '^$' -bench FullDecision -benchtime 200x -count 5 ./internal/rollout/"},
+	{"setmtu", "go test -run '^$' -bench SetMTU100Pods -benchtime 20x -count 5 ./internal/netdev/"},
+	{"wiring", "go test -run '^$' -bench PooledPodWiring -benchtime 50x -count 5 ./internal/cni/"},
+	{"drain", "go test -run '^$' -bench DrainCycle200 -benchtime 1x -timeout 10m ./internal/operator/"},
+	{"portpools", "go test -run '^$' -bench PortPools -benchtime 1x -timeout 25m ./internal/portpool/poolbench/"},
+	{"lab", "go test -run '^$' -bench LabUpDown -benchtime 3x -timeout 25m ./test/e2e/"},
+	{"gap3", "go test -run '^$' -bench 'LiveChangeGap/nodes=3$' -benchtime 1x -count 3 -timeout 60m ./test/e2e/"},
+	{"gap10", "go test -run '^$' -bench 'LiveChangeGap/nodes=10$' -benchtime 1x -timeout 30m ./test/e2e/"},
+	{"migration", "go test -run '^$' -bench VMMigration -benchtime 1x -timeout 20m ./test/e2e/"},
+	{"zones", "go test -run '^$' -bench ZoneMoves -benchtime 1x -timeout 20m ./test/e2e/"},
+	{"podready", "go test -run '^$' -bench PodCreateToReady -benchtime 1x -timeout 15m ./test/e2e/"},
+	{"podpools", "go test -run '^$' -bench PooledPodsToReady -benchtime 1x -timeout 50m ./test/e2e/"},
+}
+
+// Areas, in the page's order.
+const (
+	AreaLive      = "Live MTU and tunnel-port changes"
+	AreaDrains    = "Drains and node pools"
+	AreaPools     = "Neutron port pools and pods"
+	AreaMigration = "VM migration"
+	AreaZones     = "OVN interconnect zones"
+	AreaLab       = "The lab"
+)
+
+// Areas is the page's order of areas.
+var Areas = []string{AreaLive, AreaDrains, AreaPools, AreaMigration, AreaZones, AreaLab}
+
+// A Metric names one value a benchmark reports.
+type Metric struct {
+	Bench string // its name as `go test` prints it, without -GOMAXPROCS
+	Unit  string // the unit it reports it under
+}
+
+// A Row is one figure of the page.
+type Row struct {
+	Area string
+	What string // what is measured, as the person reading says it
+	Job  string // the job whose command measures it
+	Of   Metric
+	// Per, when set, makes the row the ratio Of / Per (each run's own, when
+	// both have as many runs; else of the medians).
+	Per *Metric
+	// Scale converts the reported unit into Shown (ns/op into ms: 1e-6).
+	Scale  float64
+	Shown  string
+	Target *Target
+}
+
+var (
+	ns2ms = 1e-6
+	gap3  = "BenchmarkLiveChangeGap/nodes=3"
+	gap10 = "BenchmarkLiveChangeGap/nodes=10"
+)
+
+func m(bench, unit string) Metric { return Metric{Bench: bench, Unit: unit} }
+
+// Rows are every figure, with the target it is judged against where one is
+// set. A metric a benchmark reports but no row names is listed under "other
+// figures" on the page, so nothing measured is hidden.
+var Rows = []Row{
+	// Live changes, 3 real nodes, the probe running.
+	{Area: AreaLive, What: "MTU −100, longest gap of any long-lived connection (3 nodes)", Job: "gap3", Of: m(gap3, "mtu-down-gap-ms"), Shown: "ms", Target: Below(50)},
+	{Area: AreaLive, What: "MTU +100, longest gap (3 nodes)", Job: "gap3", Of: m(gap3, "mtu-up-gap-ms"), Shown: "ms", Target: Below(50)},
+	{Area: AreaLive, What: "VXLAN port, longest gap (3 nodes)", Job: "gap3", Of: m(gap3, "port-libovsdb-gap-ms"), Shown: "ms", Target: Below(50)},
+	{Area: AreaLive, What: "the same window with no change, longest gap (3 nodes): the floor", Job: "gap3", Of: m(gap3, "no-change-gap-ms"), Shown: "ms"},
+	{Area: AreaLive, What: "VXLAN port through ovs-vsctl at T0 (the old path), longest gap (3 nodes)", Job: "gap3", Of: m(gap3, "port-exec-gap-ms"), Shown: "ms"},
+	{Area: AreaLive, What: "tunnel port step, from its time to its commit, slowest node (3 nodes)", Job: "gap3", Of: m(gap3, "port-libovsdb-t0-commit-max-ms"), Shown: "ms", Target: Below(5)},
+	{Area: AreaLive, What: "tunnel port step, how late it started, p99 (3 nodes)", Job: "gap3", Of: m(gap3, "port-libovsdb-skew-p99-ms"), Shown: "ms"},
+	{Area: AreaLive, What: "the machine's longest pause during the changes (3 nodes)", Job: "gap3", Of: m(gap3, "machine-pause-ms"), Shown: "ms"},
+	{Area: AreaLive, What: "MTU −100 live: time from the edit to every node done (3 nodes)", Job: "gap3", Of: m(gap3, "live-mtu-s"), Shown: "s"},
+	{Area: AreaLive, What: "MTU −100 live: long-lived connections broken", Job: "gap3", Of: m(gap3, "live-mtu-broken"), Target: AtMost(0)},
+	{Area: AreaLive, What: "MTU −100 live: requests failed (short-lived and HTTPS)", Job: "gap3", Of: m(gap3, "live-mtu-failed"), Target: AtMost(0)},
+	{Area: AreaLive, What: "MTU −100 by rolling reboots, one node at a time (drain, reboot, uncordon: today's way): total time", Job: "gap3", Of: m(gap3, "reboot-mtu-s"), Shown: "s"},
+	{Area: AreaLive, What: "MTU −100 by rolling reboots: long-lived connections broken", Job: "gap3", Of: m(gap3, "reboot-mtu-broken")},
+	{Area: AreaLive, What: "MTU −100 by rolling reboots: requests failed (short-lived and HTTPS)", Job: "gap3", Of: m(gap3, "reboot-mtu-failed")},
+	{Area: AreaLive, What: "rolling reboots' time over the live change's", Job: "gap3", Of: m(gap3, "reboot-mtu-s"), Per: &Metric{gap3, "live-mtu-s"}, Shown: "×"},
+	{Area: AreaLive, What: "MTU −100, longest gap (10 nodes)", Job: "gap10", Of: m(gap10, "mtu-down-gap-ms"), Shown: "ms", Target: Below(100)},
+	{Area: AreaLive, What: "MTU +100, longest gap (10 nodes)", Job: "gap10", Of: m(gap10, "mtu-up-gap-ms"), Shown: "ms", Target: Below(100)},
+	{Area: AreaLive, What: "VXLAN port, longest gap (10 nodes)", Job: "gap10", Of: m(gap10, "port-libovsdb-gap-ms"), Shown: "ms", Target: Below(100)},
+	{Area: AreaLive, What: "tunnel port step, from its time to its commit, slowest node (10 nodes)", Job: "gap10", Of: m(gap10, "port-libovsdb-t0-commit-max-ms"), Shown: "ms", Target: Below(5)},
+	{Area: AreaLive, What: "one agent sets a new MTU on 100 pods", Job: "setmtu", Of: m("BenchmarkSetMTU100Pods", "ms/100-pods"), Shown: "ms", Target: Below(1000)},
+
+	// Drains.
+	{Area: AreaDrains, What: "one full drain decision, 5,000 nodes in 50 pools", Job: "decision", Of: m("BenchmarkFullDecision/nodes=5000/pools=50", "ns/op"), Scale: ns2ms, Shown: "ms", Target: Below(20)},
+	{Area: AreaDrains, What: "one full drain decision, 500 nodes in 50 pools", Job: "decision", Of: m("BenchmarkFullDecision/nodes=500/pools=50", "ns/op"), Scale: ns2ms, Shown: "ms"},
+	{Area: AreaDrains, What: "a drain cycle of 200 nodes (4 pools, maxParallel 20 %) through the API server", Job: "drain", Of: m("BenchmarkDrainCycle200", "s/cycle"), Shown: "s"},
+	{Area: AreaDrains, What: "the same, per wave (5 ideal waves)", Job: "drain", Of: m("BenchmarkDrainCycle200", "s/wave"), Shown: "s"},
+	{Area: AreaDrains, What: "the operator's API writes per node and cycle", Job: "drain", Of: m("BenchmarkDrainCycle200", "operator-writes/node")},
+	{Area: AreaDrains, What: "the agents' API writes per node and cycle", Job: "drain", Of: m("BenchmarkDrainCycle200", "agent-writes/node")},
+
+	// Port pools and pods.
+	{Area: AreaPools, What: "the pool's decision, p99", Job: "portpools", Of: m("BenchmarkPortPools", "decision-p99-µs"), Shown: "µs", Target: Below(1000)},
+	{Area: AreaPools, What: "a pod's port, warm pool, deferred bookkeeping, p99", Job: "portpools", Of: m("BenchmarkPortPools", "deferred-p99-ms"), Shown: "ms", Target: Below(20)},
+	{Area: AreaPools, What: "a pod's port, warm pool, synchronous bookkeeping, p99", Job: "portpools", Of: m("BenchmarkPortPools", "sync-p99-ms"), Shown: "ms"},
+	{Area: AreaPools, What: "a pod's port with no pool (a create per pod), p99", Job: "portpools", Of: m("BenchmarkPortPools", "unpooled-p99-ms"), Shown: "ms"},
+	{Area: AreaPools, What: "Neutron requests per pod over a churn", Job: "portpools", Of: m("BenchmarkPortPools", "neutron-requests/pod"), Target: AtMost(1)},
+	{Area: AreaPools, What: "100 pooled pods at once to Ready (deferred), p50", Job: "podpools", Of: m("BenchmarkPooledPodsToReady", "deferred-p50-ms"), Scale: 1e-3, Shown: "s"},
+	{Area: AreaPools, What: "100 pooled pods at once to Ready (deferred), p99", Job: "podpools", Of: m("BenchmarkPooledPodsToReady", "deferred-p99-ms"), Scale: 1e-3, Shown: "s"},
+	{Area: AreaPools, What: "100 pooled pods at once (deferred), p50 over the floor's", Job: "podpools", Of: m("BenchmarkPooledPodsToReady", "deferred-over-floor-p50-ms"), Shown: "ms", Target: Below(100)},
+	{Area: AreaPools, What: "100 pooled pods at once (deferred), p99 over the floor's", Job: "podpools", Of: m("BenchmarkPooledPodsToReady", "deferred-over-floor-p99-ms"), Shown: "ms", Target: Below(200)},
+	{Area: AreaPools, What: "100 pods at once, synchronous bookkeeping, p50", Job: "podpools", Of: m("BenchmarkPooledPodsToReady", "sync-p50-ms"), Scale: 1e-3, Shown: "s"},
+	{Area: AreaPools, What: "100 pods at once, no pool, p50", Job: "podpools", Of: m("BenchmarkPooledPodsToReady", "unpooled-p50-ms"), Scale: 1e-3, Shown: "s"},
+	{Area: AreaPools, What: "100 pods at once, the lab's own network (no Neutron), p50: the floor", Job: "podpools", Of: m("BenchmarkPooledPodsToReady", "floor-p50-ms"), Scale: 1e-3, Shown: "s"},
+	{Area: AreaPools, What: "Neutron requests per pod, churn of real pods", Job: "podpools", Of: m("BenchmarkPooledPodsToReady", "churn-neutron-requests/pod"), Target: AtMost(1)},
+	{Area: AreaPools, What: "a churned pod to Ready, parked devices, p50", Job: "podpools", Of: m("BenchmarkPooledPodsToReady", "churn-p50-ms"), Shown: "ms"},
+	{Area: AreaPools, What: "a churned pod to Ready, no parked device, p50", Job: "podpools", Of: m("BenchmarkPooledPodsToReady", "churn-unparked-p50-ms"), Shown: "ms"},
+	{Area: AreaPools, What: "netshift-cni's ADD on a real switch, fresh device", Job: "wiring", Of: m("BenchmarkPooledPodWiring/fresh", "ns/op"), Scale: ns2ms, Shown: "ms"},
+	{Area: AreaPools, What: "netshift-cni's ADD on a real switch, parked device", Job: "wiring", Of: m("BenchmarkPooledPodWiring/parked", "ns/op"), Scale: ns2ms, Shown: "ms"},
+	{Area: AreaPools, What: "a pod from creation to Ready, one at a time, p50", Job: "podready", Of: m("BenchmarkPodCreateToReady", "one-p50-ms"), Shown: "ms"},
+	{Area: AreaPools, What: "30 pods at once to Ready, p99", Job: "podready", Of: m("BenchmarkPodCreateToReady", "burst-p99-ms"), Shown: "ms"},
+
+	// VM migration.
+	{Area: AreaMigration, What: "per-port plugging: datagrams lost in 10 migrations", Job: "migration", Of: m("BenchmarkVMMigration", "perport-lost"), Target: AtMost(0)},
+	{Area: AreaMigration, What: "per-port plugging: longest gap", Job: "migration", Of: m("BenchmarkVMMigration", "perport-maxgap-ms"), Shown: "ms", Target: Below(50)},
+	{Area: AreaMigration, What: "direct plugging (classic): datagrams lost in 10 migrations", Job: "migration", Of: m("BenchmarkVMMigration", "direct-lost")},
+	{Area: AreaMigration, What: "direct plugging: longest gap", Job: "migration", Of: m("BenchmarkVMMigration", "direct-maxgap-ms"), Shown: "ms"},
+	{Area: AreaMigration, What: "per-port: source pod deleted to the port bound on the target alone, p50", Job: "migration", Of: m("BenchmarkVMMigration", "perport-handover-p50-ms"), Shown: "ms"},
+
+	// Zones.
+	{Area: AreaZones, What: "a node's move, its own connections' longest gap (worst of 6 moves)", Job: "zones", Of: m("BenchmarkZoneMoves", "moving-maxgap-ms"), Shown: "ms", Target: Below(500)},
+	{Area: AreaZones, What: "a node's move, the other nodes' longest gap", Job: "zones", Of: m("BenchmarkZoneMoves", "others-maxgap-ms"), Shown: "ms", Target: Below(100)},
+	{Area: AreaZones, What: "long-lived connections broken", Job: "zones", Of: m("BenchmarkZoneMoves", "broken"), Target: AtMost(0)},
+	{Area: AreaZones, What: "requests failed", Job: "zones", Of: m("BenchmarkZoneMoves", "failed-requests"), Target: AtMost(0)},
+	{Area: AreaZones, What: "the same moves by the lab alone (no plugin pod restart), moving node's longest gap", Job: "zones", Of: m("BenchmarkZoneMoves", "direct-moving-maxgap-ms"), Shown: "ms"},
+
+	// The lab.
+	{Area: AreaLab, What: "lab up, 3 real nodes", Job: "lab", Of: m("BenchmarkLabUpDown/nodes=3", "up-s"), Shown: "s"},
+	{Area: AreaLab, What: "lab down, 3 real nodes", Job: "lab", Of: m("BenchmarkLabUpDown/nodes=3", "down-s"), Shown: "s"},
+	{Area: AreaLab, What: "resident memory of everything a 3-node lab runs", Job: "lab", Of: m("BenchmarkLabUpDown/nodes=3", "MiB"), Shown: "MiB"},
+	{Area: AreaLab, What: "lab up, 10 real nodes", Job: "lab", Of: m("BenchmarkLabUpDown/nodes=10", "up-s"), Shown: "s"},
+	{Area: AreaLab, What: "resident memory, 10 real nodes", Job: "lab", Of: m("BenchmarkLabUpDown/nodes=10", "MiB"), Shown: "MiB"},
+}

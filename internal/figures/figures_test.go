@@ -1,0 +1,153 @@
+package figures
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+BenchmarkLiveChangeGap/nodes=3-2         	       1	60123456789 ns/op	        40.5 mtu-down-gap-ms	  12.0 live-mtu-s	  96.0 reboot-mtu-s
+    bench_test.go:120: a log line 1 2 3
+BenchmarkLiveChangeGap/nodes=3-2         	       1	60123456789 ns/op	        61.5 mtu-down-gap-ms	  10.0 live-mtu-s	  90.0 reboot-mtu-s
+BenchmarkLiveChangeGap/nodes=3-2         	       1	60123456789 ns/op	        30.0 mtu-down-gap-ms	  11.0 live-mtu-s	  99.0 reboot-mtu-s
+PASS
+ok  	netshift.io/netshift/test/e2e	190.2s
+BenchmarkFullDecision/nodes=5000/pools=50-2   200   12300000 ns/op   5000 B/op   12 allocs/op
+BenchmarkPortPools-2   1   9 ns/op   3.5 decision-p99-µs   0.24 neutron-requests/pod
+`
+
+func TestParseCollectsEveryRunOfEveryMetric(t *testing.T) {
+	res, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res["BenchmarkLiveChangeGap/nodes=3"]["mtu-down-gap-ms"]; len(got) != 3 || got[0] != 40.5 || got[2] != 30 {
+		t.Errorf("mtu-down-gap-ms = %v, want the three runs in order", got)
+	}
+	if got := res["BenchmarkPortPools"]["decision-p99-µs"]; len(got) != 1 || got[0] != 3.5 {
+		t.Errorf("a unit with a non-ASCII letter: %v", got)
+	}
+	if got := res["BenchmarkFullDecision/nodes=5000/pools=50"]["allocs/op"]; len(got) != 1 || got[0] != 12 {
+		t.Errorf("allocs/op = %v", got)
+	}
+}
+
+func TestParseRefusesAResultLineThatDoesNotPair(t *testing.T) {
+	_, err := Parse(strings.NewReader("BenchmarkX-2  1  12 ns/op 40\n"))
+	if err == nil || !strings.Contains(err.Error(), "BenchmarkX") {
+		t.Fatalf("err = %v, want one naming the line", err)
+	}
+}
+
+func TestComputeMediansRangesRatiosAndVerdicts(t *testing.T) {
+	res, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	figs := Compute(Rows, Jobs, res)
+	byWhat := map[string]Figure{}
+	for _, f := range figs {
+		byWhat[f.What] = f
+	}
+	gap := byWhat["MTU −100, longest gap of any long-lived connection (3 nodes)"]
+	if gap.Median != 40.5 || gap.Min != 30 || gap.Max != 61.5 || gap.Met != 2 || gap.Verdict() != "2 of 3 runs" {
+		t.Errorf("gap: median %v range %v..%v met %d (%q)", gap.Median, gap.Min, gap.Max, gap.Met, gap.Verdict())
+	}
+	if !strings.Contains(gap.Command, "LiveChangeGap/nodes=3$") {
+		t.Errorf("gap's command %q", gap.Command)
+	}
+	ratio := byWhat["rolling reboots' time over the live change's"]
+	if len(ratio.Values) != 3 || ratio.Values[0] != 8 || ratio.Values[1] != 9 || ratio.Values[2] != 9 || ratio.Median != 9 {
+		t.Errorf("ratio values %v median %v, want each run's own 8, 9, 9", ratio.Values, ratio.Median)
+	}
+	decision := byWhat["one full drain decision, 5,000 nodes in 50 pools"]
+	if math.Abs(decision.Median-12.3) > 1e-9 || decision.Verdict() != "yes" {
+		t.Errorf("decision %v ms (%q), want 12.3 ms, met", decision.Median, decision.Verdict())
+	}
+	if f := byWhat["VXLAN port, longest gap (10 nodes)"]; f.Measured() || f.Verdict() != "" {
+		t.Errorf("a figure not in the results is not measured: %+v", f)
+	}
+}
+
+func TestPageSaysWhatWasNotMeasuredAndWhichJobsFailed(t *testing.T) {
+	res, _ := Parse(strings.NewReader(sample))
+	run := Run{Commit: "abc1234", Cores: 2, Jobs: []JobRun{{Name: "gap3", Command: "go test ...", Seconds: 754}, {Name: "zones", Failed: true}}}
+	page := Page(run, Compute(Rows, Jobs, res))
+	for _, want := range []string{
+		"| MTU −100, longest gap of any long-lived connection (3 nodes) | < 50 ms | 40.5 ms (30 to 61.5, 3 runs) | 2 of 3 runs |",
+		"| one full drain decision, 5,000 nodes in 50 pools | < 20 ms | 12.3 ms | yes |",
+		"| a node's move, the other nodes' longest gap | < 100 ms | not measured |",
+		"**Jobs that failed in this run** (their rows say not measured): zones",
+		"| gap3 | `go test ...` | 12 min 34 s | passed |",
+		HeldByMachine,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, "These machines are"); n != 1 {
+		t.Errorf("the machine's line appears %d times, want once", n)
+	}
+}
+
+func TestUnnamedKeepsWhatNoRowShows(t *testing.T) {
+	res, _ := Parse(strings.NewReader(sample))
+	other := Unnamed(Rows, res)
+	if _, ok := other["BenchmarkFullDecision/nodes=5000/pools=50"]["allocs/op"]; !ok {
+		t.Error("allocs/op is named by no row and must be kept")
+	}
+	if _, ok := other["BenchmarkLiveChangeGap/nodes=3"]["mtu-down-gap-ms"]; ok {
+		t.Error("a named metric is not other")
+	}
+}
+
+// Every row names a job that exists and a benchmark the repository has, so a
+// renamed benchmark cannot leave a row that is never measured.
+func TestEveryRowNamesAJobAndARealBenchmark(t *testing.T) {
+	jobs := map[string]bool{}
+	for _, j := range Jobs {
+		jobs[j.Name] = true
+	}
+	benches := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func (Benchmark\w+)\(`)
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		for _, m := range decl.FindAllStringSubmatch(string(data), -1) {
+			benches[m[1]] = true
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range Rows {
+		if !jobs[r.Job] {
+			t.Errorf("row %q: no job %q", r.What, r.Job)
+		}
+		top, _, _ := strings.Cut(r.Of.Bench, "/")
+		if !benches[top] {
+			t.Errorf("row %q: no benchmark %s in the repository", r.What, top)
+		}
+		if seen[r.What] {
+			t.Errorf("two rows say %q", r.What)
+		}
+		seen[r.What] = true
+	}
+	for _, a := range Areas {
+		found := false
+		for _, r := range Rows {
+			found = found || r.Area == a
+		}
+		if !found {
+			t.Errorf("area %q has no row", a)
+		}
+	}
+}
