@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Runs every test tier and the benchmarks, printing how long each took.
-# Sets everything up first (hack/setup.sh), so it works on a fresh machine.
+# Runs every test tier and a smoke of every benchmark, printing how long each
+# took. Sets everything up first (hack/setup.sh), so it works on a fresh
+# machine. The benchmarks at full size, and the figures page, are
+# hack/bench.sh's: never CI's.
 #
-#   static       no tracked file over 1 MB, the README's bad-input table names real tests,
-#                gofmt, go vet, golangci-lint (.golangci.yml), generated code, CRDs and OVSDB models up to date
+#   static       no tracked file over 1 MB, gofmt, go vet, golangci-lint (.golangci.yml),
+#                generated code, CRDs, OVSDB models and the API reference up to date, and
+#                the docs: README at most 250 lines, every relative link resolves, every
+#                netshift/netshift-lab command they show exists with its flags, the
+#                bad-input table (docs/security.md) names real tests
 #   unit         the pure core and everything that needs no real part; each fuzz target 3 s
 #   integration  controllers, CLI and API against a real kube-apiserver + etcd
 #   e2e          the lab: real namespaces, Open vSwitch, OVN, API server, traffic (root)
-#   bench        the benchmarks of the acceptance criteria, with their figures
+#   bench-smoke  every benchmark once at its smallest size (go test -short -benchtime 1x):
+#                it asserts what must never happen (a broken connection, a per-port
+#                migration datagram lost, a leaked port, namespace or process), not targets
 #
 # With CI=true a test whose real prerequisite is missing fails instead of
 # skipping. Set TIERS="unit integration" to run only some.
@@ -16,7 +23,7 @@ cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
 export KUBEBUILDER_ASSETS
 KUBEBUILDER_ASSETS=$(hack/setup.sh)
-tiers=${TIERS:-static unit integration e2e bench}
+tiers=${TIERS:-static unit integration e2e bench-smoke}
 
 # End-to-end packages live under test/e2e; integration packages are the others
 # whose tests use a real part (the control plane, real nodes, Open vSwitch,
@@ -40,24 +47,39 @@ static() {
   # Nothing big is committed (builds go to bin/, which is ignored).
   bad=$(git ls-files -z 2>/dev/null | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$1 > 1048576 {print $2}')
   if [[ -n "$bad" ]]; then echo "tracked files over 1 MB: $bad"; return 1; fi
-  # Every test the README's bad-input table names exists.
-  local missing=""
-  for t in $(sed -n '/<!-- bad-input-table:start -->/,/<!-- bad-input-table:end -->/p' README.md | grep -oE '`(Test|Fuzz)[A-Za-z0-9_]*`' | tr -d '`' | sort -u); do
-    grep -rqE "^func $t\(" --include='*_test.go' . || missing+=" $t"
-  done
-  if [[ -n "$missing" ]]; then echo "README's bad-input table names tests that do not exist:$missing"; return 1; fi
   bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
   if [[ -n "$bad" ]]; then echo "gofmt would change: $bad"; return 1; fi
   go vet ./... || return 1
-  go vet -tags lab ./... || return 1   # the lab build: its test hooks
+  go vet -tags lab ./cmd/netshift/ || return 1   # the lab build's own files (lab, demo, test hooks)
   local lint
   lint=$(hack/golangci-lint.sh) || return 1
-  "$lint" run ./... || return 1
   "$lint" run --build-tags lab ./... || return 1
+  "$lint" run ./cmd/netshift/ || return 1        # the product build's own file
   hack/generate.sh || return 1
-  if [[ -n "$(git status --porcelain -- api config/crd internal/ovs/model 2>/dev/null)" ]]; then
-    echo "generated code, CRDs or OVSDB models are stale: run hack/generate.sh and commit"; git status --short -- api config/crd internal/ovs/model; return 1
+  if [[ -n "$(git status --porcelain -- api config/crd internal/ovs/model docs/api.md 2>/dev/null)" ]]; then
+    echo "generated code, CRDs, OVSDB models or the API reference are stale: run hack/generate.sh and commit"
+    git status --short -- api config/crd internal/ovs/model docs/api.md; return 1
   fi
+  docs
+}
+
+# The docs: the README stays a front door, every test the bad-input table
+# names exists, and hack/doccheck finds every link and shown command real.
+docs() {
+  local n missing="" bin
+  n=$(wc -l < README.md)
+  if ((n > 250)); then echo "README.md has $n lines: at most 250 (the rest belongs in docs/)"; return 1; fi
+  for t in $(sed -n '/<!-- bad-input-table:start -->/,/<!-- bad-input-table:end -->/p' docs/security.md | grep -oE '`(Test|Fuzz)[A-Za-z0-9_]*`' | tr -d '`' | sort -u); do
+    grep -rqE "^func $t\(" --include='*_test.go' . || missing+=" $t"
+  done
+  if [[ -n "$missing" ]]; then echo "docs/security.md's bad-input table names tests that do not exist:$missing"; return 1; fi
+  bin=$(mktemp -d)
+  hack/build.sh "$bin" || { rm -rf "$bin"; return 1; }
+  go run ./hack/doccheck --netshift "$bin/netshift" --netshift-lab "$bin/netshift-lab" \
+    README.md CONTRIBUTING.md $(git ls-files 'docs/*.md'; git ls-files --others --exclude-standard 'docs/*.md')
+  local rc=$?
+  rm -rf "$bin"
+  return $rc
 }
 unit_tests() { go test -count=1 $unit && fuzz_tests; }
 # One fuzz target. Go 1.26's fuzz engine can fail a target at the end of its
@@ -96,23 +118,11 @@ fuzz_tests() {
 integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
 # A test's log lines and their continuations (indented 8 spaces: a failure's output) are kept.
 e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep -E '^(=== RUN|--- |\s+\S+_test.go:|        |ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
-bench() {
-  go test -run '^$' -bench 'FullDecision' -benchtime 200x -count 5 ./internal/rollout/ || return 1
-  go test -run '^$' -bench 'DrainCycle200' -benchtime 1x -timeout 10m ./internal/operator/ || return 1
-  go test -run '^$' -bench 'SetMTU100Pods' -benchtime 20x -count 5 ./internal/netdev/ || return 1
-  # netshift-cni's ADD on a real switch: a fresh device against the port's parked one, side by side.
-  go test -run '^$' -bench 'PooledPodWiring' -benchtime 50x -count 5 ./internal/cni/ || return 1
-  go test -run '^$' -bench 'LabUpDown' -benchtime 3x -timeout 25m ./test/e2e/ || return 1
-  # The 3-node gap target is judged over 3 runs (each its own lab), the 10-node figures over one.
-  go test -run '^$' -bench 'LiveChangeGap/nodes=3$' -benchtime 1x -count 3 -timeout 25m ./test/e2e/ || return 1
-  go test -run '^$' -bench 'LiveChangeGap/nodes=10$' -benchtime 1x -timeout 25m ./test/e2e/ || return 1
-  go test -run '^$' -bench 'VMMigration' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
-  go test -run '^$' -bench 'ZoneMoves' -benchtime 1x -timeout 15m ./test/e2e/ || return 1
-  go test -run '^$' -bench 'PodCreateToReady' -benchtime 1x -timeout 10m ./test/e2e/ || return 1
-  # 100 pods at once, 3 runs for each of: warm pools deferred, warm pools synchronous, no pool, no Neutron;
-  # a churn with parked devices and one without.
-  go test -run '^$' -bench 'PooledPodsToReady' -benchtime 1x -timeout 45m ./test/e2e/ || return 1
-  go test -run '^$' -bench 'PortPools' -benchtime 1x -timeout 25m -v ./internal/portpool/poolbench/
+# Every benchmark once at its smallest size; the full sizes are hack/bench.sh's.
+bench_smoke() {
+  local pkgs
+  pkgs=$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -r -n1 dirname | sort -u)
+  go test -short -run '^$' -bench . -benchtime 1x -p 1 -timeout 40m $pkgs
 }
 
 for t in $tiers; do
@@ -121,7 +131,7 @@ for t in $tiers; do
     unit) run_tier unit unit_tests ;;
     integration) run_tier integration integration_tests ;;
     e2e) run_tier e2e e2e_tests ;;
-    bench) run_tier bench bench ;;
+    bench-smoke) run_tier bench-smoke bench_smoke ;;
     *) echo "unknown tier $t"; exit 2 ;;
   esac
 done

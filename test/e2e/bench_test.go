@@ -27,9 +27,10 @@ import (
 // daemons, the control plane, every node's containerd, kubelet, kube-proxy and
 // pods, the operator and the agents).
 func BenchmarkLabUpDown(b *testing.B) {
-	for _, nodes := range []int{3, 10} {
+	for _, nodes := range smallest([]int{3, 10}, []int{3}) {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			testenv.Require(b, missing)
+			before := takeFootprint(b)
 			var up, down time.Duration
 			var mem float64
 			n := 0
@@ -52,6 +53,7 @@ func BenchmarkLabUpDown(b *testing.B) {
 				down += time.Since(start)
 				n++
 			}
+			waitGone(b, before)
 			b.ReportMetric(up.Seconds()/float64(n), "up-s")
 			b.ReportMetric(down.Seconds()/float64(n), "down-s")
 			b.ReportMetric(mem/float64(n), "MiB")
@@ -66,6 +68,11 @@ func BenchmarkLabUpDown(b *testing.B) {
 // the longest silence in windows as long with no change (no-change-gap-ms). A change that
 // breaks a connection or fails any probe request fails the benchmark.
 //
+// At 3 nodes it then lowers the MTU by 100 the way clusters have it done
+// today, by rolling reboots (rollingRebootMTU), and reports both ways side by
+// side: the time (live-mtu-s against reboot-mtu-s), the long-lived
+// connections broken and the requests failed.
+//
 // The port changes run three times through each path of the tunnel port
 // step, side by side: libovsdb (what netshift does: the transaction built
 // before T0, sent at it) and exec (ovs-vsctl run at T0, as netshift did
@@ -75,15 +82,14 @@ func BenchmarkLabUpDown(b *testing.B) {
 // late each node's step started (skew p50, p99, max), how long a step's
 // thread waited for a processor at worst, and, per kind of process, the CPU
 // it used and the time its threads waited for a processor during a change.
+// With -short (the CI's smoke): 3 nodes, one port change per path, and one
+// node rebooted.
 func BenchmarkLiveChangeGap(b *testing.B) {
-	for _, nodes := range []int{3, 10} {
+	rounds := smallest(3, 1) // port changes per path
+	for _, nodes := range smallest([]int{3, 10}, []int{3}) {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
-			testenv.Require(b, missing)
 			name := fmt.Sprintf("gap%d", nodes)
-			if out, err := runNetshift("lab", "up", "--name", name, "--nodes", fmt.Sprint(nodes)); err != nil {
-				b.Fatalf("%v\n%s", err, out)
-			}
-			defer func() { _, _ = runNetshift("lab", "down", "--name", name) }()
+			benchLab(b, name, "--nodes", fmt.Sprint(nodes))
 			c, err := labClientFor(name)
 			if err != nil {
 				b.Fatal(err)
@@ -96,12 +102,18 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 					{"mtu-up-gap-ms", `{"spec":{"mtu":1450}}`},
 				} {
 					start := time.Now()
-					r, err := changeUnderProbe(name, c, ch.patch)
+					r, took, err := timedChangeUnderProbe(name, c, ch.patch)
 					if err != nil {
 						b.Fatal(err)
 					}
 					if !r.OK {
 						b.Fatalf("%s: %v", ch.patch, r.Failed())
+					}
+					if ch.metric == "mtu-down-gap-ms" {
+						// Beside the rolling reboots below: the same change, live.
+						gaps["live-mtu-s"] = max(gaps["live-mtu-s"], took.Seconds())
+						gaps["live-mtu-broken"] += float64(brokenIn(r))
+						gaps["live-mtu-failed"] += float64(r.ShortLived.Failures + r.HTTPS.Failures)
 					}
 					gaps[ch.metric] = max(gaps[ch.metric], maxGap(r))
 					noteNotTheNetwork(gaps, r)
@@ -118,17 +130,17 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 					setOVSDBPath(b, c, path)
 					var commits, late, waits []float64
 					cpu, waitedFor := map[string]float64{}, map[string]float64{}
-					for round := 0; round < 3; round++ {
+					for round := 0; round < rounds; round++ {
 						// Alternate between 4789 (the lab's) and 4790, so every round is a real change.
 						port = 4789 + 4790 - port
 						cpuBefore, waitedBefore := usageByRole(b, name)
 						r, err := changeUnderProbe(name, c, fmt.Sprintf(`{"spec":{"vxlanPort":%d}}`, port))
 						cpuAfter, waitedAfter := usageByRole(b, name)
 						for role, ms := range cpuAfter {
-							cpu[role] += (ms - cpuBefore[role]) / 3
+							cpu[role] += (ms - cpuBefore[role]) / float64(rounds)
 						}
 						for role, ms := range waitedAfter {
-							waitedFor[role] += (ms - waitedBefore[role]) / 3
+							waitedFor[role] += (ms - waitedBefore[role]) / float64(rounds)
 						}
 						if err != nil {
 							b.Fatal(err)
@@ -165,12 +177,31 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 					}
 				}
 				setOVSDBPath(b, c, "libovsdb")
+				if nodes == 3 {
+					// The way users have today, in the same lab and run: the MTU -100 by
+					// rolling reboots, one node at a time (with -short, one node).
+					rebooted := rollingRebootMTU(b, name, c, 1350, smallest([]string{"node-1", "node-2", "node-3"}, []string{"node-1"}))
+					gaps["reboot-mtu-s"] = rebooted.Took.Seconds()
+					gaps["reboot-mtu-broken"] = float64(rebooted.Broken)
+					gaps["reboot-mtu-failed"] = float64(rebooted.Failed)
+				}
 			}
 			for m, g := range gaps {
 				b.ReportMetric(g, m)
 			}
 		})
 	}
+}
+
+// brokenIn counts the long-lived connections a probe saw die.
+func brokenIn(r probe.Report) int {
+	n := 0
+	for _, l := range r.LongLived {
+		if !l.Alive {
+			n++
+		}
+	}
+	return n
 }
 
 // noteNotTheNetwork keeps, over a benchmark's changes, the probe's own longest
@@ -337,26 +368,23 @@ func pct(sorted []float64, p int) float64 {
 // Ready (scheduler, kubelet, containerd, the CNI chain with netshift-cni):
 // 10 pods one after another (one-p50/p99-ms), then 30 at once (burst-).
 func BenchmarkPodCreateToReady(b *testing.B) {
-	testenv.Require(b, missing)
 	const name = "podready"
-	if out, err := runNetshift("lab", "up", "--name", name, "--pods-per-node", "1"); err != nil {
-		b.Fatalf("%v\n%s", err, out)
-	}
-	defer func() { _, _ = runNetshift("lab", "down", "--name", name) }()
+	benchLab(b, name, "--pods-per-node", "1")
+	ones, burstSize := smallest(10, 2), smallest(30, 5)
 	c, err := labClientFor(name)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var one, burst []time.Duration
 	for i := 0; i < b.N; i++ {
-		for j := 0; j < 10; j++ {
+		for j := 0; j < ones; j++ {
 			took, err := createPodsUntilReady(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("one%d-%d", i, j)}}, 1)
 			if err != nil {
 				b.Fatal(err)
 			}
 			one = append(one, took...)
 		}
-		took, err := createPodsUntilReady(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst%d", i)}}, 30)
+		took, err := createPodsUntilReady(c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst%d", i)}}, burstSize)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -251,7 +251,7 @@ func TestEvictedPodIsRemoved(t *testing.T) {
 	waitFor(t, "the replacement pod", func() bool { st := status(t, "e2eev"); return st.Healthy && len(st.Pods) == 2 })
 }
 
-func labClient(t *testing.T, name string) client.WithWatch {
+func labClient(t testing.TB, name string) client.WithWatch {
 	t.Helper()
 	c, err := labClientFor(name)
 	if err != nil {
@@ -260,13 +260,13 @@ func labClient(t *testing.T, name string) client.WithWatch {
 	return c
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	waitForWithin(t, what, 60*time.Second, cond)
 }
 
 // waitForWithin is waitFor with its own deadline.
-func waitForWithin(t *testing.T, what string, within time.Duration, cond func() bool) {
+func waitForWithin(t testing.TB, what string, within time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
@@ -334,7 +334,7 @@ func everyPodReachesEveryOther(t *testing.T, name string) {
 }
 
 // labPods are the lab's workload pods with their network namespaces.
-func labPods(t *testing.T, s *lab.State) []lab.PodSpec {
+func labPods(t testing.TB, s *lab.State) []lab.PodSpec {
 	t.Helper()
 	pods, err := s.Pods(context.Background())
 	if err != nil {

@@ -99,7 +99,7 @@ func maxGap(r probe.Report) float64 {
 	return m
 }
 
-func podMTUs(t *testing.T, s *lab.State) map[int]int {
+func podMTUs(t testing.TB, s *lab.State) map[int]int {
 	t.Helper()
 	seen := map[int]int{}
 	for _, p := range labPods(t, s) {
@@ -377,15 +377,23 @@ func labClientFor(name string) (client.WithWatch, error) {
 // changeUnderProbe applies patch while the probe runs and returns the report
 // once the change has ended (an error if it did not succeed).
 func changeUnderProbe(name string, c client.Client, patch string) (probe.Report, error) {
+	r, _, err := timedChangeUnderProbe(name, c, patch)
+	return r, err
+}
+
+// timedChangeUnderProbe is changeUnderProbe that also says how long the
+// change took, from the edit to its end.
+func timedChangeUnderProbe(name string, c client.Client, patch string) (probe.Report, time.Duration, error) {
 	var r probe.Report
 	if out, err := runNetshift("lab", "probe", "start", "--name", name); err != nil {
-		return r, fmt.Errorf("%w: %s", err, out)
+		return r, 0, fmt.Errorf("%w: %s", err, out)
 	}
 	time.Sleep(probeQuiet)
 	cn := &v1alpha1.ClusterNetwork{}
 	cn.Name = v1alpha1.ClusterNetworkName
+	start := time.Now()
 	if err := c.Patch(context.Background(), cn, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-		return r, err
+		return r, 0, err
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -394,19 +402,20 @@ func changeUnderProbe(name string, c client.Client, patch string) (probe.Report,
 			break
 		}
 		if time.Now().After(deadline) {
-			return r, fmt.Errorf("%s: the change did not end in 60 s", patch)
+			return r, 0, fmt.Errorf("%s: the change did not end in 60 s", patch)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	took := time.Since(start)
 	time.Sleep(probeQuiet)
 	out, _ := runNetshift("lab", "probe", "stop", "--name", name, "-o", "json")
 	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
-		return r, fmt.Errorf("%w: %s", err, out)
+		return r, took, fmt.Errorf("%w: %s", err, out)
 	}
 	if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
-		return r, fmt.Errorf("%s: change ended %s: %s", patch, cn.Status.Change.Phase, cn.Status.Change.Message)
+		return r, took, fmt.Errorf("%s: change ended %s: %s", patch, cn.Status.Change.Phase, cn.Status.Change.Message)
 	}
-	return r, nil
+	return r, took, nil
 }
 
 // quietUnderProbe runs the probe for d with no change: what the lab's

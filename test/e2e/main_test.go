@@ -122,6 +122,36 @@ func up(t *testing.T, name string, args ...string) lab.Status {
 	return status(t, name)
 }
 
+// benchLab brings a lab up for a benchmark and, when the benchmark ends,
+// takes it down and checks that it left nothing behind on the machine (no
+// namespace, link or daemon): what the smoke of every benchmark asserts
+// beside its own invariants.
+func benchLab(b *testing.B, name string, args ...string) {
+	b.Helper()
+	testenv.Require(b, missing)
+	before := takeFootprint(b)
+	if out, err := runNetshift(append([]string{"lab", "up", "--name", name}, args...)...); err != nil {
+		_, _ = runNetshift("lab", "down", "--name", name)
+		b.Fatalf("lab up --name %s: %v\n%s", name, err, lastLines(out, 25))
+	}
+	b.Cleanup(func() {
+		if out, err := runNetshift("lab", "down", "--name", name); err != nil {
+			b.Errorf("lab down --name %s: %v\n%s", name, err, lastLines(out, 25))
+			return
+		}
+		waitGone(b, before)
+	})
+}
+
+// smallest picks a benchmark's size: the full one, or with -short (the
+// CI's bench smoke) the smallest that still exercises every path.
+func smallest[T any](full, smoke T) T {
+	if testing.Short() {
+		return smoke
+	}
+	return full
+}
+
 // lastLines is the end of a command's output.
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
@@ -173,7 +203,7 @@ var daemonNames = map[string]bool{"ovsdb-server": true, "ovs-vswitchd": true, "o
 	"kube-apiserver": true, "etcd": true, "kube-controller": true, "kube-scheduler": true, "kubelet": true, "kube-proxy": true,
 	"containerd": true, "containerd-shim": true, "ovn-ic": true}
 
-func takeFootprint(t *testing.T) footprint {
+func takeFootprint(t testing.TB) footprint {
 	t.Helper()
 	f := footprint{netns: map[string]bool{}, rootLinks: map[string]bool{}, daemons: map[string]bool{}}
 	out, _ := exec.Command("ip", "netns", "list").Output()
@@ -227,7 +257,7 @@ func leftovers(before, after footprint) []string {
 	return out
 }
 
-func waitGone(t *testing.T, before footprint) {
+func waitGone(t testing.TB, before footprint) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -22,11 +22,11 @@ import (
 	"netshift.io/netshift/internal/neutron"
 	"netshift.io/netshift/internal/portpool"
 	"netshift.io/netshift/internal/portpool/manager"
-	"netshift.io/netshift/internal/testenv"
 )
 
-// podBenchPods is how many pods each run creates at once.
-const podBenchPods = 100
+// podBenchPods is how many pods each run creates at once (with -short, the
+// CI's smoke, 10 in one run per mode).
+func podBenchPods() int { return smallest(100, 10) }
 
 // podBenchChurnAlive is how many pods the churn keeps alive at a time.
 const podBenchChurnAlive = 10
@@ -115,12 +115,8 @@ type PodBenchChurn struct {
 // The lab's neutron-server runs on a MariaDB server: on SQLite such a burst
 // failed its writes with "database is locked".
 func BenchmarkPooledPodsToReady(b *testing.B) {
-	testenv.Require(b, missing)
 	const name = "podpool"
-	if out, err := runNetshift("lab", "up", "--name", name, "--neutron", "--pods-per-node", "0"); err != nil {
-		b.Fatalf("%v\n%s", err, out)
-	}
-	defer func() { _, _ = runNetshift("lab", "down", "--name", name) }()
+	benchLab(b, name, "--neutron", "--pods-per-node", "0")
 	s, err := lab.LoadState(name)
 	if err != nil {
 		b.Fatal(err)
@@ -133,9 +129,9 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const runs = 3
+	runs := smallest(3, 1)
 	began := time.Now()
-	r := PodBenchReport{Pods: podBenchPods}
+	r := PodBenchReport{Pods: podBenchPods()}
 	results := map[string]*PodBenchLatency{"pooledDeferred": &r.PooledDeferred, "pooledSync": &r.PooledSync, "unpooled": &r.Unpooled}
 	for i := 0; i < b.N; i++ {
 		for _, m := range podBenchModes {
@@ -144,13 +140,13 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 			for run := 1; run <= runs; run++ {
 				ns := poolNamespace(s, fmt.Sprintf("%s-%d-%d", strings.ToLower(m.name), i, run))
 				if m.warm {
-					warmPools(b, c, nc, s, ns, podBenchPods/len(s.Topology.Nodes)+5)
+					warmPools(b, c, nc, s, ns, podBenchPods()/len(s.Topology.Nodes)+5)
 				} else {
 					emptyPools(b, nc)
 				}
 				createPoolNamespace(b, c, s, ns)
 				before := neutronRequests(b, s)
-				took, err := createPodsUntilReady(c, ns, podBenchPods)
+				took, err := createPodsUntilReady(c, ns, podBenchPods())
 				if err != nil {
 					b.Fatalf("%s run %d: %v", m.name, run, err)
 				}
@@ -161,9 +157,9 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 				// release, and the port back in its pool (or deleted).
 				cycle := neutronSettled(b, s) - before
 				requests += cycle
-				pods += podBenchPods
+				pods += podBenchPods()
 				b.Logf("%s run %d: p50 %.0f ms, p99 %.0f ms, %.2f Neutron requests per pod (%.0f s since the bench began)",
-					m.name, run, pr.P50Ms, pr.P99Ms, float64(cycle)/podBenchPods, time.Since(began).Seconds())
+					m.name, run, pr.P50Ms, pr.P99Ms, float64(cycle)/float64(podBenchPods()), time.Since(began).Seconds())
 			}
 			results[m.name].NeutronRequestsPerPod = float64(requests) / float64(pods)
 			if m.name == "pooledDeferred" {
@@ -176,7 +172,7 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 				// The floor beside it: the same lab, the lab's own network, no Neutron.
 				for run := 1; run <= runs; run++ {
 					ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("floor-%d-%d", i, run)}}
-					took, err := createPodsUntilReady(c, ns, podBenchPods)
+					took, err := createPodsUntilReady(c, ns, podBenchPods())
 					if err != nil {
 						b.Fatalf("floor run %d: %v", run, err)
 					}
@@ -192,6 +188,8 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 		l.P50Ms, l.P99Ms = medianRun(l.Runs)
 	}
 	r.NeutronCallsPerPod = r.Churn.NeutronRequestsPerPod
+	// Every pod gone: nothing plugged for any of them, every port back in its pool.
+	newPooledWorld(b, name).noLeak()
 	out, _ := json.Marshal(r)
 	b.Logf("pod bench: %s", out)
 	if path := os.Getenv("NETSHIFT_POD_BENCH_JSON"); path != "" {
@@ -227,7 +225,7 @@ func benchChurn(b *testing.B, c client.Client, nc *neutron.Client, s *lab.State,
 	createPoolNamespace(b, c, s, ns)
 	before := neutronRequests(b, s)
 	var fresh, parked []time.Duration
-	took, err := churnPods(c, ns.Name, s, podBenchPods, podBenchChurnAlive, func(p *corev1.Pod) {
+	took, err := churnPods(c, ns.Name, s, podBenchPods(), podBenchChurnAlive, func(p *corev1.Pod) {
 		dir, err := s.NodeFile(p.Spec.NodeName, "/var/lib/netshift/cni")
 		if err != nil {
 			return
@@ -243,12 +241,12 @@ func benchChurn(b *testing.B, c client.Client, nc *neutron.Client, s *lab.State,
 	}
 	deleteNamespaceAndWait(b, c, ns.Name)
 	pr := percentiles(took)
-	r := PodBenchChurn{Pods: podBenchPods, Alive: podBenchChurnAlive, P50Ms: pr.P50Ms, P99Ms: pr.P99Ms,
-		NeutronRequestsPerPod: float64(neutronSettled(b, s)-before) / podBenchPods,
+	r := PodBenchChurn{Pods: podBenchPods(), Alive: podBenchChurnAlive, P50Ms: pr.P50Ms, P99Ms: pr.P99Ms,
+		NeutronRequestsPerPod: float64(neutronSettled(b, s)-before) / float64(podBenchPods()),
 		TookParked:            len(parked), AddParkedP50Ms: percentiles(parked).P50Ms, AddFreshP50Ms: percentiles(fresh).P50Ms}
 	b.Logf("%s: %d pods, %d alive at a time: p50 %.0f ms, p99 %.0f ms, %.2f Neutron requests per pod; "+
 		"netshift-cni's ADD: %d on a parked device (p50 %.0f ms), %d fresh (p50 %.0f ms)",
-		name, podBenchPods, podBenchChurnAlive, pr.P50Ms, pr.P99Ms, r.NeutronRequestsPerPod, len(parked), r.AddParkedP50Ms, len(fresh), r.AddFreshP50Ms)
+		name, podBenchPods(), podBenchChurnAlive, pr.P50Ms, pr.P99Ms, r.NeutronRequestsPerPod, len(parked), r.AddParkedP50Ms, len(fresh), r.AddFreshP50Ms)
 	return r
 }
 

@@ -52,13 +52,13 @@ func waitRunning(t *testing.T, c client.Client, namespace, name string) *corev1.
 
 // pooledWorld reads what a pooled pod is wired with.
 type pooledWorld struct {
-	t  *testing.T
+	t  testing.TB
 	s  *lab.State
 	c  client.Client
 	nc *neutron.Client
 }
 
-func newPooledWorld(t *testing.T, name string) *pooledWorld {
+func newPooledWorld(t testing.TB, name string) *pooledWorld {
 	s, err := lab.LoadState(name)
 	if err != nil {
 		t.Fatal(err)

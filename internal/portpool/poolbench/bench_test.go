@@ -12,8 +12,13 @@ import (
 
 // BenchmarkPortPools is `netshift portpool bench --pods 100 -o json` against a
 // real neutron-server started here and a real API server: the figures of the
-// port pool acceptance, side by side in one run.
+// port pool acceptance, side by side in one run. With -short (the CI's
+// smoke), 10 pods.
 func BenchmarkPortPools(b *testing.B) {
+	pods := 100
+	if testing.Short() {
+		pods = 10
+	}
 	if _, err := os.Stat("/usr/bin/neutron-server"); err != nil {
 		testenv.Require(b, &testenv.Missing{Reason: "neutron-server is not installed"})
 	}
@@ -21,7 +26,7 @@ func BenchmarkPortPools(b *testing.B) {
 	testenv.Require(b, err)
 	defer srv.Stop()
 	for i := 0; i < b.N; i++ {
-		r, err := Run(context.Background(), Options{NeutronURL: srv.URL, Pods: 100, Progress: os.Stderr})
+		r, err := Run(context.Background(), Options{NeutronURL: srv.URL, Pods: pods, Progress: os.Stderr})
 		testenv.Require(b, err)
 		WriteText(os.Stdout, r)
 		out, _ := json.Marshal(r)
