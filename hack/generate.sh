@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Regenerates deepcopy code and the CRDs under config/crd from api/, and the
-# OVSDB models under internal/ovs/model from the installed schemas (Open
-# vSwitch's and OVN's, the versions the lab runs).
+# Regenerates deepcopy code and the CRDs under config/crd from api/, the API
+# reference docs/api.md from those CRDs (it fails on a field with no
+# description), and the OVSDB models under internal/ovs/model from the
+# installed schemas (Open vSwitch's and OVN's, the versions the lab runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go tool controller-gen object paths=./api/... crd paths=./api/... output:crd:dir=config/crd
+go run ./hack/apidoc config/crd/netshift.io_*.yaml >docs/api.md.tmp && mv docs/api.md.tmp docs/api.md
 
 schema() { # NAME FILE...: the first schema file that exists
 	local name=$1; shift

@@ -258,12 +258,14 @@ type ZonesStatus struct {
 	// WaitingForRollout, Holding, InvalidConfig or Disabled.
 	// +optional
 	Phase string `json:"phase,omitempty"`
-	// Central is the state of the central NB/SB databases and ovn-northd: Running or Retired.
+	// Central is the state of the central side (the network plugin's central
+	// Deployment): Starting, Running, Retiring or Retired.
 	// +optional
 	Central string `json:"central,omitempty"`
-	// Nodes is the number of nodes; InTarget how many are already in their zone of Next.
+	// Nodes is the number of nodes.
 	// +optional
 	Nodes int32 `json:"nodes,omitempty"`
+	// InTarget is how many nodes are already in their zone of Next.
 	// +optional
 	InTarget int32 `json:"inTarget,omitempty"`
 	// Moving are the nodes with a move in progress.
