@@ -137,12 +137,20 @@ func evictAllButDaemonSets(b *testing.B, c client.Client, node string) {
 		}
 		return out
 	}
-	for _, p := range evictable() {
-		if err := c.SubResource("eviction").Create(context.Background(), &p, &policyv1.Eviction{ObjectMeta: p.ObjectMeta}); err != nil && !apierrors.IsNotFound(err) {
-			b.Fatalf("evict %s/%s: %v", p.Namespace, p.Name, err)
+	// Evicted again until gone, as kubectl drain does: a budget may refuse for a while (429).
+	waitForWithin(b, "node "+node+" drained", 2*time.Minute, func() bool {
+		pods := evictable()
+		for _, p := range pods {
+			if p.DeletionTimestamp != nil {
+				continue // evicted: going
+			}
+			err := c.SubResource("eviction").Create(context.Background(), &p, &policyv1.Eviction{ObjectMeta: p.ObjectMeta})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsTooManyRequests(err) {
+				b.Fatalf("evict %s/%s: %v", p.Namespace, p.Name, err)
+			}
 		}
-	}
-	waitForWithin(b, "node "+node+" drained", 2*time.Minute, func() bool { return len(evictable()) == 0 })
+		return len(pods) == 0
+	})
 }
 
 // waitNodeBack waits until the node is Ready and every pod on it has been
