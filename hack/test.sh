@@ -117,7 +117,7 @@ fuzz_tests() {
 }
 integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
 # A test's log lines and their continuations (indented 8 spaces: a failure's output) are kept.
-e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep -E '^(=== RUN|--- |\s+\S+_test.go:|        |ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
+e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep --line-buffered -E '^(=== RUN|--- |\s+\S+_test.go:|        |ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
 # Every benchmark once at its smallest size; the full sizes are hack/bench.sh's.
 bench_smoke() {
   local pkgs
