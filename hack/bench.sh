@@ -21,10 +21,11 @@ KUBEBUILDER_ASSETS=$(hack/setup.sh)
 
 declare -A cmds
 names=()
+jobs=$(go run ./hack/figures jobs)
 while IFS=$'\t' read -r name cmd; do
   cmds[$name]=$cmd
   names+=("$name")
-done < <(go run ./hack/figures jobs)
+done <<<"$jobs"
 page=docs/figures.md json=docs/figures.json
 if (($#)); then
   for n in "$@"; do [[ -n "${cmds[$n]:-}" ]] || { echo "bench: no job $n (jobs: ${names[*]})" >&2; exit 2; }; done

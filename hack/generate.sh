@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go tool controller-gen object paths=./api/... crd paths=./api/... output:crd:dir=config/crd
-go run ./hack/apidoc config/crd/netshift.io_*.yaml >docs/api.md.tmp && mv docs/api.md.tmp docs/api.md
+trap 'rm -f docs/api.md.tmp' EXIT
+go run ./hack/apidoc config/crd/netshift.io_*.yaml >docs/api.md.tmp
+mv docs/api.md.tmp docs/api.md
 
 schema() { # NAME FILE...: the first schema file that exists
 	local name=$1; shift

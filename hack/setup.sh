@@ -9,6 +9,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if ! command -v go >/dev/null 2>&1; then
+  if [[ -x /usr/local/go/bin/go ]]; then
+    export PATH=/usr/local/go/bin:$PATH
+  else
+    echo "setup: Go is not installed (need Go 1.26 or newer at /usr/local/go or on PATH)" >&2
+    exit 1
+  fi
+fi
+
 # The lab's Open vSwitch and OVN (userspace datapath, daemons started by the
 # lab itself inside its namespaces), the tools it drives them with, and the
 # real neutron-server the port pool tests run (no Keystone, SQLite; started by
@@ -47,14 +56,8 @@ if ((${#need_apt[@]})); then
     exit $rc
   ) >"$apt_log" 2>&1 &
   apt_pid=$!
-fi
-if ! command -v go >/dev/null 2>&1; then
-  if [[ -x /usr/local/go/bin/go ]]; then
-    export PATH=/usr/local/go/bin:$PATH
-  else
-    echo "setup: Go is not installed (need Go 1.26 or newer at /usr/local/go or on PATH)" >&2
-    exit 1
-  fi
+  # Leave nothing half done: if a Go step fails, the install still finishes (and says so).
+  trap 'if [[ -n "$apt_pid" ]]; then wait "$apt_pid" || cat "$apt_log" >&2; rm -f "$apt_log"; fi' EXIT
 fi
 echo "setup: downloading Go modules" >&2
 go mod download
@@ -69,5 +72,6 @@ if [[ -n "$apt_pid" ]]; then
   fi
   echo "setup: Debian packages installed" >&2
   rm -f "$apt_log"
+  apt_pid=
 fi
 echo "$assets"

@@ -12,7 +12,7 @@
 #   unit         the pure core and everything that needs no real part; each fuzz target 3 s
 #   integration  controllers, CLI and API against a real kube-apiserver + etcd
 #   e2e          the lab: real namespaces, Open vSwitch, OVN, API server, traffic (root)
-#   bench-smoke  every benchmark once at its smallest size (go test -short -benchtime 1x):
+#   bench-smoke  every benchmark once (go test -short -benchtime 1x), its lab at its smallest size:
 #                it asserts what must never happen (a broken connection, a per-port
 #                migration datagram lost, a leaked port, namespace or process), not targets
 #
@@ -66,10 +66,12 @@ static() {
 # The docs: the README stays a front door, every test the bad-input table
 # names exists, and hack/doccheck finds every link and shown command real.
 docs() {
-  local n missing="" bin
+  local n missing="" bin tests
   n=$(wc -l < README.md)
   if ((n > 250)); then echo "README.md has $n lines: at most 250 (the rest belongs in docs/)"; return 1; fi
-  for t in $(sed -n '/<!-- bad-input-table:start -->/,/<!-- bad-input-table:end -->/p' docs/security.md | grep -oE '`(Test|Fuzz)[A-Za-z0-9_]*`' | tr -d '`' | sort -u); do
+  tests=$(sed -n '/<!-- bad-input-table:start -->/,/<!-- bad-input-table:end -->/p' docs/security.md | grep -oE '`(Test|Fuzz)[A-Za-z0-9_]*`' | tr -d '`' | sort -u)
+  if [[ -z "$tests" ]]; then echo "docs/security.md has no bad-input table between its markers, or it names no test"; return 1; fi
+  for t in $tests; do
     grep -rqE "^func $t\(" --include='*_test.go' . || missing+=" $t"
   done
   if [[ -n "$missing" ]]; then echo "docs/security.md's bad-input table names tests that do not exist:$missing"; return 1; fi
@@ -118,10 +120,10 @@ fuzz_tests() {
 integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
 # A test's log lines and their continuations (indented 8 spaces: a failure's output) are kept.
 e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep --line-buffered -E '^(=== RUN|--- |\s+\S+_test.go:|        |ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
-# Every benchmark once at its smallest size; the full sizes are hack/bench.sh's.
+# Every benchmark once, each lab at its smallest size; the full sizes are hack/bench.sh's.
 bench_smoke() {
   local pkgs
-  pkgs=$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -r -n1 dirname | sort -u)
+  pkgs=$(git ls-files '*_test.go' | xargs -r grep -l '^func Benchmark' | xargs -r -n1 dirname | sort -u | sed 's|^|./|')
   go test -short -run '^$' -bench . -benchtime 1x -p 1 -timeout 40m $pkgs
 }
 

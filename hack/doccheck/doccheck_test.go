@@ -9,7 +9,8 @@ const page = "# Title\n\nSee [the lab](lab.md#the-lab-stand-ins) and [up](#a-b--
 	"## A b & c\n\n```console\n# netshift-lab lab up --name big \\\n    --nodes 10   # ten nodes\n" +
 	"# export KUBECONFIG=$(netshift-lab lab kubeconfig)\n# kubectl -n netshift-system exec POD -- netshift portpool list\n" +
 	"NODE  MESSAGE\nnode-1  drained (if netshift cordoned it)\n```\n\n" +
-	"Run `netshift status -o json` or `netshift-system`.\n"
+	"Run `netshift status -o json` or `netshift-system`; `netshift portpool list\\|show [--server ADDR]`.\n" +
+	"```yaml\n# netshift does this\n```\n"
 
 func TestScanFindsLinksAndEveryShownCommand(t *testing.T) {
 	links, shown := Scan(page)
@@ -25,6 +26,7 @@ func TestScanFindsLinksAndEveryShownCommand(t *testing.T) {
 		{"netshift-lab", "lab", "kubeconfig"},
 		{"netshift", "portpool", "list"},
 		{"netshift", "status", "-o", "json"},
+		{"netshift", "portpool", "list" + Alternative + "show", "[--server", "ADDR]"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("commands %q, want %q", got, want)
@@ -76,7 +78,7 @@ func TestCheckResolvesSubcommandsAndFlags(t *testing.T) {
 			t.Errorf("%v: %v", ok, err)
 		}
 	}
-	for _, bad := range [][]string{{"statuz"}, {"status", "--colour"}, {"status", "-x"}, {"status|bogus"}} {
+	for _, bad := range [][]string{{"statuz"}, {"status", "--colour"}, {"status", "-x"}, {"status" + Alternative + "bogus"}} {
 		if err := b.Check(bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}

@@ -108,7 +108,7 @@ func (b *Binary) Check(args []string) error {
 	for ; i < len(args); i++ {
 		w := args[i]
 		if !wordRE.MatchString(w) {
-			if alts := strings.Split(w, "|"); len(alts) > 1 && len(h.Children) > 0 {
+			if alts := strings.Split(w, Alternative); len(alts) > 1 && len(h.Children) > 0 {
 				for _, a := range alts { // "list|show|free": each must be a subcommand
 					if !h.Children[a] {
 						return fmt.Errorf("%s has no subcommand %q", strings.Join(append([]string{b.Name}, path...), " "), a)

@@ -19,6 +19,15 @@ type Shown struct {
 	Context string // the line as the page has it
 }
 
+// shellBlocks are the fenced blocks whose lines may be commands, by info string.
+var shellBlocks = map[string]bool{"": true, "console": true, "sh": true, "shell": true, "bash": true}
+
+// Alternative stands between the choices of a word such as list|show|free
+// (a "|" with no space around it, which is no shell pipe).
+const Alternative = "¦"
+
+var alternatives = regexp.MustCompile(`(\S)\\?\|(\S)`)
+
 var (
 	linkRE = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)\)`)
 	spanRE = regexp.MustCompile("`([^`]+)`")
@@ -36,12 +45,16 @@ var (
 // shows (in fenced blocks, and in inline code spans that begin with one).
 func Scan(text string) (links []Link, shown []Shown) {
 	lines := strings.Split(text, "\n")
-	inFence := false
+	inFence, shell := false, false
 	for i := 0; i < len(lines); i++ {
 		line, n := lines[i], i+1
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") {
 			inFence = !inFence
+			shell = inFence && shellBlocks[strings.TrimPrefix(t, "```")]
 			continue
+		}
+		if inFence && !shell {
+			continue // YAML, JSON, Go: no command lines
 		}
 		if inFence {
 			// A console line (a prompt, or the command itself; output and diagrams are
@@ -76,6 +89,9 @@ func Scan(text string) (links []Link, shown []Shown) {
 
 func commandsIn(s string, line int, context string) []Shown {
 	var out []Shown
+	for alternatives.MatchString(s) { // overlapping: a|b|c
+		s = alternatives.ReplaceAllString(s, "${1}"+Alternative+"${2}")
+	}
 	for _, m := range commandRE.FindAllStringSubmatch(s, -1) {
 		args := strings.Fields(m[2])
 		if len(args) == 0 {

@@ -15,7 +15,7 @@ var Jobs = []Job{
 	{"setmtu", "go test -run '^$' -bench SetMTU100Pods -benchtime 20x -count 5 ./internal/netdev/"},
 	{"wiring", "go test -run '^$' -bench PooledPodWiring -benchtime 50x -count 5 ./internal/cni/"},
 	{"drain", "go test -run '^$' -bench DrainCycle200 -benchtime 1x -timeout 10m ./internal/operator/"},
-	{"portpools", "go test -run '^$' -bench PortPools -benchtime 1x -timeout 25m ./internal/portpool/poolbench/"},
+	{"portpools", "go test -run '^$' -bench PortPools -benchtime 1x -timeout 25m -v ./internal/portpool/poolbench/"},
 	{"lab", "go test -run '^$' -bench LabUpDown -benchtime 3x -timeout 25m ./test/e2e/"},
 	{"gap3", "go test -run '^$' -bench 'LiveChangeGap/nodes=3$' -benchtime 1x -count 3 -timeout 60m ./test/e2e/"},
 	{"gap10", "go test -run '^$' -bench 'LiveChangeGap/nodes=10$' -benchtime 1x -timeout 30m ./test/e2e/"},
@@ -68,8 +68,11 @@ var (
 func m(bench, unit string) Metric { return Metric{Bench: bench, Unit: unit} }
 
 // Rows are every figure, with the target it is judged against where one is
-// set. A metric a benchmark reports but no row names is listed under "other
-// figures" on the page, so nothing measured is hidden.
+// set. A metric a benchmark reports but no row names goes into the JSON's
+// otherMetrics, so nothing measured is hidden. What must never happen (a
+// connection broken by a live change, a per-port datagram lost, a zone move
+// breaking a connection) fails its benchmark's run: such a run reports no
+// figure, and its job is named on the page as failed.
 var Rows = []Row{
 	// Live changes, 3 real nodes, the probe running.
 	{Area: AreaLive, What: "MTU −100, longest gap of any long-lived connection (3 nodes)", Job: "gap3", Of: m(gap3, "mtu-down-gap-ms"), Shown: "ms", Target: Below(50)},
@@ -81,8 +84,8 @@ var Rows = []Row{
 	{Area: AreaLive, What: "tunnel port step, how late it started, p99 (3 nodes)", Job: "gap3", Of: m(gap3, "port-libovsdb-skew-p99-ms"), Shown: "ms"},
 	{Area: AreaLive, What: "the machine's longest pause during the changes (3 nodes)", Job: "gap3", Of: m(gap3, "machine-pause-ms"), Shown: "ms"},
 	{Area: AreaLive, What: "MTU −100 live: time from the edit to every node done (3 nodes)", Job: "gap3", Of: m(gap3, "live-mtu-s"), Shown: "s"},
-	{Area: AreaLive, What: "MTU −100 live: long-lived connections broken", Job: "gap3", Of: m(gap3, "live-mtu-broken"), Target: AtMost(0)},
-	{Area: AreaLive, What: "MTU −100 live: requests failed (short-lived and HTTPS)", Job: "gap3", Of: m(gap3, "live-mtu-failed"), Target: AtMost(0)},
+	{Area: AreaLive, What: "MTU −100 live: long-lived connections broken", Job: "gap3", Of: m(gap3, "live-mtu-broken")},
+	{Area: AreaLive, What: "MTU −100 live: requests failed (short-lived and HTTPS)", Job: "gap3", Of: m(gap3, "live-mtu-failed")},
 	{Area: AreaLive, What: "MTU −100 by rolling reboots, one node at a time (drain, reboot, uncordon: today's way): total time", Job: "gap3", Of: m(gap3, "reboot-mtu-s"), Shown: "s"},
 	{Area: AreaLive, What: "MTU −100 by rolling reboots: long-lived connections broken", Job: "gap3", Of: m(gap3, "reboot-mtu-broken")},
 	{Area: AreaLive, What: "MTU −100 by rolling reboots: requests failed (short-lived and HTTPS)", Job: "gap3", Of: m(gap3, "reboot-mtu-failed")},

@@ -81,7 +81,7 @@ func TestPageSaysWhatWasNotMeasuredAndWhichJobsFailed(t *testing.T) {
 		"| MTU −100, longest gap of any long-lived connection (3 nodes) | < 50 ms | 40.5 ms (30 to 61.5, 3 runs) | 2 of 3 runs |",
 		"| one full drain decision, 5,000 nodes in 50 pools | < 20 ms | 12.3 ms | yes |",
 		"| a node's move, the other nodes' longest gap | < 100 ms | not measured |",
-		"**Jobs that failed in this run** (their rows say not measured): zones",
+		"**Jobs that failed in this run** (their rows hold only the runs that finished, and say not measured where none did): zones",
 		"| gap3 | `go test ...` | 12 min 34 s | passed |",
 		HeldByMachine,
 	} {
@@ -105,8 +105,9 @@ func TestUnnamedKeepsWhatNoRowShows(t *testing.T) {
 	}
 }
 
-// Every row names a job that exists and a benchmark the repository has, so a
-// renamed benchmark cannot leave a row that is never measured.
+// Every row names a job that exists and a benchmark function the repository
+// has, so a renamed or removed benchmark cannot leave a row that is never
+// measured (a renamed metric can: its row then says not measured).
 func TestEveryRowNamesAJobAndARealBenchmark(t *testing.T) {
 	jobs := map[string]bool{}
 	for _, j := range Jobs {

@@ -77,7 +77,7 @@ func waitChangeSeeingCordons(t *testing.T, c client.Client) (*v1alpha1.ClusterNe
 const probeQuiet = 2 * time.Second
 
 // underProbe runs change while the probe runs, and returns the probe's report.
-func underProbe(t *testing.T, name string, change func()) probe.Report {
+func underProbe(t testing.TB, name string, change func()) probe.Report {
 	t.Helper()
 	mustNetshift(t, "lab", "probe", "start", "--name", name)
 	time.Sleep(probeQuiet)
@@ -103,18 +103,24 @@ func podMTUs(t testing.TB, s *lab.State) map[int]int {
 	t.Helper()
 	seen := map[int]int{}
 	for _, p := range labPods(t, s) {
-		h, err := netdev.Open(p.Netns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := h.MTU("eth0")
-		h.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen[m]++
+		seen[podMTU(t, p)]++
 	}
 	return seen
+}
+
+// podMTU is the MTU of a lab pod's eth0, read inside its network namespace.
+func podMTU(t testing.TB, p lab.PodSpec) int {
+	t.Helper()
+	h, err := netdev.Open(p.Netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	m, err := h.MTU("eth0")
+	if err != nil {
+		t.Fatalf("pod %s: %v", p.Name, err)
+	}
+	return m
 }
 
 // TestLiveChanges: in plain VXLAN, plain Geneve and OVN labs with the probe

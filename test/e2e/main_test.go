@@ -59,7 +59,7 @@ func TestMain(m *testing.M) {
 }
 
 // netshift runs the binary and returns its combined output.
-func netshift(t *testing.T, args ...string) (string, error) {
+func netshift(t testing.TB, args ...string) (string, error) {
 	t.Helper()
 	return runNetshift(args...)
 }
@@ -80,7 +80,7 @@ func labStatus(name string) (lab.Status, error) {
 	return st, json.Unmarshal([]byte(out), &st)
 }
 
-func mustNetshift(t *testing.T, args ...string) string {
+func mustNetshift(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := netshift(t, args...)
 	if err != nil {

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,9 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/lab"
-	"netshift.io/netshift/internal/lab/probe"
-	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/nodeconfig"
+	"netshift.io/netshift/internal/rollout"
 )
 
 // rebootedMTU is what changing the MTU by rolling reboots cost.
@@ -30,80 +27,69 @@ type rebootedMTU struct {
 
 // rollingRebootMTU changes the pod MTU the way clusters have it changed
 // where no live change exists (OpenShift's MTU migration, a machine config
-// rolled out): one node at a time, drained (cordoned, and every pod no
-// DaemonSet runs evicted), its network configuration written with the new
-// MTU, rebooted (the lab's reboot stands for the machine's: every pod of the
-// node is started again, with the new MTU), and uncordoned once it and its
-// pods are back. The probe runs around each node's turn on its own, so a
+// rolled out): one node at a time, drained (cordoned, and every pod that
+// kubectl drain would evict evicted), its network configuration written with
+// the new MTU, rebooted (the lab's reboot stands for the machine's: every pod
+// of the node is started again, with the new MTU), and uncordoned once it and
+// its pods are back. The probe runs around each node's turn on its own, so a
 // turn counts the connections of the pods that exist then, and a request
 // fails only while its pod is really away.
 func rollingRebootMTU(b *testing.B, name string, c client.Client, mtu int, nodes []string) rebootedMTU {
 	b.Helper()
-	ctx := context.Background()
 	var res rebootedMTU
 	for _, node := range nodes {
-		if out, err := runNetshift("lab", "probe", "start", "--name", name); err != nil {
-			b.Fatalf("probe start: %v: %s", err, out)
-		}
-		time.Sleep(probeQuiet)
-		start := time.Now()
-		setUnschedulable(b, c, node, true)
-		evictAllButDaemonSets(b, c, node)
-		s, err := lab.LoadState(name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cfg, err := nodeconfig.Read(s.NetworkConfigPath(node))
-		if err != nil {
-			b.Fatalf("node %s: %v", node, err)
-		}
-		cfg.MTU = int32(mtu)
-		if err := nodeconfig.Write(s.NetworkConfigPath(node), cfg); err != nil {
-			b.Fatalf("node %s: %v", node, err)
-		}
-		rebooted := time.Now()
-		if err := s.RebuildNode(ctx, node); err != nil {
-			b.Fatalf("node %s: %v", node, err)
-		}
-		waitNodeBack(b, c, node, rebooted)
-		setUnschedulable(b, c, node, false)
-		res.Took += time.Since(start)
-		time.Sleep(probeQuiet)
-		out, _ := runNetshift("lab", "probe", "stop", "--name", name, "-o", "json")
-		var r probe.Report
-		if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
-			b.Fatalf("probe stop: %v: %s", err, out)
-		}
+		var took time.Duration
+		r := underProbe(b, name, func() {
+			start := time.Now()
+			rebootWithMTU(b, name, c, node, mtu)
+			took = time.Since(start)
+		})
+		res.Took += took
 		res.Broken += brokenIn(r)
 		res.Connections += len(r.LongLived)
 		res.Failed += r.ShortLived.Failures + r.HTTPS.Failures
-		b.Logf("rolling reboot: node %s back at MTU %d after %.1f s; %d of %d long-lived connections broken, %d requests failed",
-			node, mtu, time.Since(start).Seconds()-probeQuiet.Seconds(), res.Broken, res.Connections, res.Failed)
+		b.Logf("rolling reboot: node %s back at MTU %d after %.1f s; so far %d of %d long-lived connections broken, %d requests failed",
+			node, mtu, took.Seconds(), res.Broken, res.Connections, res.Failed)
 	}
 	// What the reboots were for: the rebooted nodes' pods run at the new MTU.
 	s, err := lab.LoadState(name)
 	if err != nil {
 		b.Fatal(err)
 	}
-	rebootedNodes := map[string]bool{}
-	for _, n := range nodes {
-		rebootedNodes[n] = true
-	}
 	for _, p := range labPods(b, s) {
-		if !rebootedNodes[p.Node] {
-			continue
-		}
-		h, err := netdev.Open(p.Netns)
-		if err != nil {
-			b.Fatal(err)
-		}
-		got, err := h.MTU("eth0")
-		h.Close()
-		if err != nil || got != mtu {
-			b.Errorf("pod %s on rebooted node %s has MTU %d (%v), want %d", p.Name, p.Node, got, err, mtu)
+		for _, n := range nodes {
+			if got := podMTU(b, p); p.Node == n && got != mtu {
+				b.Errorf("pod %s on rebooted node %s has MTU %d, want %d", p.Name, n, got, mtu)
+			}
 		}
 	}
 	return res
+}
+
+// rebootWithMTU is one node's turn: drain, the new MTU in its network
+// configuration, reboot, wait for it and its pods, uncordon.
+func rebootWithMTU(b *testing.B, name string, c client.Client, node string, mtu int) {
+	b.Helper()
+	setUnschedulable(b, c, node, true)
+	drainNode(b, c, node)
+	s, err := lab.LoadState(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := nodeconfig.Read(s.NetworkConfigPath(node))
+	if err != nil {
+		b.Fatalf("node %s: %v", node, err)
+	}
+	cfg.MTU = int32(mtu)
+	if err := nodeconfig.Write(s.NetworkConfigPath(node), cfg); err != nil {
+		b.Fatalf("node %s: %v", node, err)
+	}
+	rebooted := time.Now()
+	if err := s.RebuildNode(context.Background(), node); err != nil {
+		b.Fatalf("node %s: %v", node, err)
+	}
+	waitNodeBack(b, c, node, rebooted)
+	setUnschedulable(b, c, node, false)
 }
 
 func setUnschedulable(b *testing.B, c client.Client, node string, on bool) {
@@ -115,41 +101,28 @@ func setUnschedulable(b *testing.B, c client.Client, node string, on bool) {
 	}
 }
 
-// evictAllButDaemonSets evicts, through the Eviction API, every pod of the
-// node that no DaemonSet runs, and waits until they are gone: kubectl
-// drain --ignore-daemonsets.
-func evictAllButDaemonSets(b *testing.B, c client.Client, node string) {
+// drainNode evicts, through the Eviction API, the pods of the node a drain
+// must see gone (rollout.PodsToDrain, as kubectl drain --ignore-daemonsets
+// picks them), again until they are gone: a budget may refuse for a while.
+func drainNode(b *testing.B, c client.Client, node string) {
 	b.Helper()
-	evictable := func() []corev1.Pod {
+	waitForWithin(b, "node "+node+" drained", 2*time.Minute, func() bool {
 		var pods corev1.PodList
-		if err := c.List(context.Background(), &pods); err != nil {
+		if err := c.List(context.Background(), &pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
 			b.Fatal(err)
 		}
-		var out []corev1.Pod
-		for _, p := range pods.Items {
-			if p.Spec.NodeName != node || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			if owner := metav1.GetControllerOf(&p); owner != nil && owner.Kind == "DaemonSet" {
-				continue
-			}
-			out = append(out, p)
-		}
-		return out
-	}
-	// Evicted again until gone, as kubectl drain does: a budget may refuse for a while (429).
-	waitForWithin(b, "node "+node+" drained", 2*time.Minute, func() bool {
-		pods := evictable()
-		for _, p := range pods {
+		left := rollout.PodsToDrain(pods.Items)
+		for _, p := range left {
 			if p.DeletionTimestamp != nil {
 				continue // evicted: going
 			}
-			err := c.SubResource("eviction").Create(context.Background(), &p, &policyv1.Eviction{ObjectMeta: p.ObjectMeta})
+			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+			err := c.SubResource("eviction").Create(context.Background(), &p, ev)
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsTooManyRequests(err) {
 				b.Fatalf("evict %s/%s: %v", p.Namespace, p.Name, err)
 			}
 		}
-		return len(pods) == 0
+		return len(left) == 0
 	})
 }
 
@@ -163,11 +136,11 @@ func waitNodeBack(b *testing.B, c client.Client, node string, since time.Time) {
 			return false
 		}
 		var pods corev1.PodList
-		if err := c.List(context.Background(), &pods); err != nil {
+		if err := c.List(context.Background(), &pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
 			return false
 		}
 		for _, p := range pods.Items {
-			if p.Spec.NodeName == node && p.DeletionTimestamp == nil && !podReadySince(p, since) {
+			if p.DeletionTimestamp == nil && !readySince(p, since) {
 				return false
 			}
 		}
@@ -184,7 +157,9 @@ func nodeReady(n corev1.Node) bool {
 	return false
 }
 
-func podReadySince(p corev1.Pod, since time.Time) bool {
+// readySince says whether the pod became Ready at or after since (the
+// condition's time has whole seconds).
+func readySince(p corev1.Pod, since time.Time) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue && !c.LastTransitionTime.Time.Before(since.Truncate(time.Second))
