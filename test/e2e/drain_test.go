@@ -19,26 +19,25 @@ import (
 	"netshift.io/netshift/internal/lab"
 )
 
-// TestDrainBlockedByABudget: `netshift reconfigure` of node-2, which runs the
-// only pod of a Deployment whose PodDisruptionBudget allows no disruption
-// (computed by the real disruption controller). The operator cordons node-2,
-// the eviction is refused, and the drain waits saying why (the node's drain
-// message, `netshift status`, an EvictionBlocked event), the node cordoned by
-// netshift for all to see. Once the budget allows it, the real kubelet stops
-// the evicted pod, the operation succeeds, node-2 is uncordoned and the
-// workload runs again.
+// drainBlockedByABudget (a step of TestThreeNodeLab): `netshift reconfigure`
+// of node-2, which runs the only pod of a Deployment whose PodDisruptionBudget
+// allows no disruption (computed by the real disruption controller). The
+// operator cordons node-2, the eviction is refused, and the drain waits saying
+// why (the node's drain message, `netshift status`, an EvictionBlocked event),
+// the node cordoned by netshift for all to see. Once the budget allows it, the
+// real kubelet stops the evicted pod, the operation succeeds, node-2 is
+// uncordoned and the workload runs again.
 //
 // Node-2 also runs the three replicas of a second Deployment whose budget
 // allows one unavailable: the drain moves them one at a time (each eviction
 // waits until the previous pod's replacement, scheduled on another node, is
 // Ready), so two of them are Ready at every instant.
-func TestDrainBlockedByABudget(t *testing.T) {
-	up(t, "e2edr", "--nodes", "3", "--pods-per-node", "1")
-	s, err := lab.LoadState("e2edr")
+func drainBlockedByABudget(t *testing.T, name string) {
+	s, err := lab.LoadState(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := labClient(t, "e2edr")
+	c := labClient(t, name)
 	ctx := context.Background()
 	labels := map[string]string{"app": "web"}
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}); err != nil {

@@ -80,15 +80,15 @@ func TestLabModes(t *testing.T) {
 	}
 }
 
-// TestLabStatusJSONAndExec: the JSON carries what the other issues read, and
-// exec reaches a node's own OVS and a pod's namespace.
-func TestLabStatusJSONAndExec(t *testing.T) {
-	st := up(t, "e2est", "--nodes", "2", "--pods-per-node", "1", "--node-label", "node-2:zone=b")
+// labStatusJSONAndExec (a step of TestTwoNodeLab): the JSON carries what the
+// other tests read, and exec reaches a node's own OVS and a pod's namespace.
+func labStatusJSONAndExec(t *testing.T, name string) {
+	st := status(t, name)
 	var raw struct {
 		Nodes []map[string]any `json:"nodes"`
 		Pods  []map[string]any `json:"pods"`
 	}
-	out := mustNetshift(t, "lab", "status", "--name", "e2est", "-o", "json")
+	out := mustNetshift(t, "lab", "status", "--name", name, "-o", "json")
 	if err := json.Unmarshal([]byte(out), &raw); err != nil {
 		t.Fatal(err)
 	}
@@ -109,17 +109,17 @@ func TestLabStatusJSONAndExec(t *testing.T) {
 			t.Errorf("pod ip %v has a prefix length", p["ip"])
 		}
 	}
-	if out, err := netshift(t, "lab", "exec", "--name", "e2est", st.Pods[0].Name, "--", "ip", "-o", "addr", "show", "eth0"); err != nil || !strings.Contains(out, st.Pods[0].IP) {
+	if out, err := netshift(t, "lab", "exec", "--name", name, st.Pods[0].Name, "--", "ip", "-o", "addr", "show", "eth0"); err != nil || !strings.Contains(out, st.Pods[0].IP) {
 		t.Errorf("lab exec %s -- ip addr: %v %s", st.Pods[0].Name, err, out)
 	}
-	if out := mustNetshift(t, "lab", "exec", "--name", "e2est", "node-1", "--", "ovs-vsctl", "br-exists", "br-int"); out != "" {
+	if out := mustNetshift(t, "lab", "exec", "--name", name, "node-1", "--", "ovs-vsctl", "br-exists", "br-int"); out != "" {
 		t.Errorf("lab exec node-1 ovs-vsctl: %q", out)
 	}
 	var node corev1.Node
-	if err := labClient(t, "e2est").Get(context.Background(), client.ObjectKey{Name: "node-2"}, &node); err != nil || node.Labels["zone"] != "b" {
+	if err := labClient(t, name).Get(context.Background(), client.ObjectKey{Name: "node-2"}, &node); err != nil || node.Labels["zone"] != "b" {
 		t.Errorf("node-2 label zone=b: %v %v", node.Labels, err)
 	}
-	out, err := netshift(t, "lab", "up", "--name", "e2est")
+	out, err := netshift(t, "lab", "up", "--name", name)
 	if err == nil || !strings.Contains(out, "already up") {
 		t.Errorf("a second lab up over a running lab: %v %s", err, out)
 	}
@@ -131,11 +131,11 @@ func TestLabStatusJSONAndExec(t *testing.T) {
 	}
 }
 
-// TestProbeOnAnUntouchedLab: 20 s of probing: every long-lived connection
-// alive, no short-lived or HTTPS failure, and the command exits 0.
-func TestProbeOnAnUntouchedLab(t *testing.T) {
-	up(t, "e2epr")
-	out := mustNetshift(t, "lab", "probe", "--name", "e2epr", "--duration", "20s", "-o", "json")
+// probeOnAnUntouchedLab (a step of TestDefaultLab): 20 s of probing: every
+// long-lived connection alive, no short-lived or HTTPS failure, and the
+// command exits 0.
+func probeOnAnUntouchedLab(t *testing.T, name string) {
+	out := mustNetshift(t, "lab", "probe", "--name", name, "--duration", "20s", "-o", "json")
 	var r probe.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -151,25 +151,23 @@ func TestProbeOnAnUntouchedLab(t *testing.T) {
 	t.Logf("untouched: max gaps %v ms; overhead %.2f s CPU over %.0f s, %.0f MiB", gaps(r), r.Overhead.CPUSeconds, r.DurationMs/1000, r.Overhead.MaxRSSMiB)
 }
 
-// TestProbeDetectsABrokenTunnel is the control: node-1 drops everything that
-// arrives through its tunnel from node-2 for 2 s; the probe must see the gap
-// on the connections that cross it.
-func TestProbeDetectsABrokenTunnel(t *testing.T) {
-	up(t, "e2eft")
+// probeDetectsABrokenTunnel (a step of TestDefaultLab) is the control: node-1
+// drops everything that arrives through its tunnel from node-2 for 2 s; the
+// probe must see the gap on the connections that cross it.
+func probeDetectsABrokenTunnel(t *testing.T, name string) {
 	// The windows are the experiment: a baseline, 2 s of drops, and room for
 	// the connections to resume and the gap to be measured.
-	mustNetshift(t, "lab", "probe", "start", "--name", "e2eft")
+	mustNetshift(t, "lab", "probe", "start", "--name", name)
 	time.Sleep(probeQuiet)
-	mustNetshift(t, "lab", "exec", "--name", "e2eft", "node-1", "--", "ovs-ofctl", "add-flow", "br-int", "priority=1000,in_port=tun2,actions=drop")
+	mustNetshift(t, "lab", "exec", "--name", name, "node-1", "--", "ovs-ofctl", "add-flow", "br-int", "priority=1000,in_port=tun2,actions=drop")
 	time.Sleep(2 * time.Second)
-	mustNetshift(t, "lab", "exec", "--name", "e2eft", "node-1", "--", "ovs-ofctl", "del-flows", "--strict", "br-int", "priority=1000,in_port=tun2")
+	mustNetshift(t, "lab", "exec", "--name", name, "node-1", "--", "ovs-ofctl", "del-flows", "--strict", "br-int", "priority=1000,in_port=tun2")
 	time.Sleep(probeQuiet + time.Second)
-	out, _ := netshift(t, "lab", "probe", "stop", "--name", "e2eft", "-o", "json")
-	var r probe.Report
-	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	r, err := stopProbe(name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	s, _ := lab.LoadState("e2eft")
+	s, _ := lab.LoadState(name)
 	nodeOf := map[string]string{}
 	for _, p := range labPods(t, s) {
 		nodeOf[p.Name] = p.Node
@@ -188,7 +186,7 @@ func TestProbeDetectsABrokenTunnel(t *testing.T) {
 		}
 	}
 	if crossing == 0 {
-		t.Fatalf("no connection crossed the broken tunnel: %s", out)
+		t.Fatalf("no connection crossed the broken tunnel: %+v", r.LongLived)
 	}
 	t.Logf("broken tunnel: max gaps %v ms", gaps(r))
 }
@@ -228,13 +226,13 @@ func TestDownAfterACrashHalfway(t *testing.T) {
 	waitGone(t, before)
 }
 
-// TestEvictedPodIsRemoved: a pod evicted through the Eviction API is stopped
-// by its node's kubelet: gone from the API and from its node's runtime, its
-// network namespace with it.
-func TestEvictedPodIsRemoved(t *testing.T) {
-	st := up(t, "e2eev", "--nodes", "2", "--pods-per-node", "1")
-	s, _ := lab.LoadState("e2eev")
-	c := labClient(t, "e2eev")
+// evictedPodIsRemoved (a step of TestTwoNodeLab): a pod evicted through the
+// Eviction API is stopped by its node's kubelet: gone from the API and from
+// its node's runtime, its network namespace with it.
+func evictedPodIsRemoved(t *testing.T, name string) {
+	st := status(t, name)
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
 	victim := st.Pods[0]
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: lab.PodNamespace}}
 	if err := c.SubResource("eviction").Create(context.Background(), pod, &policyv1.Eviction{ObjectMeta: pod.ObjectMeta}); err != nil {
@@ -248,7 +246,7 @@ func TestEvictedPodIsRemoved(t *testing.T) {
 		t.Errorf("the evicted pod's namespace %s is still there: %v", victim.Netns, err)
 	}
 	// Its DaemonSet replaces it, and the lab is healthy again.
-	waitFor(t, "the replacement pod", func() bool { st := status(t, "e2eev"); return st.Healthy && len(st.Pods) == 2 })
+	waitFor(t, "the replacement pod", func() bool { st := status(t, name); return st.Healthy && len(st.Pods) == 2 })
 }
 
 func labClient(t testing.TB, name string) client.WithWatch {
@@ -296,11 +294,10 @@ func gaps(r probe.Report) []float64 {
 	return out
 }
 
-// TestOneLabOfRealNodesAtATime: the machine joins one lab's underlay at a
-// time; a second lab of real nodes is refused with the reason, removes what it
-// had created, and leaves the first one working.
-func TestOneLabOfRealNodesAtATime(t *testing.T) {
-	up(t, "e2ea", "--nodes", "2", "--pods-per-node", "1")
+// oneLabOfRealNodesAtATime (a step of TestTwoNodeLab): the machine joins one
+// lab's underlay at a time; a second lab of real nodes is refused with the
+// reason, removes what it had created, and leaves the first one working.
+func oneLabOfRealNodesAtATime(t *testing.T, name string) {
 	out, err := netshift(t, "lab", "up", "--name", "e2eb", "--nodes", "2", "--pods-per-node", "1")
 	if err == nil || !strings.Contains(out, "another lab of real nodes holds 198.19.0.254") {
 		t.Errorf("a second lab of real nodes: %v\n%s", err, out)
@@ -308,10 +305,10 @@ func TestOneLabOfRealNodesAtATime(t *testing.T) {
 	if _, err := lab.LoadState("e2eb"); err == nil {
 		t.Error("the refused lab left its state behind")
 	}
-	if st := status(t, "e2ea"); !st.Healthy {
-		t.Errorf("lab e2ea unhealthy after the refused one: %+v", st)
+	if st := status(t, name); !st.Healthy {
+		t.Errorf("lab %s unhealthy after the refused one: %+v", name, st)
 	}
-	everyPodReachesEveryOther(t, "e2ea")
+	everyPodReachesEveryOther(t, name)
 }
 
 // everyPodReachesEveryOther checks every pair of the lab's pods over TCP.

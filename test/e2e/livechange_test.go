@@ -83,12 +83,22 @@ func underProbe(t testing.TB, name string, change func()) probe.Report {
 	time.Sleep(probeQuiet)
 	change()
 	time.Sleep(probeQuiet)
-	out, _ := netshift(t, "lab", "probe", "stop", "--name", name, "-o", "json")
-	var r probe.Report
-	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	r, err := stopProbe(name)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return r
+}
+
+// stopProbe stops the lab's background probe and reads its report (the
+// JSON's end is the report's: the command may say more before it).
+func stopProbe(name string) (probe.Report, error) {
+	var r probe.Report
+	out, _ := runNetshift("lab", "probe", "stop", "--name", name, "-o", "json")
+	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
+		return r, fmt.Errorf("lab probe stop: %w\n%s", err, out)
+	}
+	return r, nil
 }
 
 func maxGap(r probe.Report) float64 {
@@ -268,14 +278,13 @@ func ovnSbctl(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// TestPortHeldOnOneNode: the new port is taken by another process on one
-// node: the preconditions fail on that node, Degraded names it, nothing
-// changes on any node and nothing is left cordoned; once the port is free,
-// the change is tried again and goes through.
-func TestPortHeldOnOneNode(t *testing.T) {
-	up(t, "e2eph", "--nodes", "2", "--pods-per-node", "1")
-	s, _ := lab.LoadState("e2eph")
-	c := labClient(t, "e2eph")
+// portHeldOnOneNode (a step of TestTwoNodeLab): the new port is taken by
+// another process on one node: the preconditions fail on that node, Degraded
+// names it, nothing changes on any node and nothing is left cordoned; once
+// the port is free, the change is tried again and goes through.
+func portHeldOnOneNode(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
 	var squatter net.PacketConn
 	if err := netdev.InNetns(s.Topology.Nodes[1].Netns, func() (err error) {
 		squatter, err = net.ListenPacket("udp", ":4791")
@@ -324,13 +333,13 @@ func labNodes(t *testing.T, c client.Client) map[string]bool {
 	return out
 }
 
-// TestAbortBeforeT0: node-2's agent is frozen, so the change waits in its
-// preconditions (netshift status shows it waiting); `netshift abort` cancels
-// it with nothing changed anywhere and puts the spec back.
-func TestAbortBeforeT0(t *testing.T) {
-	up(t, "e2eab", "--nodes", "2", "--pods-per-node", "1")
-	s, _ := lab.LoadState("e2eab")
-	c := labClient(t, "e2eab")
+// abortBeforeT0 (a step of TestTwoNodeLab): node-2's agent is frozen, so the
+// change waits in its preconditions (netshift status shows it waiting);
+// `netshift abort` cancels it with nothing changed anywhere and puts the spec
+// back.
+func abortBeforeT0(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
 	agentPid := livePid(t, s.Options.Name, "agent:node-2")
 	if err := syscall.Kill(agentPid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -414,9 +423,9 @@ func timedChangeUnderProbe(name string, c client.Client, patch string) (probe.Re
 	}
 	took := time.Since(start)
 	time.Sleep(probeQuiet)
-	out, _ := runNetshift("lab", "probe", "stop", "--name", name, "-o", "json")
-	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
-		return r, took, fmt.Errorf("%w: %s", err, out)
+	r, err := stopProbe(name)
+	if err != nil {
+		return r, took, err
 	}
 	if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
 		return r, took, fmt.Errorf("%s: change ended %s: %s", patch, cn.Status.Change.Phase, cn.Status.Change.Message)
@@ -432,9 +441,9 @@ func quietUnderProbe(name string, d time.Duration) (probe.Report, error) {
 		return r, fmt.Errorf("%w: %s", err, out)
 	}
 	time.Sleep(d)
-	out, _ := runNetshift("lab", "probe", "stop", "--name", name, "-o", "json")
-	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &r); err != nil {
-		return r, fmt.Errorf("%w: %s", err, out)
+	r, err := stopProbe(name)
+	if err != nil {
+		return r, err
 	}
 	if !r.OK {
 		return r, fmt.Errorf("the probe failed with no change: %v", r.Failed())
@@ -442,18 +451,17 @@ func quietUnderProbe(name string, d time.Duration) (probe.Report, error) {
 	return r, nil
 }
 
-// TestRestartsDuringAChange: the operator is killed once T0 is set and node-2's
-// agent is killed just after T0; both are restarted (as Kubernetes would), the
-// change resumes from what the API server holds and succeeds, the restarted
-// agent finishes its steps without repeating the ones it reported, and the
-// probe's connections survive.
-func TestRestartsDuringAChange(t *testing.T) {
-	up(t, "e2ers")
-	s, _ := lab.LoadState("e2ers")
-	c := labClient(t, "e2ers")
-	pid := func(role string) int { return livePid(t, "e2ers", role) }
+// restartsDuringAChange (a step of TestDefaultLab): the operator is killed
+// once T0 is set and node-2's agent is killed just after T0; both are
+// restarted (as Kubernetes would), the change resumes from what the API server
+// holds and succeeds, the restarted agent finishes its steps without repeating
+// the ones it reported, and the probe's connections survive.
+func restartsDuringAChange(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
+	pid := func(role string) int { return livePid(t, name, role) }
 	oldOperator, oldAgent := pid("operator"), pid("agent:node-2")
-	r := underProbe(t, "e2ers", func() {
+	r := underProbe(t, name, func() {
 		edit(t, c, `{"spec":{"mtu":1350}}`)
 		var cn v1alpha1.ClusterNetwork
 		waitFor(t, "T0 to be set", func() bool {
@@ -518,16 +526,15 @@ func TestRestartsDuringAChange(t *testing.T) {
 	t.Logf("longest gap %.1f ms with both restarts; node-2 steps %+v", maxGap(r), nns.Status.LiveChange.Steps)
 }
 
-// TestRestartsBeforeT0: the operator is killed while the preconditions are
-// being checked, and node-3's agent is killed before it answered (it was
-// stopped before the edit). Both come back; the change resumes from the API
+// restartsBeforeT0 (a step of TestThreeNodeLab): the operator is killed
+// while the preconditions are being checked, and node-3's agent is killed
+// before it answered (it was stopped before the edit). Both come back; the change resumes from the API
 // server, node-3 answers, T0 is set once, and the change succeeds with every
 // pod on the new MTU.
-func TestRestartsBeforeT0(t *testing.T) {
-	up(t, "e2erb", "--pods-per-node", "1")
-	s, _ := lab.LoadState("e2erb")
-	c := labClient(t, "e2erb")
-	operatorPid, agentPid := livePid(t, "e2erb", "operator"), livePid(t, "e2erb", "agent:node-3")
+func restartsBeforeT0(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
+	operatorPid, agentPid := livePid(t, name, "operator"), livePid(t, name, "agent:node-3")
 	if err := syscall.Kill(agentPid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +554,7 @@ func TestRestartsBeforeT0(t *testing.T) {
 	if end.Status.Change.ID != id || end.Status.Change.Phase != v1alpha1.PhaseSucceeded || end.Status.Applied.MTU != 1400 {
 		t.Fatalf("after the restarts: %+v, applied %+v (want change %s to succeed)", end.Status.Change, end.Status.Applied, id)
 	}
-	if p := livePid(t, "e2erb", "operator"); p == 0 || p == operatorPid {
+	if p := livePid(t, name, "operator"); p == 0 || p == operatorPid {
 		t.Errorf("operator not restarted (pid %d)", p)
 	}
 	if got := podMTUs(t, s); got[1400] != s.Options.Nodes*s.Options.PodsPerNode {
@@ -596,15 +603,14 @@ func udpPacketsTo(t *testing.T, netns string, port int, d time.Duration) int {
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// TestSilentNodeConverges: node-2's agent stops answering after its
+// silentNodeConverges (a step of TestThreeNodeLab): node-2's agent stops answering after its
 // preconditions passed. The other nodes apply the change at T0 and are not
 // held back; past the answer timeout the change ends Failed, Degraded names
 // node-2, applied is the new value and node-2 stays cordoned. When its agent
 // comes back it runs its steps late, converging the node, and is uncordoned.
-func TestSilentNodeConverges(t *testing.T) {
-	up(t, "e2esi", "--nodes", "3", "--pods-per-node", "1")
-	s, _ := lab.LoadState("e2esi")
-	c := labClient(t, "e2esi")
+func silentNodeConverges(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
 	agentPid := livePid(t, s.Options.Name, "agent:node-2")
 	edit(t, c, `{"spec":{"mtu":1350}}`)
 	var cn v1alpha1.ClusterNetwork
