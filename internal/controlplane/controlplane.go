@@ -115,6 +115,10 @@ func StartWith(o Options) (*ControlPlane, error) {
 		return nil, fmt.Errorf("read embedded manifests: %w", err)
 	}
 	te := &envtest.Environment{BinaryAssetsDirectory: assets}
+	if o.Dir != "" {
+		// etcd's data beside the rest: whoever owns Dir (a lab, a test) owns all of it.
+		te.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(o.Dir, "etcd")}
+	}
 	if o.Address != "" || o.Cluster {
 		te.ControlPlane.APIServer = &envtest.APIServer{}
 		api := te.ControlPlane.APIServer

@@ -679,11 +679,24 @@ func (s *State) realPods(ctx context.Context, c client.Client) ([]PodSpec, error
 // (API server, etcd, controller manager, scheduler), every node's Kubernetes
 // side, netshift installed from config/lab, the probe's workload pods.
 func (s *State) serveRealNodes(ctx context.Context, binary string) error {
+	began := time.Now()
+	stage := func(what string) { fmt.Printf("[%5.1fs] %s\n", time.Since(began).Seconds(), what) }
+	// The nodes' images are built while the control plane starts: neither needs the other.
+	type built struct {
+		archives []string
+		err      error
+	}
+	builtImages := make(chan built, 1)
+	go func() {
+		archives, err := s.buildImages(binary)
+		builtImages <- built{archives, err}
+	}()
 	cp, kubeconfig, err := s.startControlPlane(controlplane.Options{Address: hostIP, Cluster: true, ServiceCIDR: serviceCIDR, Dir: s.Path("cp")})
 	if err != nil {
 		return err
 	}
 	defer cp.Stop()
+	stage("control plane up")
 	c := cp.Client
 	if err := s.createObjects(ctx, c); err != nil {
 		return err
@@ -695,10 +708,12 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 	}
 	// The network plugin's pods call the lab from their first start, before the install is done.
 	go s.serveCalls(ctx, binary)
-	archives, err := s.buildImages(binary)
-	if err != nil {
-		return err
+	img := <-builtImages
+	if img.err != nil {
+		return img.err
 	}
+	archives := img.archives
+	stage("objects created, images built")
 	if err := os.MkdirAll(s.Path("identities"), 0o700); err != nil {
 		return err
 	}
@@ -709,15 +724,18 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 	if err := s.eachNode(func(n NodeSpec) error { return s.startKubeNode(ctx, cp, n, binary, archives, proxy) }); err != nil {
 		return err
 	}
+	stage("every node's containerd, kubelet and kube-proxy started")
 	if err := s.installNetshift(ctx, cp, kubeconfig); err != nil {
 		return err
 	}
+	stage("netshift installed")
 	if err := s.createWorkloads(ctx, c); err != nil {
 		return err
 	}
 	if err := s.waitInstalled(ctx, c, 5*time.Minute); err != nil {
 		return fmt.Errorf("lab %s: %w", s.Options.Name, err)
 	}
+	stage("netshift and the lab's pods ready")
 	if err := s.record(func() { s.Kubeconfig, s.Ready = kubeconfig, true }); err != nil {
 		return err
 	}

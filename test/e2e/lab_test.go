@@ -21,62 +21,68 @@ import (
 	"netshift.io/netshift/internal/testenv"
 )
 
-// TestLabModes: in plain VXLAN, plain Geneve and OVN, a 3-node lab with 2
-// pods per node comes up, every pod reaches every other pod over TCP, the API
-// server has the Nodes Ready and the Pods Running with their IPs, and `lab
-// down` leaves no namespace, link, process or file behind.
-func TestLabModes(t *testing.T) {
-	for _, mode := range []struct{ name, args string }{
-		{"vxlan", "--tunnel vxlan"}, {"geneve", "--tunnel geneve"}, {"ovn", "--ovn"},
-	} {
-		t.Run(mode.name, func(t *testing.T) {
-			testenv.Require(t, missing)
-			before := takeFootprint(t)
-			name := "e2e" + mode.name[:2]
-			st := up(t, name, strings.Fields(mode.args)...)
-			if !st.Ready || !st.Healthy || len(st.Nodes) != 3 || len(st.Pods) != 6 {
-				t.Fatalf("lab status: ready=%v healthy=%v nodes=%d pods=%d", st.Ready, st.Healthy, len(st.Nodes), len(st.Pods))
+// labCameUpWhole (the first step of TestLiveChanges, in each of plain VXLAN,
+// plain Geneve and OVN): a 3-node lab with 2 pods per node is up, every pod
+// reaches every other pod over TCP, the API server has the Nodes Ready and
+// the Pods Running with their IPs.
+func labCameUpWhole(t *testing.T, name string, st lab.Status) {
+	t.Helper()
+	if !st.Ready || !st.Healthy || len(st.Nodes) != 3 || len(st.Pods) != 6 {
+		t.Fatalf("lab status: ready=%v healthy=%v nodes=%d pods=%d", st.Ready, st.Healthy, len(st.Nodes), len(st.Pods))
+	}
+	everyPodReachesEveryOther(t, name)
+	s, err := lab.LoadState(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := labClient(t, name)
+	var nodes corev1.NodeList
+	var pods corev1.PodList
+	if err := c.List(context.Background(), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	ready := 0
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready++
 			}
-			everyPodReachesEveryOther(t, name)
-			s, err := lab.LoadState(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := labClient(t, name)
-			var nodes corev1.NodeList
-			var pods corev1.PodList
-			if err := c.List(context.Background(), &nodes); err != nil {
-				t.Fatal(err)
-			}
-			ready := 0
-			for _, n := range nodes.Items {
-				for _, c := range n.Status.Conditions {
-					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-						ready++
-					}
-				}
-			}
-			if len(nodes.Items) != 3 || ready != 3 {
-				t.Errorf("nodes: %d, %d Ready; want 3 Ready", len(nodes.Items), ready)
-			}
-			// Every pod runs on its node with an address of that node's part of the pod network.
-			if err := c.List(context.Background(), &pods, client.InNamespace(lab.PodNamespace)); err != nil || len(pods.Items) != 6 {
-				t.Fatalf("pods: %d, %v; want 6", len(pods.Items), err)
-			}
-			for _, p := range pods.Items {
-				n, _ := s.Topology.Node(p.Spec.NodeName)
-				if p.Status.Phase != corev1.PodRunning || !strings.HasPrefix(p.Status.PodIP, fmt.Sprintf("198.18.%d.", n.Index)) {
-					t.Errorf("pod %s on %s: %s, IP %q", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.PodIP)
-				}
-			}
-			start := time.Now()
-			mustNetshift(t, "lab", "down", "--name", name)
-			t.Logf("lab down: %.1f s", time.Since(start).Seconds())
-			waitGone(t, before)
-			if _, err := os.Stat(s.Dir()); !os.IsNotExist(err) {
-				t.Errorf("state directory %s left behind", s.Dir())
-			}
-		})
+		}
+	}
+	if len(nodes.Items) != 3 || ready != 3 {
+		t.Errorf("nodes: %d, %d Ready; want 3 Ready", len(nodes.Items), ready)
+	}
+	// Every pod runs on its node with an address of that node's part of the pod network.
+	if err := c.List(context.Background(), &pods, client.InNamespace(lab.PodNamespace)); err != nil || len(pods.Items) != 6 {
+		t.Fatalf("pods: %d, %v; want 6", len(pods.Items), err)
+	}
+	for _, p := range pods.Items {
+		n, _ := s.Topology.Node(p.Spec.NodeName)
+		if p.Status.Phase != corev1.PodRunning || !strings.HasPrefix(p.Status.PodIP, fmt.Sprintf("198.18.%d.", n.Index)) {
+			t.Errorf("pod %s on %s: %s, IP %q", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.PodIP)
+		}
+	}
+}
+
+// labGoesLeavingNothing (the last step of TestLiveChanges): `lab down`
+// leaves no namespace, link, process or file behind of what the lab had
+// made since before was taken. A failed test skips it, so that its lab is
+// kept for NETSHIFT_E2E_ARTIFACTS before it goes.
+func labGoesLeavingNothing(t *testing.T, name string, before footprint) {
+	t.Helper()
+	if t.Failed() {
+		return
+	}
+	s, err := lab.LoadState(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	mustNetshift(t, "lab", "down", "--name", name)
+	t.Logf("lab down: %.1f s", time.Since(start).Seconds())
+	waitGone(t, before)
+	if _, err := os.Stat(s.Dir()); !os.IsNotExist(err) {
+		t.Errorf("state directory %s left behind", s.Dir())
 	}
 }
 

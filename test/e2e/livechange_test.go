@@ -26,6 +26,7 @@ import (
 	"netshift.io/netshift/internal/nodeconfig"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/testenv"
 )
 
 // edit patches ClusterNetwork "cluster" of a lab.
@@ -133,10 +134,11 @@ func podMTU(t testing.TB, p lab.PodSpec) int {
 	return m
 }
 
-// TestLiveChanges: in plain VXLAN, plain Geneve and OVN labs with the probe
-// running, the MTU goes down by 100 and back up, and the tunnel port of the
-// encapsulation in use changes; after each, every long-lived connection is
-// alive and nothing failed.
+// TestLiveChanges: in plain VXLAN, plain Geneve and OVN labs that came up
+// whole (labCameUpWhole), with the probe running, the MTU goes down by 100
+// and back up, and the tunnel port of the encapsulation in use changes; after
+// each, every long-lived connection is alive and nothing failed. Then the lab
+// goes and leaves nothing behind (labGoesLeavingNothing).
 func TestLiveChanges(t *testing.T) {
 	newPort := map[string]int{"vxlanPort": 4790, "genevePort": 6082}
 	for _, mode := range []struct {
@@ -148,8 +150,10 @@ func TestLiveChanges(t *testing.T) {
 		{"ovn", "--ovn", "genevePort", 1442},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
+			testenv.Require(t, missing)
+			before := takeFootprint(t)
 			name := "e2ec" + mode.name[:2]
-			up(t, name, strings.Fields(mode.args)...)
+			labCameUpWhole(t, name, up(t, name, strings.Fields(mode.args)...))
 			s, _ := lab.LoadState(name)
 			c := labClient(t, name)
 			ofports := map[string]int{}
@@ -265,6 +269,7 @@ func TestLiveChanges(t *testing.T) {
 					return strings.TrimSpace(ovnSbctl(t, append(sb, "get", "encap", uuid, "options:dst_port")...)) == `"6082"`
 				})
 			}
+			labGoesLeavingNothing(t, name, before)
 		})
 	}
 }

@@ -194,29 +194,39 @@ func status(t *testing.T, name string) lab.Status {
 // labRoot is the directory every e2e lab lives under.
 var labRoot string
 
-// footprint is what a lab could leave behind on the machine.
+// footprint is what a lab could leave behind on the machine: its network
+// namespaces and root links (a lab names them all "ns-<lab>-..."), and the
+// processes that work in a lab's directory, by their command line or by the
+// mounts they see (a node's containerd shims and pods see its directory).
+// Only what is a lab's is counted, so that the integration tier's own
+// nodes and control planes, run beside the e2e tier, are never taken for
+// a lab's leftovers.
 type footprint struct {
 	netns, rootLinks, daemons map[string]bool
 }
 
-var daemonNames = map[string]bool{"ovsdb-server": true, "ovs-vswitchd": true, "ovn-controller": true, "ovn-northd": true,
-	"kube-apiserver": true, "etcd": true, "kube-controller": true, "kube-scheduler": true, "kubelet": true, "kube-proxy": true,
-	"containerd": true, "containerd-shim": true, "ovn-ic": true}
+// labNamePrefix begins the name of every namespace and root link a lab makes.
+const labNamePrefix = "ns-"
 
 func takeFootprint(t testing.TB) footprint {
 	t.Helper()
 	f := footprint{netns: map[string]bool{}, rootLinks: map[string]bool{}, daemons: map[string]bool{}}
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, l := range strings.Split(string(out), "\n") {
-		if fs := strings.Fields(l); len(fs) > 0 {
+		if fs := strings.Fields(l); len(fs) > 0 && strings.HasPrefix(fs[0], labNamePrefix) {
 			f.netns[fs[0]] = true
 		}
 	}
 	out, _ = exec.Command("ip", "-o", "link").Output()
 	for _, l := range strings.Split(string(out), "\n") {
 		if fs := strings.Fields(l); len(fs) > 1 {
-			f.rootLinks[strings.TrimSuffix(strings.SplitN(fs[1], "@", 2)[0], ":")] = true
+			if name := strings.TrimSuffix(strings.SplitN(fs[1], "@", 2)[0], ":"); strings.HasPrefix(name, labNamePrefix) {
+				f.rootLinks[name] = true
+			}
 		}
+	}
+	if labRoot == "" {
+		return f
 	}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -226,20 +236,25 @@ func takeFootprint(t testing.TB) footprint {
 		}
 		s := string(stat)
 		comm := s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
-		state := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]
-		if state == "Z" {
+		if state := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0]; state == "Z" {
 			continue
 		}
-		// A lab's daemons, and any process still working in a lab's directory (an image
-		// import, a command of a lab up that was killed).
-		if daemonNames[comm] {
-			f.daemons[e.Name()+" "+comm] = true
-		} else if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil &&
-			labRoot != "" && strings.Contains(string(cmdline), labRoot) {
+		if worksInLabDir(e.Name()) {
 			f.daemons[e.Name()+" "+comm] = true
 		}
 	}
 	return f
+}
+
+// worksInLabDir tells whether process pid names a lab's directory on its
+// command line or sees one among its mounts.
+func worksInLabDir(pid string) bool {
+	for _, file := range []string{"cmdline", "mountinfo"} {
+		if data, err := os.ReadFile(filepath.Join("/proc", pid, file)); err == nil && strings.Contains(string(data), labRoot) {
+			return true
+		}
+	}
+	return false
 }
 
 // leftovers lists what after has that before had not.
