@@ -58,3 +58,14 @@ func TestThreeNodeLab(t *testing.T) {
 		{"DrainBlockedByABudget", drainBlockedByABudget}, // last: its workloads and budgets stay
 	})
 }
+
+// TestTwoNodeNeutronLab: the tests of a 2-node Neutron lab with no pods of
+// its own, node-2 a VM on a trunk.
+func TestTwoNodeNeutronLab(t *testing.T) {
+	const name = "e2ent"
+	up(t, name, "--neutron", "--nodes", "2", "--pods-per-node", "0", "--neutron-trunk-node", "node-2")
+	runSteps(t, name, []labStep{
+		{"PooledPodOnATrunkNode", pooledPodOnATrunkNode},
+		{"PooledPodWhosePortNeverComes", pooledPodWhosePortNeverComes}, // its namespace's network does not exist
+	})
+}

@@ -415,14 +415,21 @@ func timedChangeUnderProbe(name string, c client.Client, patch string) (probe.Re
 	if err := c.Patch(context.Background(), cn, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 		return r, 0, err
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	// Ten nodes on two cores have been seen to take over a minute for one change.
+	const limit = 3 * time.Minute
+	deadline := time.Now().Add(limit)
 	for {
 		if err := c.Get(context.Background(), client.ObjectKey{Name: cn.Name}, cn); err == nil && cn.Status.Change != nil &&
 			cn.Status.ObservedGeneration == cn.Generation && !cn.Status.Change.Phase.Active() {
 			break
 		}
 		if time.Now().After(deadline) {
-			return r, 0, fmt.Errorf("%s: the change did not end in 60 s", patch)
+			phase := "no change recorded"
+			if cn.Status.Change != nil {
+				phase = fmt.Sprintf("change %s %s: %s", cn.Status.Change.ID, cn.Status.Change.Phase, cn.Status.Change.Message)
+			}
+			_, _ = runNetshift("lab", "probe", "stop", "--name", name)
+			return r, 0, fmt.Errorf("%s: the change did not end in %s (%s)", patch, limit, phase)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -376,14 +376,13 @@ func TestPooledPodsReachEachOtherThroughTheirPorts(t *testing.T) {
 	w.noLeak()
 }
 
-// TestPooledPodWhosePortNeverComes: a pod whose pool cannot make ports (its
-// namespace names a network Neutron does not have) fails its sandbox with
-// netshift-cni's error, which names the pool and its state, and leaves
-// nothing behind; a pod deleted while netshift-cni waits for its port ends
-// the wait at once, and leaves nothing behind either.
-func TestPooledPodWhosePortNeverComes(t *testing.T) {
-	name := "e2enf"
-	up(t, name, "--neutron", "--nodes", "2", "--pods-per-node", "0")
+// pooledPodWhosePortNeverComes (a step of TestTwoNodeNeutronLab): a pod
+// whose pool cannot make ports (its namespace names a network Neutron does
+// not have) fails its sandbox with netshift-cni's error, which names the
+// pool and its state, and leaves nothing behind; a pod deleted while
+// netshift-cni waits for its port ends the wait at once, and leaves nothing
+// behind either.
+func pooledPodWhosePortNeverComes(t *testing.T, name string) {
 	w := newPooledWorld(t, name)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "no-network", Labels: map[string]string{portpool.OptInLabel: "enabled"},

@@ -14,16 +14,14 @@ import (
 	"netshift.io/netshift/internal/portpool"
 )
 
-// TestPooledPodOnATrunkNode: node-2 is set up as a VM whose NIC is a Neutron
-// trunk's parent port. Its pooled pod gets a subport of that trunk, on a VLAN
+// pooledPodOnATrunkNode (a step of TestTwoNodeNeutronLab): node-2 is set up
+// as a VM whose NIC is a Neutron trunk's parent port. Its pooled pod gets a subport of that trunk, on a VLAN
 // of its own; netshift-cni plugs the pod's end on the node's trunk bridge as
 // an access port of that VLAN (asserted in OVS), and the pod reaches a
 // pooled pod of node-1 over TCP through it: OVN binds the subport by its
 // parent and VLAN. A deleted pod leaves nothing plugged, and its subport
 // goes back to the trunk's pool, still on the trunk.
-func TestPooledPodOnATrunkNode(t *testing.T) {
-	name := "e2ent"
-	up(t, name, "--neutron", "--nodes", "2", "--pods-per-node", "0", "--neutron-trunk-node", "node-2")
+func pooledPodOnATrunkNode(t *testing.T, name string) {
 	w := newPooledWorld(t, name)
 	ctx := context.Background()
 	parent := w.s.Neutron.TrunkParents["node-2"]
