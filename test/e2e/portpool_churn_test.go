@@ -23,12 +23,13 @@ import (
 )
 
 // churnTestPods is how many pooled pods the churn test runs through the
-// nodes: enough for several operator kills to land at every stage of a pod's
-// port, in about 4 minutes (300 took 11 on a fresh CI machine: more than CI
-// can give one test).
-const churnTestPods = 120
+// nodes: enough for several operator kills (one every 20 to 40 s, each a
+// 15 s stop of the pools) to land at every stage of a pod's port. Most of
+// the test's time is those stops: 120 pods took over 7 minutes of a CI run,
+// 300 took 11.
+const churnTestPods = 60
 
-// TestPooledPodChurnLeaksNothing: 120 pooled pods through the real kubelets
+// TestPooledPodChurnLeaksNothing: 60 pooled pods through the real kubelets
 // of 3 nodes, 20 alive at a time, while the operator's pods are killed (deleted
 // with no grace) every 20 to 40 s (each kill costs the pools the leader
 // election's lease, 15 s, and the new leader's recovery); one pod in ten is deleted before it runs,

@@ -124,7 +124,10 @@ func (l *liveLoop) run(ctx context.Context) {
 	events := make([]unix.EpollEvent, 64)
 	buf := make([]byte, 4096)
 	next := time.Now().Add(l.interval)
-	for ctx.Err() == nil {
+	// The loop's own clock ends it at ctx's deadline: the thread runs in real
+	// time, while the runtime's timer that cancels ctx may wait on a busy machine.
+	deadline, bounded := ctx.Deadline()
+	for ctx.Err() == nil && (!bounded || time.Now().Before(deadline)) {
 		// Never park the thread on a lock: a registration waits a turn.
 		if l.mu.TryLock() {
 			for _, e := range l.pending {

@@ -92,14 +92,18 @@ func (f *faultyNeutron) handler(target string) http.Handler {
 // the end every tagged port is in the pool or owned, nothing leaked.
 func TestNeutronFaults(t *testing.T) {
 	f := newFixture(t)
+	// The client's timeout leaves room for a real neutron-server on a busy
+	// machine (the integration tier runs beside the labs); the stalled
+	// answer comes well after it.
+	const timeout = 4 * time.Second
 	faults := &faultyNeutron{seen: map[string]int{}, rules: []fault{
 		{method: "POST", path: "/v2.0/ports", times: 2, status: http.StatusConflict},
-		{method: "POST", path: "/v2.0/ports", times: 1, stall: 3 * time.Second},
+		{method: "POST", path: "/v2.0/ports", times: 1, stall: 3 * timeout},
 		{method: "PUT", path: "/v2.0/ports/", times: 2, status: http.StatusServiceUnavailable},
 	}}
 	srv := httptest.NewServer(faults.handler(neutronServer.URL))
 	t.Cleanup(srv.Close) // after the manager stops (cleanups run last first)
-	nc, err := neutron.Connect(f.ctx, neutron.Options{URL: srv.URL, Timeout: time.Second})
+	nc, err := neutron.Connect(f.ctx, neutron.Options{URL: srv.URL, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
