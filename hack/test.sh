@@ -12,12 +12,14 @@
 #   unit         the pure core and everything that needs no real part; each fuzz target 3 s
 #   integration  controllers, CLI and API against a real kube-apiserver + etcd
 #   e2e          the lab: real namespaces, Open vSwitch, OVN, API server, traffic (root)
-#   bench-smoke  every benchmark once (go test -short -benchtime 1x), its lab at its smallest size:
-#                it asserts what must never happen (a broken connection, a per-port
+#   bench-smoke  every benchmark outside the lab once (go test -short -benchtime 1x)
+#   lab-bench-smoke  every lab benchmark (test/e2e) once, its lab at its smallest size;
+#                both smokes assert what must never happen (a broken connection, a per-port
 #                migration datagram lost, a leaked port, namespace or process), not targets
 #
-# The lab tiers (e2e, then bench-smoke) run in the background beside the
-# others (static, unit, integration, one after the other at a lower priority).
+# The lab tiers (e2e, then lab-bench-smoke) run in the background beside the
+# others (static, unit, integration, bench-smoke, one after the other at a
+# lower priority).
 # With CI=true a test whose real prerequisite is missing fails instead of
 # skipping. Set TIERS="unit integration" to run only some.
 set -euo pipefail
@@ -27,7 +29,7 @@ export KUBEBUILDER_ASSETS
 # A lane of a run (see the end of this file) is set up already.
 lane=${NETSHIFT_TEST_LANE:-}
 [[ -n "$lane" ]] || KUBEBUILDER_ASSETS=$(hack/setup.sh)
-tiers=${TIERS:-static unit integration e2e bench-smoke}
+tiers=${TIERS:-static unit integration bench-smoke e2e lab-bench-smoke}
 
 # End-to-end packages live under test/e2e; integration packages are the others
 # whose tests use a real part (the control plane, real nodes, Open vSwitch,
@@ -132,12 +134,15 @@ fuzz_tests() {
 integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
 # A test's log lines and their continuations (indented 8 spaces: a failure's output) are kept.
 e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep --line-buffered -E '^(=== RUN|--- |\s+\S+_test.go:|        |ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
-# Every benchmark once, each lab at its smallest size; the full sizes are hack/bench.sh's.
+# Every benchmark once, each lab at its smallest size; the full sizes are
+# hack/bench.sh's. The lab's benchmarks (test/e2e) are a tier of their own,
+# in the lab lane.
 bench_smoke() {
   local pkgs
-  pkgs=$(git ls-files '*_test.go' | xargs -r grep -l '^func Benchmark' | xargs -r -n1 dirname | sort -u | sed 's|^|./|')
-  go test -short -run '^$' -bench . -benchtime 1x -p 1 -timeout 40m $pkgs
+  pkgs=$(git ls-files '*_test.go' | xargs -r grep -l '^func Benchmark' | xargs -r -n1 dirname | sort -u | sed 's|^|./|' | grep -vx ./test/e2e)
+  go test -short -run '^$' -bench . -benchtime 1x -p 1 -timeout 20m $pkgs
 }
+lab_bench_smoke() { go test -short -run '^$' -bench . -benchtime 1x -timeout 30m ./test/e2e; }
 
 tier_command() {
   case $1 in
@@ -146,13 +151,14 @@ tier_command() {
     integration) echo integration_tests ;;
     e2e) echo e2e_tests ;;
     bench-smoke) echo bench_smoke ;;
+    lab-bench-smoke) echo lab_bench_smoke ;;
     *) echo "unknown tier $1" >&2; return 2 ;;
   esac
 }
 lab_tiers=() other_tiers=()
 for t in $tiers; do
   tier_command "$t" >/dev/null || exit 2
-  case $t in e2e|bench-smoke) lab_tiers+=("$t") ;; *) other_tiers+=("$t") ;; esac
+  case $t in e2e|lab-bench-smoke) lab_tiers+=("$t") ;; *) other_tiers+=("$t") ;; esac
 done
 
 # A lane: its tiers one after the other, their outcomes in the run's files.
@@ -161,7 +167,7 @@ if [[ -n "$lane" ]]; then
   exit 0
 fi
 
-# The tiers that run labs (e2e, then bench-smoke: one lab at a time on a
+# The tiers that run labs (e2e, then lab-bench-smoke: one lab at a time on a
 # machine) run beside the others, whose work is mostly compiling: a lab spends
 # most of its time waiting on its nodes. The others are a lane of their own
 # session at the lowest priority: the kernel shares CPU between sessions
@@ -191,7 +197,7 @@ echo "=== time per tier (${lab_tiers[*]:-no lab tier} beside ${other_tiers[*]:-n
 failed=()
 for t in $tiers; do
   took=$(cat "$results/$t" 2>/dev/null || echo "did not end")
-  printf '  %-12s %s\n' "$t" "$took"
+  printf '  %-16s %s\n' "$t" "$took"
   [[ "$took" == *s ]] || failed+=("$t")
 done
 if ((${#failed[@]})); then echo "FAILED tiers: ${failed[*]}"; exit 1; fi
