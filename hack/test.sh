@@ -23,7 +23,8 @@
 # With CI=true a test whose real prerequisite is missing fails instead of
 # skipping. Set TIERS="unit integration" to run only some.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(realpath "$0")
+cd "$(dirname "$self")/.."
 export PATH=/usr/local/go/bin:$PATH
 export KUBEBUILDER_ASSETS
 # A lane of a run (see the end of this file) is set up already.
@@ -69,12 +70,24 @@ static() {
   lint=$(hack/golangci-lint.sh) || return 1
   "$lint" run --build-tags lab ./... || return 1
   "$lint" run ./cmd/netshift/ || return 1        # the product build's own file
-  hack/generate.sh || return 1
-  if [[ -n "$(git status --porcelain -- api config/crd internal/ovs/model docs/api.md 2>/dev/null)" ]]; then
-    echo "generated code, CRDs, OVSDB models or the API reference are stale: run hack/generate.sh and commit"
-    git status --short -- api config/crd internal/ovs/model docs/api.md; return 1
-  fi
+  generated_current || return 1
   docs
+}
+
+# hack/generate.sh, run on a copy of the tree: the lab lane compiles the
+# packages it rewrites at the same time. What it writes must be what is here.
+generated_current() {
+  local copy stale rc=0
+  copy=$(mktemp -d)
+  tar --exclude=./.git --exclude=./bin -cf - . | tar -xf - -C "$copy"
+  if ! (cd "$copy" && hack/generate.sh); then rm -rf "$copy"; return 1; fi
+  stale=$(diff -rq api "$copy/api"; diff -rq config/crd "$copy/config/crd"; diff -rq internal/ovs/model "$copy/internal/ovs/model"; diff -q docs/api.md "$copy/docs/api.md")
+  if [[ -n "$stale" ]]; then
+    echo "generated code, CRDs, OVSDB models or the API reference are stale: run hack/generate.sh and commit"
+    echo "$stale"; rc=1
+  fi
+  rm -rf "$copy"
+  return $rc
 }
 
 # The docs: the README stays a front door, every test the bad-input table
@@ -177,19 +190,25 @@ fi
 # carry a "lab| " prefix.
 start=$(date +%s)
 lab_pid="" compile_pid=""
-# The lab lane is in this process group and gets a ^C with it; the other lane is not.
-trap '[[ -z "$compile_pid" ]] || kill -- "-$compile_pid" 2>/dev/null; exit 130' INT TERM
+# Each lane is a session of its own: a signal to this script stops both.
+stop_lanes() {
+  local pid
+  for pid in $lab_pid $compile_pid; do kill -- "-$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap 'stop_lanes; exit 130' INT
+trap 'stop_lanes; exit 143' TERM
 if ((${#lab_tiers[@]})); then
-  ( for t in "${lab_tiers[@]}"; do run_tier "$t" "$(tier_command "$t")"; done ) 2>&1 | sed -u 's/^/lab| /' &
+  NETSHIFT_TEST_LANE=$results TIERS="${lab_tiers[*]}" setsid "$self" > >(sed -u 's/^/lab| /') 2>&1 &
   lab_pid=$!
 fi
 if ((${#other_tiers[@]})); then
-  NETSHIFT_TEST_LANE=$results TIERS="${other_tiers[*]}" setsid -w \
-    nice -n 19 bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec "$0"' "$0" &
+  NETSHIFT_TEST_LANE=$results TIERS="${other_tiers[*]}" setsid \
+    nice -n 19 bash -c '{ echo 19 > /proc/self/autogroup; } 2>/dev/null; exec "$0"' "$self" &
   compile_pid=$!
-  wait "$compile_pid" || true
 fi
-[[ -z "$lab_pid" ]] || wait "$lab_pid" || true
+for pid in $compile_pid $lab_pid; do wait "$pid" || true; done
+wait 2>/dev/null || true # the lab lane's prefixing sed, to its last line
 trap - INT TERM
 
 echo

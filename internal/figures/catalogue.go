@@ -22,7 +22,7 @@ var Jobs = []Job{
 	{"migration", "go test -run '^$' -bench VMMigration -benchtime 1x -timeout 20m ./test/e2e/"},
 	{"zones", "go test -run '^$' -bench ZoneMoves -benchtime 1x -timeout 20m ./test/e2e/"},
 	{"podready", "go test -run '^$' -bench PodCreateToReady -benchtime 1x -timeout 15m ./test/e2e/"},
-	{"podpools", "go test -run '^$' -bench PooledPodsToReady -benchtime 1x -timeout 50m ./test/e2e/"},
+	{"podpools", "go test -run '^$' -bench PooledPodsToReady -benchtime 1x -timeout 40m -v ./test/e2e/"},
 }
 
 // Areas, in the page's order.

@@ -247,10 +247,12 @@ func takeFootprint(t testing.TB) footprint {
 }
 
 // worksInLabDir tells whether process pid names a lab's directory on its
-// command line or sees one among its mounts.
+// command line or sees one among its mounts. The labs' root is a directory
+// of a random name: a mount shows it by its path on its own file system,
+// which is not the full path where /tmp is a file system of its own.
 func worksInLabDir(pid string) bool {
 	for _, file := range []string{"cmdline", "mountinfo"} {
-		if data, err := os.ReadFile(filepath.Join("/proc", pid, file)); err == nil && strings.Contains(string(data), labRoot) {
+		if data, err := os.ReadFile(filepath.Join("/proc", pid, file)); err == nil && strings.Contains(string(data), filepath.Base(labRoot)) {
 			return true
 		}
 	}
