@@ -4,12 +4,13 @@
 # machine. The benchmarks at full size, and the figures page, are
 # hack/bench.sh's: never CI's.
 #
-#   static       no tracked file over 1 MB, gofmt, go vet, golangci-lint (.golangci.yml),
+#   static       no tracked file over 1 MB, gofmt, golangci-lint (.golangci.yml, go vet's checks among them),
 #                generated code, CRDs, OVSDB models and the API reference up to date, and
 #                the docs: README at most 250 lines, every relative link resolves, every
 #                netshift/netshift-lab command they show exists with its flags, the
 #                bad-input table (docs/security.md) names real tests
-#   unit         the pure core and everything that needs no real part; each fuzz target 3 s
+#   unit         the pure core and everything that needs no real part; each fuzz target's
+#                seeds and saved inputs (the fuzzing itself: hack/fuzz.sh)
 #   integration  controllers, CLI and API against a real kube-apiserver + etcd
 #   e2e          the lab: real namespaces, Open vSwitch, OVN, API server, traffic (root)
 #   bench-smoke  every benchmark outside the lab once (go test -short -benchtime 1x)
@@ -26,6 +27,9 @@ set -euo pipefail
 self=$(realpath "$0")
 cd "$(dirname "$self")/.."
 export PATH=/usr/local/go/bin:$PATH
+# Test binaries without DWARF (no debugger reads them here): every tier links
+# dozens of them, and on two cores their debug information costs minutes.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=-w"
 export KUBEBUILDER_ASSETS
 # A lane of a run (see the end of this file) is set up already.
 lane=${NETSHIFT_TEST_LANE:-}
@@ -64,8 +68,7 @@ static() {
   if [[ -n "$bad" ]]; then echo "tracked files over 1 MB: $bad"; return 1; fi
   bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
   if [[ -n "$bad" ]]; then echo "gofmt would change: $bad"; return 1; fi
-  go vet ./... || return 1
-  go vet -tags lab ./cmd/netshift/ || return 1   # the lab build's own files (lab, demo, test hooks)
+  # golangci-lint runs go vet's analyzers (govet) too, on both builds.
   local lint
   lint=$(hack/golangci-lint.sh) || return 1
   "$lint" run --build-tags lab ./... || return 1
@@ -110,40 +113,11 @@ docs() {
   rm -rf "$bin"
   return $rc
 }
-unit_tests() { go test -count=1 $unit && fuzz_tests; }
-# One fuzz target. Go 1.26's fuzz engine can fail a target at the end of its
-# -fuzztime with a bare "context deadline exceeded" and no input found
-# (go.dev/issue/75804, fixed in Go 1.27; seen here on a loaded machine): that
-# failure, and only that one, is run once more. An input that fails is always
-# written to testdata/fuzz and fails the tier.
-fuzz_one() {
-  local dir=$1 target=$2 out attempt
-  out=$(mktemp)
-  for attempt in 1 2; do
-    if go test -run '^$' -fuzz "^$target\$" -fuzztime "${FUZZTIME:-3s}" "$dir" 2>&1 | tee "$out"; then
-      rm -f "$out"
-      return 0
-    fi
-    if ! grep -q 'context deadline exceeded' "$out" || grep -q 'Failing input written' "$out"; then
-      break
-    fi
-    echo "fuzz $dir $target: the fuzz engine's deadline race (go.dev/issue/75804), no input found; once more"
-  done
-  rm -f "$out"
-  return 1
-}
-
-# Every fuzz target (the parsers of outside input) for a few seconds; its seeds
-# are in the code, and any input that ever failed is in its testdata/fuzz.
-fuzz_tests() {
-  local dir target
-  for dir in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -r -n1 dirname | sort -u); do
-    for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go | cut -d' ' -f2); do
-      echo "fuzz $dir $target"
-      fuzz_one "$dir" "$target" || return 1
-    done
-  done
-}
+# Every fuzz target runs its seeds and every input that ever failed it (its
+# testdata/fuzz) as a test here; the fuzzing itself is hack/fuzz.sh's (an
+# instrumented build of every package a target needs costs a fresh machine
+# minutes, for a few seconds of fuzzing).
+unit_tests() { go test -count=1 $unit; }
 integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
 # A test's log lines and their continuations (indented 8 spaces: a failure's output) are kept.
 e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep --line-buffered -E '^(=== RUN|--- |\s+\S+_test.go:|        |ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
