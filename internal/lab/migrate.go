@@ -202,7 +202,7 @@ func Migrate(ctx context.Context, name string, o MigrateOptions) (MigrateReport,
 	defer nb.Close()
 	sbdb := ovs.NewSouthbound(s.SBDB())
 	defer sbdb.Close()
-	m := &migration{s: s, sh: sh, c: c, nb: nb, sb: sbdb, o: o, vmNS: fmt.Sprintf("ns-%s-vm", name),
+	m := &migration{s: s, sh: sh, c: c, nb: nb, sb: sbdb, o: o, vmNS: fmt.Sprintf("%s%s-vm", NamePrefix, name),
 		src: s.Topology.Nodes[0], dst: s.Topology.Nodes[1], peerOn: s.Topology.Nodes[2]}
 	rep := MigrateReport{PauseMs: ms(o.Pause), IntervalMs: ms(o.Interval), DatapathNice: o.DatapathNice}
 	if o.DatapathNice != 0 {
@@ -255,7 +255,7 @@ func (m *migration) ensureNetns(ctx context.Context, name string) error {
 // startPeer builds the VM's peer on the third node (a pod on ls-vm, plugged
 // by its agent) and its echo server.
 func (m *migration) startPeer(ctx context.Context) (func(), error) {
-	ns := fmt.Sprintf("ns-%s-vmpeer", m.s.Options.Name)
+	ns := fmt.Sprintf("%s%s-vmpeer", NamePrefix, m.s.Options.Name)
 	if err := m.ensureNetns(ctx, ns); err != nil {
 		return nil, err
 	}

@@ -40,7 +40,11 @@ const (
 )
 
 // hostLinkName is the machine's end of its link into the underlay.
-func (s *State) hostLinkName() string { return "ns-" + s.Options.Name + "-h" }
+// NamePrefix begins the name of every network namespace and root link a lab
+// makes ("ns-<lab>-..."): what is a lab's on a machine is found by it.
+const NamePrefix = "ns-"
+
+func (s *State) hostLinkName() string { return NamePrefix + s.Options.Name + "-h" }
 
 // joinUnderlay links the machine to the lab's underlay, so that the kubelets
 // reach the API server and the API server reaches the kubelets. Its veth goes

@@ -170,12 +170,12 @@ var (
 
 // Plan computes the topology.
 func Plan(o Options) Topology {
-	t := Topology{UnderlayNetns: fmt.Sprintf("ns-%s-ul", o.Name)}
+	t := Topology{UnderlayNetns: fmt.Sprintf("%s%s-ul", NamePrefix, o.Name)}
 	for i := 1; i <= o.Nodes; i++ {
 		n := NodeSpec{
 			Index:        i,
 			Name:         fmt.Sprintf("node-%d", i),
-			Netns:        fmt.Sprintf("ns-%s-n%d", o.Name, i),
+			Netns:        fmt.Sprintf("%s%s-n%d", NamePrefix, o.Name, i),
 			UnderlayIP:   nth(underlayNet, i).String(),
 			PodCIDR:      fmt.Sprintf("198.18.%d.0/24", i),
 			UnderlayPort: fmt.Sprintf("ul%d", i),

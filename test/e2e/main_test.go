@@ -205,22 +205,19 @@ type footprint struct {
 	netns, rootLinks, daemons map[string]bool
 }
 
-// labNamePrefix begins the name of every namespace and root link a lab makes.
-const labNamePrefix = "ns-"
-
 func takeFootprint(t testing.TB) footprint {
 	t.Helper()
 	f := footprint{netns: map[string]bool{}, rootLinks: map[string]bool{}, daemons: map[string]bool{}}
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, l := range strings.Split(string(out), "\n") {
-		if fs := strings.Fields(l); len(fs) > 0 && strings.HasPrefix(fs[0], labNamePrefix) {
+		if fs := strings.Fields(l); len(fs) > 0 && strings.HasPrefix(fs[0], lab.NamePrefix) {
 			f.netns[fs[0]] = true
 		}
 	}
 	out, _ = exec.Command("ip", "-o", "link").Output()
 	for _, l := range strings.Split(string(out), "\n") {
 		if fs := strings.Fields(l); len(fs) > 1 {
-			if name := strings.TrimSuffix(strings.SplitN(fs[1], "@", 2)[0], ":"); strings.HasPrefix(name, labNamePrefix) {
+			if name := strings.TrimSuffix(strings.SplitN(fs[1], "@", 2)[0], ":"); strings.HasPrefix(name, lab.NamePrefix) {
 				f.rootLinks[name] = true
 			}
 		}
