@@ -56,7 +56,10 @@ run_tier() {
   local name=$1 start outcome=""; shift
   start=$(date +%s)
   echo "=== tier $name"
-  "$@" || outcome=", FAILED"
+  # The tier's lines are kept too: the summary quotes a failed tier's failures,
+  # so the end of a long log says what failed.
+  "$@" 2>&1 | tee "$results/$name.log"
+  ((PIPESTATUS[0] == 0)) || outcome=", FAILED"
   echo "$(( $(date +%s) - start )) s$outcome" > "$results/$name"
   echo "=== tier $name: $(cat "$results/$name")"
 }
@@ -194,4 +197,13 @@ for t in $tiers; do
   printf '  %-16s %s\n' "$t" "$took"
   [[ "$took" == *s ]] || failed+=("$t")
 done
-if ((${#failed[@]})); then echo "FAILED tiers: ${failed[*]}"; exit 1; fi
+if ((${#failed[@]})); then
+  for t in "${failed[@]}"; do
+    echo
+    echo "=== what failed in tier $t"
+    grep -E -A12 '^[[:space:]]*--- FAIL|^FAIL|^panic:|^# |\.go:[0-9]+:[0-9]+: ' "$results/$t.log" 2>/dev/null | grep -vE '^(ok|\?) ' | head -n 80
+  done
+  echo
+  echo "FAILED tiers: ${failed[*]}"
+  exit 1
+fi
