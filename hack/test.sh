@@ -58,8 +58,7 @@ run_tier() {
   echo "=== tier $name"
   # The tier's lines are kept too: the summary quotes a failed tier's failures,
   # so the end of a long log says what failed.
-  "$@" 2>&1 | tee "$results/$name.log"
-  ((PIPESTATUS[0] == 0)) || outcome=", FAILED"
+  "$@" 2>&1 | tee "$results/$name.log" || outcome=", FAILED"
   echo "$(( $(date +%s) - start )) s$outcome" > "$results/$name"
   echo "=== tier $name: $(cat "$results/$name")"
 }

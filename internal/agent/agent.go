@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/retry"
@@ -205,6 +206,15 @@ func checkNode(o Options) error {
 	return nil
 }
 
+// cniChained is the agent's readiness on a node whose pods it wires: a pod
+// created before netshift-cni is chained misses netshift's MTU and port.
+func cniChained(node string, chained *atomic.Bool) error {
+	if !chained.Load() {
+		return fmt.Errorf("node %s: netshift-cni is not chained into the node's CNI configuration yet", node)
+	}
+	return nil
+}
+
 // NewManager builds the agent process for one node: a manager whose cache
 // holds only that node's NodeNetworkState.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
@@ -270,8 +280,15 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 	}
 	if o.CNI.Plugin != "" {
-		if err := mgr.Add(o.CNI); err != nil {
+		install := o.CNI
+		install.chained = new(atomic.Bool)
+		if err := mgr.Add(install); err != nil {
 			return nil, err
+		}
+		if o.HealthAddr != "0" && o.HealthAddr != "" {
+			if err := mgr.AddReadyzCheck("cni", func(*http.Request) error { return cniChained(node, install.chained) }); err != nil {
+				return nil, err
+			}
 		}
 		if o.CNI.Pool != nil {
 			if err := addPoolNamespaces(mgr, o.CNI.Pool.Namespaces); err != nil {

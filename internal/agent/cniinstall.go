@@ -2,6 +2,9 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -36,6 +39,9 @@ type CNIInstall struct {
 	// DelGrace is how long a deleted pod's port that netshift-cni wired is
 	// left to its DEL (0: 30 s).
 	DelGrace time.Duration
+	// chained, when set, holds whether netshift-cni is chained now: the
+	// agent is ready only then (new pods on the node get netshift's wiring).
+	chained *atomic.Bool
 }
 
 // Start runs until ctx ends (a controller-runtime Runnable).
@@ -61,6 +67,9 @@ func (c CNIInstall) Start(ctx context.Context) error {
 	last := ""
 	for {
 		changed, err := c.install()
+		if c.chained != nil {
+			c.chained.Store(err == nil)
+		}
 		switch {
 		case err != nil && err.Error() != last:
 			logger.Error(err, "netshift-cni is not installed; new pods get the network plugin's MTU until it is")
@@ -87,6 +96,11 @@ func (c CNIInstall) Start(ctx context.Context) error {
 func (c CNIInstall) install() (bool, error) {
 	identity := false
 	if c.Pool != nil {
+		// Chained before the node lists its pool-enabled namespaces,
+		// netshift-cni would give a pooled pod the plugin's network.
+		if _, err := os.Stat(c.Pool.Namespaces); err != nil {
+			return false, fmt.Errorf("waiting for the node's list of pool-enabled namespaces, which the agent writes once it has read them: %w", err)
+		}
 		var err error
 		if identity, err = writeNodeKubeconfig(c.NodeKubeconfig, c.Pool.Kubeconfig); err != nil {
 			return false, err

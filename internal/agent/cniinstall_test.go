@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"netshift.io/netshift/internal/cni"
 )
 
 // TestCNIInstallPutsItselfBackAtOnce: a network plugin that rewrites its
@@ -57,6 +60,63 @@ func TestCNIInstallPutsItselfBackAtOnce(t *testing.T) {
 	start := time.Now()
 	chained("after the network plugin rewrote its list")
 	t.Logf("chained again %s after the rewrite", time.Since(start).Round(time.Millisecond))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCNIInstallWaitsForThePoolNamespaces: with port pools, netshift-cni is
+// chained (and the agent ready) only once the node lists its pool-enabled
+// namespaces: chained before, it would hand a pooled pod the plugin's
+// network.
+func TestCNIInstallWaitsForThePoolNamespaces(t *testing.T) {
+	dir := t.TempDir()
+	conf, bin := filepath.Join(dir, "net.d"), filepath.Join(dir, "bin")
+	for _, d := range []string{conf, bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plugin := filepath.Join(dir, "netshift-cni")
+	kubeconfig := filepath.Join(dir, "kubelet.conf")
+	list := filepath.Join(conf, "10-pods.conflist")
+	for path, data := range map[string]string{
+		plugin:     "binary",
+		kubeconfig: "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://10.0.0.1:6443'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
+		list:       `{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"ovn-k8s-cni-overlay","mtu":1400}]}`,
+	} {
+		if err := os.WriteFile(path, []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	namespaces := filepath.Join(dir, "pool-namespaces.json")
+	ready := new(atomic.Bool)
+	install := CNIInstall{Plugin: plugin, ConfDir: conf, BinDir: bin, NetworkConfig: "/n.json", NodeKubeconfig: kubeconfig, Every: time.Hour,
+		Pool:    &cni.PoolConfig{Node: "worker-1", Kubeconfig: filepath.Join(conf, "netshift-cni", "kubeconfig"), Namespaces: namespaces, StateDir: filepath.Join(dir, "state")},
+		chained: ready}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- install.Start(ctx) }()
+	time.Sleep(300 * time.Millisecond)
+	if data, _ := os.ReadFile(list); strings.Contains(string(data), "netshift-cni") || cniChained("worker-1", ready) == nil {
+		t.Fatalf("chained, or ready, before the node lists its pool namespaces: %s", data)
+	}
+	if err := cni.WritePoolNamespaces(namespaces, []string{"shop"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second) // the agent looks again every 2 s while it waits
+	for cniChained("worker-1", ready) != nil {
+		if time.Now().After(deadline) {
+			data, _ := os.ReadFile(list)
+			t.Fatalf("not chained 10 s after the list was written: %s", data)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if data, _ := os.ReadFile(list); !strings.Contains(string(data), `"netshift-cni"`) {
+		t.Errorf("ready, but not chained: %s", data)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

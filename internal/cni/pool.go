@@ -50,11 +50,13 @@ func WritePoolNamespaces(path string, names []string) error {
 	return atomicfile.Write(path, append(data, '\n'), 0o644)
 }
 
-// usesPools reads the agent's list; a node without it has no pooled pods yet.
+// usesPools reads the agent's list. The agent chains netshift-cni only once
+// the list is written: without it (removed by hand, say) no pod is wired,
+// rather than a pooled pod given the plugin's network; the runtime retries.
 func usesPools(path, namespace string) (bool, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return false, fmt.Errorf("%s is missing: the netshift agent writes it, is it running on the node?", path)
 	}
 	if err != nil {
 		return false, err

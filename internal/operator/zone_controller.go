@@ -3,7 +3,9 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -280,6 +282,9 @@ func (r *ZoneReconciler) read(ctx context.Context) (*cluster, error) {
 	for i := range states.Items {
 		cl.nodeStates[states.Items[i].Name] = &states.Items[i]
 	}
+	// By name: a cache lists in no set order, and the status lists (moving,
+	// held) must not reorder from one pass to the next.
+	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	for _, n := range nodes.Items {
 		cl.state.Nodes = append(cl.state.Nodes, zones.Node{Name: n.Name, Zone: n.Annotations[zones.ZoneAnnotation], Ready: nodeReady(&n),
 			Target: n.Labels[zones.ZoneLabel]})
