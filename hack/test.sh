@@ -200,7 +200,10 @@ if ((${#failed[@]})); then
   for t in "${failed[@]}"; do
     echo
     echo "=== what failed in tier $t"
-    grep -E -A12 '^[[:space:]]*--- FAIL|^FAIL|^panic:|^# |\.go:[0-9]+:[0-9]+: ' "$results/$t.log" 2>/dev/null | grep -vE '^(ok|\?) ' | head -n 80
+    quote=$(grep -E -A12 '^[[:space:]]*--- FAIL|^FAIL|^panic:|^# |\.go:[0-9]+:[0-9]+: ' "$results/$t.log" 2>/dev/null | grep -vE '^(ok|\?) ' | head -n 80 || true)
+    # A tier that failed outside a test (a lint, a stale file): its last lines.
+    [[ -n "$quote" ]] || quote=$(tail -n 15 "$results/$t.log" 2>/dev/null || true)
+    echo "$quote"
   done
   echo
   echo "FAILED tiers: ${failed[*]}"

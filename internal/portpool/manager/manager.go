@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"sort"
 	"sync"
@@ -64,13 +65,28 @@ type Manager struct {
 	sending   int // deferred updates taken from the ledger and not yet answered
 	recovered bool
 	deleting  map[string]portpool.Key // ports to delete, retried until gone
-	trunks    map[string]string       // parent port → trunk ID
-	subnets   subnetCache
+	// unresolved are the bulk creates whose outcome is not known (a timeout
+	// or a 5xx, and no port with the batch's tag yet): Neutron may still be
+	// making them. They are looked up again until their ports appear.
+	unresolved map[string]unresolvedBatch // by batch tag
+	trunks     map[string]string          // parent port → trunk ID
+	subnets    subnetCache
 
 	creates chan struct{} // semaphore: concurrent create calls
 	wake    chan struct{}
 	metrics *metrics
 }
+
+// unresolvedBatch is a bulk create of key whose answer was lost at since.
+type unresolvedBatch struct {
+	key   portpool.Key
+	since time.Time
+}
+
+// unresolvedFor is how long a bulk create whose answer was lost is looked up
+// before it is taken as never made (a restart's recovery adopts any port of
+// it that comes later still).
+const unresolvedFor = 10 * time.Minute
 
 type poolState struct {
 	*portpool.Pool
@@ -103,7 +119,7 @@ func New(nc *neutron.Client, kube client.Client, o Options) (*Manager, error) {
 		o.Reader = kube
 	}
 	return &Manager{neutron: nc, kube: kube, reader: o.Reader, opts: o, tag: "netshift-cluster=" + o.ClusterID,
-		pools: map[portpool.Key]*poolState{}, byOwner: map[string]string{}, deleting: map[string]portpool.Key{}, trunks: map[string]string{},
+		pools: map[portpool.Key]*poolState{}, byOwner: map[string]string{}, deleting: map[string]portpool.Key{}, unresolved: map[string]unresolvedBatch{}, trunks: map[string]string{},
 		creates: make(chan struct{}, o.Settings.MaxConcurrentCreates), wake: make(chan struct{}, 1), metrics: newMetrics()}, nil
 }
 
@@ -146,6 +162,7 @@ func (m *Manager) Start(ctx context.Context) error {
 			m.recycle(ctx)
 			m.expire(ctx)
 			m.retryDeletes(ctx)
+			m.resolveBatches(ctx)
 		}
 		m.updateGauges()
 	}
@@ -293,24 +310,20 @@ func (m *Manager) create(ctx context.Context, key portpool.Key, n int) (int, err
 		m.metrics.createSeconds.Observe(m.opts.Now().Sub(start).Seconds())
 	}
 	if err != nil && neutron.Retryable(err) {
-		if found, lerr := m.neutron.ListPorts(ctx, url.Values{"tags": {batch}}); lerr == nil && len(found) > 0 {
+		found, lerr := m.neutron.ListPorts(ctx, url.Values{"tags": {batch}})
+		if lerr == nil && len(found) > 0 {
 			m.opts.Log.Info("bulk create failed but its ports exist; adopting them", "pool", key.String(), "ports", len(found), "error", err.Error())
 			created, err = found, nil
+		} else {
+			// Neutron may make them still, after the answer was lost: looked up again later.
+			m.mu.Lock()
+			m.unresolved[batch] = unresolvedBatch{key: key, since: m.opts.Now()}
+			m.mu.Unlock()
 		}
 	}
 	var ports []portpool.Port
 	if err == nil {
-		ports, err = m.joinTrunk(ctx, key, created)
-		if err != nil {
-			// The ports never joined their trunk: delete them rather than keep ports of no pool.
-			for _, p := range created {
-				if derr := m.neutron.DeletePort(ctx, p.ID); derr != nil {
-					m.mu.Lock()
-					m.deleting[p.ID] = key
-					m.mu.Unlock()
-				}
-			}
-		}
+		ports, err = m.poolPorts(ctx, key, created)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -331,6 +344,58 @@ func (m *Manager) create(ctx context.Context, key portpool.Key, n int) (int, err
 }
 
 // joinTrunk adds a trunk pool's new ports to the trunk as subports, on free VLANs.
+// poolPorts makes created ports of key pool ports (a trunk pool's join
+// their trunk); ports that cannot be are deleted, not kept in no pool.
+func (m *Manager) poolPorts(ctx context.Context, key portpool.Key, created []neutron.Port) ([]portpool.Port, error) {
+	ports, err := m.joinTrunk(ctx, key, created)
+	if err != nil {
+		for _, p := range created {
+			if derr := m.neutron.DeletePort(ctx, p.ID); derr != nil {
+				m.mu.Lock()
+				m.deleting[p.ID] = key
+				m.mu.Unlock()
+			}
+		}
+	}
+	return ports, err
+}
+
+// resolveBatches looks up the bulk creates whose answer was lost: the ports
+// of one that happened after all go into its pool, not leaked.
+func (m *Manager) resolveBatches(ctx context.Context) {
+	m.mu.Lock()
+	todo := maps.Clone(m.unresolved)
+	m.mu.Unlock()
+	for tag, b := range todo {
+		found, err := m.neutron.ListPorts(ctx, url.Values{"tags": {tag}})
+		if err != nil {
+			continue // looked up again next period
+		}
+		if len(found) == 0 {
+			if m.opts.Now().Sub(b.since) > unresolvedFor {
+				m.mu.Lock()
+				delete(m.unresolved, tag)
+				m.mu.Unlock()
+				m.opts.Log.Info("a bulk create whose answer was lost made no port; no longer looked up", "pool", b.key.String(), "batch", tag,
+					"after", unresolvedFor.String())
+			}
+			continue
+		}
+		ports, err := m.poolPorts(ctx, b.key, found)
+		m.mu.Lock()
+		delete(m.unresolved, tag)
+		if err == nil {
+			m.pool(b.key).Return(m.opts.Now(), ports...)
+		}
+		m.mu.Unlock()
+		if err != nil {
+			m.opts.Log.Error(err, "the ports of a create whose answer was lost could not join their pool; deleted", "pool", b.key.String(), "ports", len(found))
+			continue
+		}
+		m.opts.Log.Info("a bulk create whose answer was lost made its ports after all; adopted", "pool", b.key.String(), "ports", len(ports))
+	}
+}
+
 func (m *Manager) joinTrunk(ctx context.Context, key portpool.Key, created []neutron.Port) ([]portpool.Port, error) {
 	ports := make([]portpool.Port, len(created))
 	for i, c := range created {
