@@ -69,3 +69,14 @@ func TestTwoNodeNeutronLab(t *testing.T) {
 		{"PooledPodWhosePortNeverComes", pooledPodWhosePortNeverComes}, // its namespace's network does not exist
 	})
 }
+
+// TestThreeNodeNeutronLab: the tests of a 3-node Neutron lab with a pod of
+// the lab's own network per node.
+func TestThreeNodeNeutronLab(t *testing.T) {
+	const name = "e2en3"
+	up(t, name, "--neutron", "--nodes", "3", "--pods-per-node", "1")
+	runSteps(t, name, []labStep{
+		{"PooledPodsReachEachOtherThroughTheirPorts", pooledPodsReachEachOtherThroughTheirPorts},
+		{"PooledPodChurnLeaksNothing", pooledPodChurnLeaksNothing}, // last: it sets the operator's pool settings
+	})
+}

@@ -29,7 +29,7 @@ import (
 // 300 took 11.
 const churnTestPods = 60
 
-// TestPooledPodChurnLeaksNothing: 60 pooled pods through the real kubelets
+// pooledPodChurnLeaksNothing (a step of TestThreeNodeNeutronLab): 60 pooled pods through the real kubelets
 // of 3 nodes, 20 alive at a time, while the operator's pods are killed (deleted
 // with no grace) every 20 to 40 s (each kill costs the pools the leader
 // election's lease, 15 s, and the new leader's recovery); one pod in ten is deleted before it runs,
@@ -37,9 +37,7 @@ const churnTestPods = 60
 // two live pods. At the end nothing is plugged on any node, no pod's node end
 // or sandbox record is left, and every netshift port in Neutron is free in a
 // pool, none over the pool's maximum.
-func TestPooledPodChurnLeaksNothing(t *testing.T) {
-	name := "e2enc"
-	up(t, name, "--neutron", "--nodes", "3", "--pods-per-node", "0")
+func pooledPodChurnLeaksNothing(t *testing.T, name string) {
 	w := newPooledWorld(t, name)
 	ctx := context.Background()
 	const maxSize = 30

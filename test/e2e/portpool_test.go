@@ -243,15 +243,14 @@ func (w *pooledWorld) noLeak() {
 	})
 }
 
-// TestPooledPodsReachEachOtherThroughTheirPorts: pods of a pool-enabled
+// pooledPodsReachEachOtherThroughTheirPorts (a step of
+// TestThreeNodeNeutronLab): pods of a pool-enabled
 // namespace, on different nodes, reach each other over TCP through the
 // Neutron ports their pools handed them; each pod's eth0 carries its port's
 // MAC and address, OVS binds each port by its ID, Neutron (ML2/OVN) reports
 // each ACTIVE. The lab's other pods keep the lab's own network. A deleted
 // pod leaves nothing plugged and its port goes back to its pool.
-func TestPooledPodsReachEachOtherThroughTheirPorts(t *testing.T) {
-	name := "e2enp"
-	up(t, name, "--neutron", "--nodes", "3", "--pods-per-node", "1")
+func pooledPodsReachEachOtherThroughTheirPorts(t *testing.T, name string) {
 	w := newPooledWorld(t, name)
 	ctx := context.Background()
 	var wired []lab.PodSpec
@@ -374,6 +373,16 @@ func TestPooledPodsReachEachOtherThroughTheirPorts(t *testing.T) {
 	if err := lab.TCPCheck(wired[2], spec, 3*time.Second); err != nil {
 		t.Errorf("%s -> %s over TCP after node-2's reboot: %v", wired[2].Name, spec.Name, err)
 	}
+	w.noLeak()
+
+	// The next step starts from a pool namespace with no pod.
+	if err := w.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(lab.PoolNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the pooled pods gone", func() bool {
+		var pods corev1.PodList
+		return w.c.List(ctx, &pods, client.InNamespace(lab.PoolNamespace)) == nil && len(pods.Items) == 0
+	})
 	w.noLeak()
 }
 
