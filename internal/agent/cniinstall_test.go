@@ -16,17 +16,7 @@ import (
 // configuration list drops netshift-cni from it; the agent chains it again
 // within moments, long before its period (an hour here) comes round.
 func TestCNIInstallPutsItselfBackAtOnce(t *testing.T) {
-	dir := t.TempDir()
-	conf, bin := filepath.Join(dir, "net.d"), filepath.Join(dir, "bin")
-	for _, d := range []string{conf, bin} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	plugin := filepath.Join(dir, "netshift-cni")
-	if err := os.WriteFile(plugin, []byte("binary"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	_, conf, bin, plugin := nodeCNIDirs(t)
 	list := filepath.Join(conf, "10-pods.conflist")
 	const plain = `{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"ovn-k8s-cni-overlay","mtu":1400}]}`
 	if err := os.WriteFile(list, []byte(plain), 0o644); err != nil {
@@ -71,18 +61,10 @@ func TestCNIInstallPutsItselfBackAtOnce(t *testing.T) {
 // namespaces: chained before, it would hand a pooled pod the plugin's
 // network.
 func TestCNIInstallWaitsForThePoolNamespaces(t *testing.T) {
-	dir := t.TempDir()
-	conf, bin := filepath.Join(dir, "net.d"), filepath.Join(dir, "bin")
-	for _, d := range []string{conf, bin} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	plugin := filepath.Join(dir, "netshift-cni")
+	dir, conf, bin, plugin := nodeCNIDirs(t)
 	kubeconfig := filepath.Join(dir, "kubelet.conf")
 	list := filepath.Join(conf, "10-pods.conflist")
 	for path, data := range map[string]string{
-		plugin:     "binary",
 		kubeconfig: "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://10.0.0.1:6443'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
 		list:       `{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"ovn-k8s-cni-overlay","mtu":1400}]}`,
 	} {
@@ -121,4 +103,22 @@ func TestCNIInstallWaitsForThePoolNamespaces(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// nodeCNIDirs makes a node's CNI directories (net.d and bin) in a temporary
+// directory, and the netshift-cni binary to install from it.
+func nodeCNIDirs(t *testing.T) (dir, conf, bin, plugin string) {
+	t.Helper()
+	dir = t.TempDir()
+	conf, bin = filepath.Join(dir, "net.d"), filepath.Join(dir, "bin")
+	for _, d := range []string{conf, bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plugin = filepath.Join(dir, "netshift-cni")
+	if err := os.WriteFile(plugin, []byte("binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, conf, bin, plugin
 }
