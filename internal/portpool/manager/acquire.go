@@ -175,13 +175,15 @@ func (m *Manager) Release(owner string) (string, bool) {
 			continue
 		}
 		m.metrics.released.Inc()
+		// The gone owner's bookkeeping still waiting for a retry (synchronous
+		// mode, after a failed update) would name it on a port reset since.
+		m.ledger.Drop(id)
 		if m.opts.Deferred {
 			p.Remove(id) // no Neutron reset to wait for: the reset goes to the ledger
 			if portpool.KeepRecycled(p.Counts(), m.opts.Settings) {
 				m.ledger.Set(id, resetOf(p.Key), m.opts.Now().Add(m.opts.Settings.RecyclePeriod))
 				p.Return(m.opts.Now(), port)
 			} else {
-				m.ledger.Drop(id)
 				m.deleting[id] = p.Key
 			}
 		}
@@ -268,7 +270,10 @@ func (m *Manager) flush(ctx context.Context, all bool) {
 		}
 		m.opts.Log.Error(err, "deferred port bookkeeping failed; retrying", "port", u.PortID)
 		m.mu.Lock()
-		if _, newer := m.ledger.Pending(u.PortID); !newer {
+		// Retried only while it is still the port's news: nothing newer waits,
+		// and it is a reset or its owner still holds the port (a pod released
+		// while its update was in flight must not be named on the port again).
+		if _, newer := m.ledger.Pending(u.PortID); !newer && (u.ResetGroups || m.byOwner[u.Name] == u.PortID) {
 			m.ledger.Set(u.PortID, u.Bookkeeping, now.Add(m.opts.Backoff))
 		}
 		m.mu.Unlock()

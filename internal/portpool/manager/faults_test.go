@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"netshift.io/netshift/internal/neutron"
+	"netshift.io/netshift/internal/portpool"
 )
 
 // faultyNeutron stands between the manager and the real neutron-server and
@@ -159,6 +160,54 @@ func TestNeutronFaults(t *testing.T) {
 			}
 			return true
 		})
+	}
+	f.noLeak(m)
+}
+
+// TestFailedBookkeepingOfAGonePod: a pod's bookkeeping fails (Neutron answers
+// 503) and waits for its retry; the pod goes first. Its port is reset and back
+// in its pool, and stays so: the retry does not name the gone pod on it again
+// (it did, and the port was nobody's in the pool and the gone pod's in Neutron
+// for good).
+func TestFailedBookkeepingOfAGonePod(t *testing.T) {
+	f := newFixture(t)
+	f.backoff = 2 * time.Second
+	faults := &faultyNeutron{seen: map[string]int{}, rules: []fault{
+		{method: "PUT", path: "/v2.0/ports/", times: 1, status: http.StatusServiceUnavailable},
+	}}
+	srv := httptest.NewServer(faults.handler(neutronServer.URL))
+	t.Cleanup(srv.Close) // after the manager stops (cleanups run last first)
+	nc, err := neutron.Connect(f.ctx, neutron.Options{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.nc = nc
+	m, _ := f.start(testSettings(), false)
+	p := f.pod("brief")
+	a := f.acquire(m, p)
+	if port, err := f.nc.GetPort(f.ctx, a.ID); err != nil || port.DeviceID != "" {
+		t.Fatalf("port %s right after its bookkeeping was refused: %+v, %v; want no device yet", a.ID, port, err)
+	}
+	f.remove(p)
+	if _, ok := m.Release(f.ns + "/" + p.Name); !ok {
+		t.Fatal("release of a port in use failed")
+	}
+	f.eventually("the port reset and back in its pool", func() bool {
+		d, _ := m.Show(f.key)
+		for _, q := range d.ReadyPorts {
+			if q.ID == a.ID {
+				return true
+			}
+		}
+		return false
+	})
+	time.Sleep(2 * f.backoff) // past the refused bookkeeping's retry
+	port, err := f.nc.GetPort(f.ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if port.Name != portpool.AvailableName || port.DeviceID != "" {
+		t.Errorf("port %s free in its pool, but Neutron has it as %q, device %q: the gone pod's bookkeeping was retried after the reset", a.ID, port.Name, port.DeviceID)
 	}
 	f.noLeak(m)
 }

@@ -57,6 +57,8 @@ type fixture struct {
 	sg      string
 	// flush is the deferred bookkeeping's interval (default 50 ms).
 	flush time.Duration
+	// backoff is the first pause after a failed Neutron call (default 50 ms).
+	backoff time.Duration
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -96,7 +98,7 @@ func testSettings() portpool.Settings {
 func (f *fixture) start(s portpool.Settings, deferred bool) (*Manager, context.CancelFunc) {
 	f.t.Helper()
 	m, err := New(f.nc, operatorClient(f.t), Options{Settings: s, ClusterID: f.cluster, Deferred: deferred, FlushInterval: cmp.Or(f.flush, 50*time.Millisecond),
-		Backoff: 50 * time.Millisecond, Log: ctrl.Log.WithName("portpool")})
+		Backoff: cmp.Or(f.backoff, 50*time.Millisecond), Log: ctrl.Log.WithName("portpool")})
 	if err != nil {
 		f.t.Fatal(err)
 	}
