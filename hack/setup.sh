@@ -59,11 +59,15 @@ if ((${#need_apt[@]})); then
   # Leave nothing half done: if a Go step fails, the install still finishes (and says so).
   trap 'if [[ -n "$apt_pid" ]]; then wait "$apt_pid" || cat "$apt_log" >&2; rm -f "$apt_log"; fi' EXIT
 fi
+# netshift's own modules download while the Kubernetes binaries' modules
+# download and build: the one waits on the network, the other mostly on the cores.
 echo "setup: downloading Go modules" >&2
-go mod download
+go mod download &
+mod_pid=$!
 start=$(date +%s)
 assets=$(hack/envtest-assets.sh)
 echo "setup: kube-apiserver, etcd, kubectl, kubelet, kube-controller-manager, kube-scheduler and kube-proxy ready in $assets ($(( $(date +%s) - start )) s)" >&2
+wait "$mod_pid" || { echo "setup: go mod download failed" >&2; exit 1; }
 if [[ -n "$apt_pid" ]]; then
   if ! wait "$apt_pid"; then
     cat "$apt_log" >&2

@@ -33,7 +33,9 @@ export GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=-w"
 export KUBEBUILDER_ASSETS
 # A lane of a run (see the end of this file) is set up already.
 lane=${NETSHIFT_TEST_LANE:-}
+setup_took=$(date +%s)
 [[ -n "$lane" ]] || KUBEBUILDER_ASSETS=$(hack/setup.sh)
+setup_took=$(( $(date +%s) - setup_took ))
 tiers=${TIERS:-static unit integration bench-smoke e2e lab-bench-smoke}
 
 # End-to-end packages live under test/e2e; integration packages are the others
@@ -121,8 +123,9 @@ docs() {
 # minutes, for a few seconds of fuzzing).
 unit_tests() { go test -count=1 $unit; }
 integration_tests() { go test -count=1 -p 1 -timeout 20m $integration; }
-# A test's log lines and their continuations (indented 8 spaces: a failure's output) are kept.
-e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep --line-buffered -E '^(=== RUN|--- |\s+\S+_test.go:|        |ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
+# A test's log lines and their continuations (indented 8 spaces: a failure's output) are kept,
+# and every test's and subtest's outcome (a subtest's indented).
+e2e_tests() { go test -count=1 -p 1 -timeout 60m -v $e2e | grep --line-buffered -E '^(=== RUN|\s*--- |\s+\S+_test.go:|        |ok|FAIL|PASS|panic)'; return "${PIPESTATUS[0]}"; }
 # Every benchmark once, each lab at its smallest size; the full sizes are
 # hack/bench.sh's. The lab's benchmarks (test/e2e) are a tier of their own,
 # in the lab lane.
@@ -132,6 +135,23 @@ bench_smoke() {
   go test -short -run '^$' -bench . -benchtime 1x -p 1 -timeout 20m $pkgs
 }
 lab_bench_smoke() { go test -short -run '^$' -bench . -benchtime 1x -timeout 30m ./test/e2e; }
+
+# failures reads a tier's lines and prints what failed: each failed test with
+# the messages before it (go test -v prints a test's messages as they come,
+# then its --- FAIL line; a test that failed in its own body or cleanup, not
+# in a subtest, has nothing after it) and the lines after it (without -v, the
+# messages follow), a panic, a build error.
+failures() {
+  awk '
+    /^[[:space:]]*--- FAIL|^FAIL|^panic:|^# |\.go:[0-9]+:[0-9]+: / {
+      if (/--- FAIL/) for (i = (n > 15 ? n - 15 : 0); i < n; i++) print ring[i % 15]
+      n = 0; print; after = 12; next
+    }
+    /^=== RUN/ { n = 0; after = 0; next }
+    after > 0 && !/^(ok|\?) / { print; after--; next }
+    /^[[:space:]]+[^[:space:]]+_test\.go:[0-9]+: / || /^        / { ring[n++ % 15] = $0 }
+  '
+}
 
 tier_command() {
   case $1 in
@@ -189,7 +209,7 @@ wait 2>/dev/null || true # the lab lane's prefixing sed, to its last line
 trap - INT TERM
 
 echo
-echo "=== time per tier (${lab_tiers[*]:-no lab tier} beside ${other_tiers[*]:-nothing}; $(( $(date +%s) - start )) s in all)"
+echo "=== time per tier (${lab_tiers[*]:-no lab tier} beside ${other_tiers[*]:-nothing}; $(( $(date +%s) - start )) s in all, after a setup of $setup_took s)"
 failed=()
 for t in $tiers; do
   took=$(cat "$results/$t" 2>/dev/null || echo "did not end")
@@ -200,7 +220,7 @@ if ((${#failed[@]})); then
   for t in "${failed[@]}"; do
     echo
     echo "=== what failed in tier $t"
-    quote=$(grep -E -A12 '^[[:space:]]*--- FAIL|^FAIL|^panic:|^# |\.go:[0-9]+:[0-9]+: ' "$results/$t.log" 2>/dev/null | grep -vE '^(ok|\?) ' | head -n 80 || true)
+    quote=$(failures < "$results/$t.log" 2>/dev/null | head -n 80 || true)
     # A tier that failed outside a test (a lint, a stale file): its last lines.
     [[ -n "$quote" ]] || quote=$(tail -n 15 "$results/$t.log" 2>/dev/null || true)
     echo "$quote"
