@@ -45,7 +45,7 @@ func Page(run Run, figs []Figure) string {
 		fmt.Fprintf(&b, "- **Jobs that failed in this run** (their rows hold only the runs that finished, and say not measured where none did): %s\n", strings.Join(failed, ", "))
 	}
 	b.WriteString("\nA value is the median of the runs, with their range and count where there were several. ")
-	b.WriteString("Met says whether the target held in every run. What must never happen (a connection broken by a change, a datagram lost by per-port plugging) fails the benchmark's run instead of reporting a figure.\n")
+	b.WriteString("Met says whether the target held in every run. What must never happen (a long-lived connection broken by a change, a datagram lost by per-port plugging) fails the benchmark's run instead of reporting a figure.\n")
 	for _, area := range Areas {
 		fmt.Fprintf(&b, "\n## %s\n\n", area)
 		b.WriteString("| figure | target | measured | met | command |\n| --- | --- | --- | --- | --- |\n")
