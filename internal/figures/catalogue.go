@@ -81,6 +81,7 @@ var Rows = []Row{
 	{Area: AreaLive, What: "MTU +100, requests failed (3 nodes)", Job: "gap3", Of: m(gap3, "mtu-up-failed"), Target: AtMost(0)},
 	{Area: AreaLive, What: "VXLAN port, requests failed (3 nodes)", Job: "gap3", Of: m(gap3, "port-libovsdb-failed"), Target: AtMost(0)},
 	{Area: AreaLive, What: "the same window with no change, longest gap (3 nodes): the floor", Job: "gap3", Of: m(gap3, "no-change-gap-ms"), Shown: "ms"},
+	{Area: AreaLive, What: "the same windows with no change, requests failed (3 nodes): the floor", Job: "gap3", Of: m(gap3, "no-change-failed")},
 	{Area: AreaLive, What: "VXLAN port through ovs-vsctl at T0 (the old path), longest gap (3 nodes)", Job: "gap3", Of: m(gap3, "port-exec-gap-ms"), Shown: "ms"},
 	{Area: AreaLive, What: "tunnel port step, from its time to its commit, slowest node (3 nodes)", Job: "gap3", Of: m(gap3, "port-libovsdb-t0-commit-max-ms"), Shown: "ms", Target: Below(5)},
 	{Area: AreaLive, What: "tunnel port step, how late it started, p99 (3 nodes)", Job: "gap3", Of: m(gap3, "port-libovsdb-skew-p99-ms"), Shown: "ms"},
@@ -98,6 +99,7 @@ var Rows = []Row{
 	{Area: AreaLive, What: "MTU −100, requests failed (10 nodes)", Job: "gap10", Of: m(gap10, "mtu-down-failed"), Target: AtMost(0)},
 	{Area: AreaLive, What: "MTU +100, requests failed (10 nodes)", Job: "gap10", Of: m(gap10, "mtu-up-failed"), Target: AtMost(0)},
 	{Area: AreaLive, What: "VXLAN port, requests failed (10 nodes)", Job: "gap10", Of: m(gap10, "port-libovsdb-failed"), Target: AtMost(0)},
+	{Area: AreaLive, What: "the same windows with no change, requests failed (10 nodes): the floor", Job: "gap10", Of: m(gap10, "no-change-failed")},
 	{Area: AreaLive, What: "tunnel port step, from its time to its commit, slowest node (10 nodes)", Job: "gap10", Of: m(gap10, "port-libovsdb-t0-commit-max-ms"), Shown: "ms", Target: Below(5)},
 	{Area: AreaLive, What: "one agent sets a new MTU on 100 pods", Job: "setmtu", Of: m("BenchmarkSetMTU100Pods", "ms/100-pods"), Shown: "ms", Target: Below(1000)},
 

@@ -123,6 +123,8 @@ func BenchmarkLiveChangeGap(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
+					mustKeepConnections(b, "the same window with no change", idle)
+					gaps["no-change-failed"] += float64(failedRequests(idle))
 					gaps["no-change-gap-ms"] = max(gaps["no-change-gap-ms"], maxGap(idle))
 					gaps["machine-pause-ms"] = max(gaps["machine-pause-ms"], idle.Pause.MaxMs)
 				}

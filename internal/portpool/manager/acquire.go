@@ -93,19 +93,26 @@ func (m *Manager) Acquire(ctx context.Context, pod *corev1.Pod, key portpool.Key
 	}
 	bk := portpool.Bookkeeping{Name: owner, DeviceID: string(pod.UID)}
 	if m.opts.Deferred {
-		m.mu.Lock()
-		m.ledger.Set(port.ID, bk, m.opts.Now().Add(m.opts.FlushInterval))
-		m.mu.Unlock()
+		m.queueBookkeeping(port.ID, bk, m.opts.FlushInterval)
 	} else if err := m.sendBookkeeping(ctx, port.ID, bk); err != nil {
 		// The pod owns the port (recorded); the bookkeeping is retried in the background.
 		m.opts.Log.Error(err, "port bookkeeping failed; retrying in the background", "pod", owner, "port", port.ID)
-		m.mu.Lock()
-		m.ledger.Set(port.ID, bk, m.opts.Now().Add(m.opts.Backoff))
-		m.mu.Unlock()
+		m.queueBookkeeping(port.ID, bk, m.opts.Backoff)
 	}
 	m.metrics.acquire.WithLabelValues("hit").Inc()
 	m.metrics.acquireSeconds.Observe(m.opts.Now().Sub(start).Seconds())
 	return a, nil
+}
+
+// queueBookkeeping has an owner's bookkeeping sent after a while, unless the
+// owner let the port go meanwhile (a slow or failed update can outlast its
+// pod): sent after the port's reset, it would name a gone pod on a free port.
+func (m *Manager) queueBookkeeping(id string, bk portpool.Bookkeeping, after time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byOwner[bk.Name] == id {
+		m.ledger.Set(id, bk, m.opts.Now().Add(after))
+	}
 }
 
 type podGoneError struct{ reason string }
