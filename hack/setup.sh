@@ -65,7 +65,7 @@ echo "setup: downloading Go modules" >&2
 go mod download &
 mod_pid=$!
 start=$(date +%s)
-assets=$(hack/envtest-assets.sh)
+assets=$(hack/envtest-assets.sh) || { kill "$mod_pid" 2>/dev/null; exit 1; }
 echo "setup: kube-apiserver, etcd, kubectl, kubelet, kube-controller-manager, kube-scheduler and kube-proxy ready in $assets ($(( $(date +%s) - start )) s)" >&2
 wait "$mod_pid" || { echo "setup: go mod download failed" >&2; exit 1; }
 if [[ -n "$apt_pid" ]]; then

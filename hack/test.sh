@@ -143,12 +143,15 @@ lab_bench_smoke() { go test -short -run '^$' -bench . -benchtime 1x -timeout 30m
 # messages follow), a panic, a build error.
 failures() {
   awk '
-    /^[[:space:]]*--- FAIL|^FAIL|^panic:|^# |\.go:[0-9]+:[0-9]+: / {
-      if (/--- FAIL/) for (i = (n > 15 ? n - 15 : 0); i < n; i++) print ring[i % 15]
-      n = 0; print; after = 12; next
+    /^=== RUN/ { n = 0; more = 0; next }
+    /^[[:space:]]*--- FAIL/ {
+      if (n > 15) print "        ..."
+      for (i = (n > 15 ? n - 15 : 0); i < n; i++) print ring[i % 15]
+      n = 0; print; more = 30; indented = 1; next
     }
-    /^=== RUN/ { n = 0; after = 0; next }
-    after > 0 && !/^(ok|\?) / { print; after--; next }
+    /^FAIL|^panic:|^# |\.go:[0-9]+:[0-9]+: / { print; more = 12; indented = 0; next }
+    more > 0 && (!indented || /^[[:space:]]/) && !/^(ok|\?) / { print; more--; next }
+    { more = 0 }
     /^[[:space:]]+[^[:space:]]+_test\.go:[0-9]+: / || /^        / { ring[n++ % 15] = $0 }
   '
 }
@@ -220,7 +223,7 @@ if ((${#failed[@]})); then
   for t in "${failed[@]}"; do
     echo
     echo "=== what failed in tier $t"
-    quote=$(failures < "$results/$t.log" 2>/dev/null | head -n 80 || true)
+    quote=$({ failures < "$results/$t.log"; } 2>/dev/null | head -n 80 || true)
     # A tier that failed outside a test (a lint, a stale file): its last lines.
     [[ -n "$quote" ]] || quote=$(tail -n 15 "$results/$t.log" 2>/dev/null || true)
     echo "$quote"

@@ -192,15 +192,7 @@ func TestFailedBookkeepingOfAGonePod(t *testing.T) {
 	if _, ok := m.Release(f.ns + "/" + p.Name); !ok {
 		t.Fatal("release of a port in use failed")
 	}
-	f.eventually("the port reset and back in its pool", func() bool {
-		d, _ := m.Show(f.key)
-		for _, q := range d.ReadyPorts {
-			if q.ID == a.ID {
-				return true
-			}
-		}
-		return false
-	})
+	f.backInPool(m, a.ID)
 	time.Sleep(2 * f.backoff) // past the refused bookkeeping's retry
 	port, err := f.nc.GetPort(f.ctx, a.ID)
 	if err != nil {

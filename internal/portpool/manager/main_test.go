@@ -152,6 +152,20 @@ func (f *fixture) acquire(m *Manager, p *corev1.Pod) Assignment {
 	return a
 }
 
+// backInPool waits until port id is ready in the fixture's pool again.
+func (f *fixture) backInPool(m *Manager, id string) {
+	f.t.Helper()
+	f.eventually("port "+id+" back in its pool", func() bool {
+		d, _ := m.Show(f.key)
+		for _, q := range d.ReadyPorts {
+			if q.ID == id {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // tagged lists the ports of this test's cluster in Neutron.
 func (f *fixture) tagged() map[string]neutron.Port {
 	f.t.Helper()

@@ -66,15 +66,7 @@ func TestReleaseRecyclesThePort(t *testing.T) {
 	if _, ok := m.Release(f.ns + "/a"); !ok {
 		t.Fatal("release of a port in use failed")
 	}
-	f.eventually("the port back in its pool", func() bool {
-		d, _ := m.Show(f.key)
-		for _, q := range d.ReadyPorts {
-			if q.ID == a.ID {
-				return true
-			}
-		}
-		return false
-	})
+	f.backInPool(m, a.ID)
 	port, _ := f.nc.GetPort(f.ctx, a.ID)
 	if port.Name != portpool.AvailableName || port.DeviceID != "" {
 		t.Fatalf("recycled port %+v: want it reset", port)
