@@ -2,7 +2,7 @@
 # Runs every benchmark at full size, one job after another, and writes the
 # figures page docs/figures.md and its data docs/figures.json from that one
 # run (hack/figures: which benchmark measures what, each target, the median
-# and range of the runs, the command). Never run by CI: about 75 minutes on
+# and range of the runs, the command). Never run by CI: about an hour on
 # 2 cores. Sets everything up first, as hack/test.sh does.
 #
 #   hack/bench.sh               every job; writes docs/figures.{md,json}
