@@ -385,7 +385,10 @@ func (m *Manager) resolveBatches(ctx context.Context) {
 		m.mu.Lock()
 		delete(m.unresolved, tag)
 		if err == nil {
-			m.pool(b.key).Return(m.opts.Now(), ports...)
+			// The create happened after all: its error is no longer the pool's state.
+			p := m.pool(b.key)
+			p.backoff, p.lastError = 0, ""
+			p.Return(m.opts.Now(), ports...)
 		}
 		m.mu.Unlock()
 		if err != nil {
