@@ -59,10 +59,11 @@ if ((${#need_apt[@]})); then
   # Leave nothing half done: if a Go step fails, the install still finishes (and says so).
   trap 'if [[ -n "$apt_pid" ]]; then wait "$apt_pid" || cat "$apt_log" >&2; rm -f "$apt_log"; fi' EXIT
 fi
-# netshift's own modules download while the Kubernetes binaries' modules
-# download and build: the one waits on the network, the other mostly on the cores.
+# netshift's own modules (and the static tier's golangci-lint's) download while
+# the Kubernetes binaries' modules download and build: the one waits on the
+# network, the other mostly on the cores.
 echo "setup: downloading Go modules" >&2
-go mod download &
+{ go mod download && hack/golangci-lint.sh --download; } &
 mod_pid=$!
 start=$(date +%s)
 assets=$(hack/envtest-assets.sh) || { kill "$mod_pid" 2>/dev/null; exit 1; }

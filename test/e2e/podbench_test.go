@@ -45,14 +45,22 @@ type podBenchMode struct {
 	warm bool
 }
 
-var podBenchModes = []podBenchMode{
-	// Deferred: a released port is ready again at once, its reset waiting the recycle period (the
-	// default, 5 s) in case the next pod takes it first.
-	{"pooledDeferred", []string{"--pool-deferred-bookkeeping", "--pool-min-ready=40", "--pool-batch=20", "--pool-max-size=150"}, true},
-	{"pooledSync", []string{"--pool-min-ready=40", "--pool-batch=20", "--pool-max-size=150", "--pool-recycle-period=200ms"}, true},
-	// No pool: a port is made when a pod asks (one per create, as many at once as pods ask, up
-	// to the operator's most), and a free one is deleted at once.
-	{"unpooled", []string{"--pool-min-ready=0", "--pool-batch=1", "--pool-idle-timeout=1ns", "--pool-recycle-period=200ms", "--pool-max-concurrent-creates=64"}, false},
+// podBenchModes are the modes a run measures (with -short, the deferred mode
+// alone). A warm pool keeps 40 ports ready a node, made 20 at a time; with
+// -short 10, made 5 at a time: the smoke's 10 pods need no more, and
+// neutron-server making 120 ports on a busy CI machine took minutes.
+func podBenchModes() []podBenchMode {
+	pool := []string{fmt.Sprintf("--pool-min-ready=%d", smallest(40, 10)), fmt.Sprintf("--pool-batch=%d", smallest(20, 5)), "--pool-max-size=150"}
+	modes := []podBenchMode{
+		// Deferred: a released port is ready again at once, its reset waiting the recycle period (the
+		// default, 5 s) in case the next pod takes it first.
+		{"pooledDeferred", append([]string{"--pool-deferred-bookkeeping"}, pool...), true},
+		{"pooledSync", append(slices.Clone(pool), "--pool-recycle-period=200ms"), true},
+		// No pool: a port is made when a pod asks (one per create, as many at once as pods ask, up
+		// to the operator's most), and a free one is deleted at once.
+		{"unpooled", []string{"--pool-min-ready=0", "--pool-batch=1", "--pool-idle-timeout=1ns", "--pool-recycle-period=200ms", "--pool-max-concurrent-creates=64"}, false},
+	}
+	return smallest(modes, modes[:1])
 }
 
 // PodBenchLatency is one mode's pod creation to Ready, the median over the runs.
@@ -141,7 +149,7 @@ func BenchmarkPooledPodsToReady(b *testing.B) {
 	// With -short, the deferred mode alone: the synchronous and unpooled modes
 	// run against a real neutron-server in BenchmarkPortPools' smoke and the
 	// pool manager's integration tests; here they cost minutes of Neutron calls.
-	modes := smallest(podBenchModes, podBenchModes[:1])
+	modes := podBenchModes()
 	for i := 0; i < b.N; i++ {
 		for _, m := range modes {
 			setOperatorArgs(b, c, m.args)
