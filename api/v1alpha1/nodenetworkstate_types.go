@@ -299,8 +299,17 @@ type NodeNetworkStateStatus struct {
 	// DrainMessage explains what the drain waits for (a blocked eviction, a timeout). Written by the operator.
 	// +optional
 	DrainMessage string `json:"drainMessage,omitempty"`
-	// CordonedByNetshift is true when netshift cordoned the node and so will uncordon it; a node
-	// someone else cordoned is never uncordoned by netshift. Written by the operator.
+	// Holds are what holds the node now: a drain, a zone move, a live change. One record for
+	// every kind: the node counts once against its pool's maxParallel while it carries any hold
+	// but a live change's, and netshift uncordons it only when the last hold that needed it
+	// cordoned is gone. Written by the operator.
+	// +listType=map
+	// +listMapKey=kind
+	// +optional
+	Holds []NodeHold `json:"holds,omitempty"`
+	// CordonedByNetshift is true when netshift cordoned the node (for the first of its holds)
+	// and so uncordons it when the last hold that needed it cordoned goes; a node someone else
+	// cordoned is never uncordoned by netshift. Written by the operator.
 	// +optional
 	CordonedByNetshift bool `json:"cordonedByNetshift,omitempty"`
 	// DrainFailure is set when the drain of an operation was given up (drain timeout with
@@ -324,22 +333,41 @@ type NodeNetworkStateStatus struct {
 	// LiveChange is the agent's report on the node's part of a live change. Written by the agent.
 	// +optional
 	LiveChange *LiveChangeReport `json:"liveChange,omitempty"`
-	// LiveChangeCordoned names the live change for which the operator cordoned the node (an MTU
-	// change; a port change cordons nothing), so that it uncordons only what it cordoned. Written
-	// by the operator.
-	// +optional
-	LiveChangeCordoned string `json:"liveChangeCordoned,omitempty"`
-	// ZoneCordoned names the zone for whose move the operator cordoned the node (no pod is
-	// evicted: the node's pods keep running and their ports are recreated in the new zone), so
-	// that it uncordons only what it cordoned. Written by the operator.
-	// +optional
-	ZoneCordoned string `json:"zoneCordoned,omitempty"`
 	// ZoneRestart records the restart of the node's network plugin pod that the operator made
 	// for the node's move: the zone the node was labelled for and the pod it deleted, so that a
 	// restarted operator deletes that pod at most once more and waits for its successor.
 	// Written by the operator.
 	// +optional
 	ZoneRestart *ZoneRestart `json:"zoneRestart,omitempty"`
+}
+
+// HoldKind is what holds a node.
+// +kubebuilder:validation:Enum=Drain;ZoneMove;LiveChange
+type HoldKind string
+
+const (
+	// HoldDrain: the drain controller gave the node a slot of its pool for an operation.
+	HoldDrain HoldKind = "Drain"
+	// HoldZoneMove: the node is moving to another OVN interconnect zone.
+	HoldZoneMove HoldKind = "ZoneMove"
+	// HoldLiveChange: the node takes part in a live change. Every node of the cluster takes part
+	// at one synchronized time, so this hold never waits for, nor takes, a slot of its pool.
+	HoldLiveChange HoldKind = "LiveChange"
+)
+
+// NodeHold is one holder of a node.
+type NodeHold struct {
+	// Kind is what holds the node; a node carries at most one hold of each kind.
+	Kind HoldKind `json:"kind"`
+	// ID names the holder: the drain's operation, the zone the node moves to, the live change's ID.
+	// +kubebuilder:validation:MaxLength=253
+	ID string `json:"id"`
+	// Cordon is true when the holder needs the node cordoned (a drain, a zone move, an MTU
+	// change); a drain with drains disabled and a tunnel-port change leave it schedulable.
+	// +optional
+	Cordon bool `json:"cordon,omitempty"`
+	// Since is when the hold was taken.
+	Since metav1.Time `json:"since"`
 }
 
 // ZoneRestart is the operator's record of a network plugin pod it deleted to move a node.

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/rollout"
 )
 
@@ -49,8 +50,8 @@ type DrainReconciler struct {
 	// Settle is rollout.DrainPolicy.Settle.
 	Settle time.Duration
 
-	// pass serializes passes within this process; leader election keeps other processes out.
-	pass sync.Mutex
+	// Ledger serializes passes with every other grant of a node's slot (a zone move's start).
+	Ledger *Ledger
 }
 
 func (r *DrainReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
@@ -174,8 +175,8 @@ func MembershipHolding(nodes []corev1.Node, nps []v1alpha1.NodePool) (rollout.Me
 }
 
 func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	r.pass.Lock()
-	defer r.pass.Unlock()
+	r.Ledger.Lock()
+	defer r.Ledger.Unlock()
 	began := time.Now()
 	decisions := 0
 	defer func() {
@@ -201,7 +202,7 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 		if _, ok := s.nodes[name]; !ok {
 			continue // its node is gone; the nodestate controller deletes it
 		}
-		nd := rollout.NodeDrain{Name: name, Status: st.Status}
+		nd := rollout.NodeDrain{Name: name, Status: st.Status, Busy: hold.Busy(st.Status, v1alpha1.HoldDrain)}
 		if st.Status.DrainStatus == v1alpha1.Draining {
 			pods, err := r.podsToDrain(ctx, name)
 			if err != nil {
@@ -332,15 +333,6 @@ func (r *DrainReconciler) updateStatus(ctx context.Context, st *v1alpha1.NodeNet
 	return r.Client.Status().Patch(ctx, st, patch)
 }
 
-func (r *DrainReconciler) setUnschedulable(ctx context.Context, node *corev1.Node, unschedulable bool) error {
-	if node.Spec.Unschedulable == unschedulable {
-		return nil
-	}
-	patch := client.MergeFrom(node.DeepCopy())
-	node.Spec.Unschedulable = unschedulable
-	return r.Client.Patch(ctx, node, patch)
-}
-
 func (r *DrainReconciler) event(node *corev1.Node, eventType, reason, action, note string, args ...any) {
 	if node == nil || r.Recorder == nil {
 		return
@@ -371,34 +363,31 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 		})
 
 	case rollout.ActionAdmit:
-		// Record first, cordon second: a crash in between leaves a record that makes the next
-		// pass cordon again; the other order could leave a cordon nobody knows to undo.
-		ours := d.To == v1alpha1.Draining && !node.Spec.Unschedulable
-		msg := "configuring without a drain (drain disabled)"
-		if d.To == v1alpha1.Draining {
-			msg = "cordoned; evicting pods"
-			if !ours {
-				msg = "already cordoned by someone else (netshift will not uncordon it); evicting pods"
+		// The drain's hold: recorded first, the cordon second (takeHold). A node someone else
+		// cordoned stays theirs; one a zone move or a live change cordoned stays cordoned until
+		// its last holder lets go.
+		h := v1alpha1.NodeHold{Kind: v1alpha1.HoldDrain, ID: d.Operation, Cordon: d.To == v1alpha1.Draining}
+		var msg string
+		err := takeHold(ctx, r.Client, st, node, h, now, func(s *v1alpha1.NodeNetworkStateStatus) {
+			msg = "configuring without a drain (drain disabled)"
+			if d.To == v1alpha1.Draining {
+				msg = "cordoned; evicting pods"
+				if !s.CordonedByNetshift {
+					msg = "already cordoned by someone else (netshift will not uncordon it); evicting pods"
+				}
 			}
-		}
-		if err := r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
 			s.DrainStatus, s.Pool, s.DrainStartedAt, s.DrainMessage = d.To, pool, &mnow, msg
-			s.CordonedByNetshift = ours
-		}); err != nil {
+		})
+		if err != nil {
 			return 0, err
 		}
-		logger.Info("slot granted", "to", d.To, "cordonedByNetshift", ours)
+		logger.Info("slot granted", "to", d.To, "cordonedByNetshift", st.Status.CordonedByNetshift)
 		r.event(node, corev1.EventTypeNormal, "DrainStarted", "Admit", "pool %s granted node %s a slot for operation %s: %s", pool, d.Node, d.Operation, msg)
-		if ours {
-			if err := r.setUnschedulable(ctx, node, true); err != nil {
-				return 0, fmt.Errorf("cordon: %w", err)
-			}
-		}
 		return time.Millisecond, nil // start evicting at once
 
 	case rollout.ActionEvict, rollout.ActionTimeoutWait:
 		if st.Status.CordonedByNetshift {
-			if err := r.setUnschedulable(ctx, node, true); err != nil { // after a crash between record and cordon
+			if err := setUnschedulable(ctx, r.Client, node, true); err != nil { // after a crash between record and cordon
 				return 0, fmt.Errorf("cordon: %w", err)
 			}
 		}
@@ -435,29 +424,24 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 		})
 
 	case rollout.ActionRelease, rollout.ActionTimeoutFail:
-		// Uncordon first, record second: a crash in between repeats the (idempotent) uncordon;
-		// the other order could forget a cordon.
-		if st.Status.CordonedByNetshift {
-			if err := r.setUnschedulable(ctx, node, false); err != nil {
-				return 0, fmt.Errorf("uncordon: %w", err)
-			}
-		}
+		// The drain's hold goes (releaseHold: uncordoned first if it was the last hold netshift
+		// cordoned the node for, recorded second).
 		if started := st.Status.DrainStartedAt; started != nil {
 			r.Metrics.DrainDuration.WithLabelValues(pool).Observe(now.Sub(started.Time).Seconds())
 		}
 		if d.Action == rollout.ActionTimeoutFail {
 			logger.Info("drain given up", "reason", d.Reason)
-			r.event(node, corev1.EventTypeWarning, "DrainFailed", "Release", "%s; gave up (onTimeout: Fail), node uncordoned", d.Reason)
-			return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
-				s.DrainStatus, s.CordonedByNetshift = v1alpha1.DrainIdle, false
+			r.event(node, corev1.EventTypeWarning, "DrainFailed", "Release", "%s; gave up (onTimeout: Fail), its hold released", d.Reason)
+			return 0, releaseHold(ctx, r.Client, st, node, v1alpha1.HoldDrain, "", func(s *v1alpha1.NodeNetworkStateStatus) {
+				s.DrainStatus = v1alpha1.DrainIdle
 				s.DrainMessage = d.Reason + "; gave up (onTimeout: Fail)"
 				s.DrainFailure = &v1alpha1.DrainFailure{Operation: d.Operation, Reason: d.Reason, Time: mnow}
 			})
 		}
 		logger.Info("slot released")
 		r.event(node, corev1.EventTypeNormal, "DrainReleased", "Release", "node %s released its slot in pool %s (operation %s)", d.Node, pool, d.Operation)
-		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
-			s.DrainStatus, s.CordonedByNetshift, s.DrainMessage = v1alpha1.DrainIdle, false, ""
+		return 0, releaseHold(ctx, r.Client, st, node, v1alpha1.HoldDrain, "", func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.DrainStatus, s.DrainMessage = v1alpha1.DrainIdle, ""
 		})
 	}
 	return 0, fmt.Errorf("unknown drain action %q", d.Action)

@@ -325,7 +325,7 @@ func TestManyReconcilesAtOnce(t *testing.T) {
 	if err := (&operator.NodeStateReconciler{Client: mgr.GetClient(), Clock: metav1.Now}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	dr := &operator.DrainReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+	dr := &operator.DrainReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: &operator.Ledger{},
 		Metrics: operator.NewDrainMetrics(prometheus.NewRegistry()), Now: time.Now, RetryInterval: 100 * time.Millisecond}
 	if err := dr.SetupWithManager(ctx, mgr); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/ovs"
 )
@@ -311,26 +312,18 @@ func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.NodeNe
 	return nil
 }
 
-// schedule cordons every node for an MTU change (recording which it
-// cordoned), sets T0 and writes each node's steps.
+// schedule holds every node for an MTU change (a LiveChange hold that
+// cordons it: no new pods during the change; a tunnel-port change holds
+// nothing), sets T0 and writes each node's steps.
 func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.ClusterNetwork, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState) error {
 	ch := cn.Status.Change
 	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
-	// Cordon first (recorded before the cordon, as the drain controller does): no new pods
-	// during the change.
-	for i := range nodes {
-		n := &nodes[i]
-		nns := byNode[n.Name]
-		if c.Cordons() && !n.Spec.Unschedulable {
-			patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			nns.Status.LiveChangeCordoned = ch.ID
-			if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
-				return fmt.Errorf("node %s: record cordon: %w", n.Name, err)
-			}
-			npatch := client.MergeFrom(n.DeepCopy())
-			n.Spec.Unschedulable = true
-			if err := r.Client.Patch(ctx, n, npatch); err != nil {
-				return fmt.Errorf("node %s: cordon: %w", n.Name, err)
+	if c.Cordons() {
+		now := r.Now()
+		for i := range nodes {
+			h := v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: ch.ID, Cordon: true}
+			if err := takeHold(ctx, r.Client, byNode[nodes[i].Name], &nodes[i], h, now, nil); err != nil {
+				return fmt.Errorf("node %s: %w", nodes[i].Name, err)
 			}
 		}
 	}
@@ -356,7 +349,8 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Cluste
 	return nil
 }
 
-// finish uncordons the nodes this change cordoned and removes the plans.
+// finish gives back the nodes' holds of this change (each uncordoned unless
+// another hold still needs the cordon) and removes the plans.
 func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState, id string, keep ...string) error {
 	for i := range nodes {
 		n := &nodes[i]
@@ -364,16 +358,9 @@ func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, 
 		if nns == nil || slices.Contains(keep, n.Name) {
 			continue
 		}
-		if nns.Status.LiveChangeCordoned == id {
-			npatch := client.MergeFrom(n.DeepCopy())
-			n.Spec.Unschedulable = false
-			if err := r.Client.Patch(ctx, n, npatch); err != nil {
-				return fmt.Errorf("node %s: uncordon: %w", n.Name, err)
-			}
-			patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			nns.Status.LiveChangeCordoned = ""
-			if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
-				return fmt.Errorf("node %s: record uncordon: %w", n.Name, err)
+		if h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange); ok && h.ID == id {
+			if err := releaseHold(ctx, r.Client, nns, n, v1alpha1.HoldLiveChange, id, nil); err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
 			}
 		}
 		if nns.Spec.LiveChange != nil {

@@ -193,8 +193,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := lc.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up live change controller: %w", err)
 	}
+	// One ledger: a drain's slot and a zone move's are granted one at a time, against one count.
+	ledger := &Ledger{}
 	dr := &DrainReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: ledger,
 		Recorder: mgr.GetEventRecorder("netshift-drain"), Metrics: NewDrainMetrics(reg),
 		Now: time.Now, RetryInterval: o.EvictionRetry, Settle: o.AdmissionSettle,
 	}
@@ -213,7 +215,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Enabled: o.ZoneMigration, Now: time.Now,
 		Plugin: ZonePlugin{Namespace: o.zonePluginNamespace(), NodePods: pluginPods, Central: o.ZoneCentral, Replicas: o.ZoneCentralReplicas,
 			MoveTimeout: o.ZoneMoveTimeout},
-		Passes: zonePasses}
+		Passes: zonePasses, Ledger: ledger}
 	if err := zr.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up zone controller: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/rollout"
 )
 
@@ -94,6 +95,10 @@ func (r *NodeStateReconciler) adoptLegacyDrain(ctx context.Context, node *corev1
 		nns.Status.DrainStatus = st
 		nns.Status.DrainOperation = v1alpha1.LegacyDrainOperation
 		nns.Status.DrainStartedAt = &now
+		if rollout.HoldsSlot(st) {
+			hold.Take(&nns.Status, v1alpha1.NodeHold{Kind: v1alpha1.HoldDrain, ID: v1alpha1.LegacyDrainOperation, Cordon: st != v1alpha1.DrainDisabled}, true, now.Time)
+		}
+		// The legacy controller cordoned the node for its drain: the cordon is netshift's.
 		nns.Status.CordonedByNetshift = node.Spec.Unschedulable && rollout.HoldsSlot(st)
 		nns.Status.DrainMessage = fmt.Sprintf("adopted drain state %q from the node annotation %s", value, LegacyDrainAnnotation)
 		if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {

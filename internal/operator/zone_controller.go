@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/zones"
 )
 
@@ -67,6 +68,8 @@ type ZoneReconciler struct {
 	Now       func() time.Time
 	// Passes counts completed passes (netshift_zone_passes_total); nil counts nothing.
 	Passes prometheus.Counter
+	// Ledger serializes a move's start with every other grant of a node's slot (a drain's).
+	Ledger *Ledger
 }
 
 var zonesKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "zones"}}
@@ -178,7 +181,8 @@ func (r *ZoneReconciler) act(ctx context.Context, cl *cluster, d zones.Decision,
 	// Finished moves first: the plugin pod annotated its node, so its cordon goes.
 	for _, n := range cl.state.Nodes {
 		nns := cl.nodeStates[n.Name]
-		if nns != nil && (nns.Status.ZoneCordoned != "" || nns.Status.ZoneRestart != nil) && n.Zone == n.Target && n.Zone != "" {
+		_, held := hold.Of(statusOf(nns), v1alpha1.HoldZoneMove)
+		if nns != nil && (held || nns.Status.ZoneRestart != nil) && n.Zone == n.Target && n.Zone != "" {
 			if err := r.finishMove(ctx, nns); err != nil {
 				return err
 			}
@@ -197,18 +201,8 @@ func (r *ZoneReconciler) act(ctx context.Context, cl *cluster, d zones.Decision,
 	if err := r.centralStep(ctx, cl.central, st, d.Central); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(d.Move))
-	for n := range d.Move {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := r.startMove(ctx, cl.nodeStates[name], name, d.Move[name]); err != nil {
-			return err
-		}
-		st.Moving = append(st.Moving, name)
-		cl.steps[name] = r.pluginStep(cl, name, d.Move[name])
-		logger.Info("moving node", "node", name, "zone", d.Move[name])
+	if err := r.startMoves(ctx, cl, d.Move, st); err != nil {
+		return err
 	}
 	// Every move in progress (those just started too) gets its plugin pod restarted once.
 	for _, n := range cl.state.Nodes {
@@ -296,6 +290,12 @@ func (r *ZoneReconciler) read(ctx context.Context) (*cluster, error) {
 	// A pool whose spec cannot be used holds the nodes it might own (no move starts there);
 	// the drain controller reports it in the pool's status.
 	cl.state.Pools, _ = MembershipHolding(nodes.Items, nps.Items)
+	cl.state.Busy = map[string]bool{}
+	for name, nns := range cl.nodeStates {
+		if hold.Busy(nns.Status, v1alpha1.HoldZoneMove) {
+			cl.state.Busy[name] = true
+		}
+	}
 	if r.Plugin.NodePods != nil {
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.InNamespace(r.Plugin.Namespace), client.MatchingLabelsSelector{Selector: r.Plugin.NodePods}); err != nil {
@@ -402,9 +402,63 @@ func (r *ZoneReconciler) centralStep(ctx context.Context, dep *appsv1.Deployment
 	return nil
 }
 
-// startMove cordons the node (recorded first, so a restarted operator
-// uncordons only what it cordoned; no pod is evicted) and labels it for its
-// zone; its plugin pod is restarted by restartPlugin in the same pass.
+// startMoves starts the moves Decide picked, in name order, under the
+// ledger: each pool's busy nodes are counted again from the API server (the
+// cache may not show a drain granted a moment ago), and a move that no longer
+// fits waits for a later pass.
+func (r *ZoneReconciler) startMoves(ctx context.Context, cl *cluster, moves map[string]string, st *v1alpha1.ZonesStatus) error {
+	if len(moves) == 0 {
+		return nil
+	}
+	r.Ledger.Lock()
+	defer r.Ledger.Unlock()
+	var states v1alpha1.NodeNetworkStateList
+	if err := r.APIReader.List(ctx, &states); err != nil {
+		return fmt.Errorf("zones: list NodeNetworkStates: %w", err)
+	}
+	fresh := make(map[string]v1alpha1.NodeNetworkStateStatus, len(states.Items))
+	for i := range states.Items {
+		fresh[states.Items[i].Name] = states.Items[i].Status
+		if cl.nodeStates[states.Items[i].Name] != nil {
+			cl.nodeStates[states.Items[i].Name] = &states.Items[i]
+		}
+	}
+	pools := cl.state.Pools
+	busy := hold.Count(pools.Owner, fresh)
+	for _, n := range cl.state.Nodes {
+		if n.Moving() && !hold.Busy(fresh[n.Name]) {
+			busy[pools.Owner[n.Name]]++ // a move an older operator started, recorded without a hold
+		}
+	}
+	names := make([]string, 0, len(moves))
+	for n := range moves {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	logger := log.FromContext(ctx).WithName("zones")
+	for _, name := range names {
+		pool := pools.Owner[name]
+		if limit := pools.Limit[pool]; !hold.Busy(fresh[name]) && limit > 0 && busy[pool] >= limit {
+			logger.Info("move waits: its pool's slots are taken", "node", name, "pool", pool, "limit", limit)
+			continue
+		}
+		if !hold.Busy(fresh[name]) {
+			busy[pool]++
+		}
+		if err := r.startMove(ctx, cl.nodeStates[name], name, moves[name]); err != nil {
+			return err
+		}
+		st.Moving = append(st.Moving, name)
+		cl.steps[name] = r.pluginStep(cl, name, moves[name])
+		logger.Info("moving node", "node", name, "zone", moves[name])
+	}
+	return nil
+}
+
+// startMove takes the node's ZoneMove hold (recorded first, so a restarted
+// operator uncordons only what it cordoned; no pod is evicted), then cordons
+// and labels it for its zone in one patch; its plugin pod is restarted by
+// restartPlugin in the same pass.
 func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NodeNetworkState, node, zone string) error {
 	if nns == nil {
 		return fmt.Errorf("node %s: no NodeNetworkState yet to record its move to zone %s", node, zone)
@@ -413,15 +467,13 @@ func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NodeNetwor
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
 		return err
 	}
-	if !n.Spec.Unschedulable || nns.Status.ZoneCordoned != "" {
-		patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		nns.Status.ZoneCordoned = zone
-		if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
-			return fmt.Errorf("node %s: record the zone move's cordon: %w", node, err)
-		}
+	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	cordon := hold.Take(&nns.Status, v1alpha1.NodeHold{Kind: v1alpha1.HoldZoneMove, ID: zone, Cordon: true}, n.Spec.Unschedulable, r.Now())
+	if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
+		return fmt.Errorf("node %s: record its move to zone %s: %w", node, zone, err)
 	}
 	p := client.MergeFrom(n.DeepCopy())
-	n.Spec.Unschedulable = true
+	n.Spec.Unschedulable = n.Spec.Unschedulable || cordon == hold.Set
 	if n.Labels == nil {
 		n.Labels = map[string]string{}
 	}
@@ -461,24 +513,28 @@ func (r *ZoneReconciler) restartPlugin(ctx context.Context, nns *v1alpha1.NodeNe
 	return nil
 }
 
-// finishMove uncordons a node its plugin pod annotated and forgets the move.
-func (r *ZoneReconciler) finishMove(ctx context.Context, nns *v1alpha1.NodeNetworkState) error {
-	if nns.Status.ZoneCordoned != "" {
-		var n corev1.Node
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: nns.Name}, &n); err != nil {
-			return err
-		}
-		if n.Spec.Unschedulable {
-			p := client.MergeFrom(n.DeepCopy())
-			n.Spec.Unschedulable = false
-			if err := r.Client.Patch(ctx, &n, p); err != nil {
-				return fmt.Errorf("node %s: uncordon after its zone move: %w", n.Name, err)
-			}
-		}
+// statusOf is a node's NodeNetworkState status; the zero status when it has
+// none yet.
+func statusOf(nns *v1alpha1.NodeNetworkState) v1alpha1.NodeNetworkStateStatus {
+	if nns == nil {
+		return v1alpha1.NodeNetworkStateStatus{}
 	}
-	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	nns.Status.ZoneCordoned, nns.Status.ZoneRestart = "", nil
-	return r.Client.Status().Patch(ctx, nns, patch)
+	return nns.Status
+}
+
+// finishMove gives back the ZoneMove hold of a node its plugin pod
+// annotated (uncordoned if no other hold needs the cordon) and forgets the
+// move.
+func (r *ZoneReconciler) finishMove(ctx context.Context, nns *v1alpha1.NodeNetworkState) error {
+	var n corev1.Node
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: nns.Name}, &n); err != nil {
+		return err
+	}
+	err := releaseHold(ctx, r.Client, nns, &n, v1alpha1.HoldZoneMove, "", func(s *v1alpha1.NodeNetworkStateStatus) { s.ZoneRestart = nil })
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	return nil
 }
 
 func (r *ZoneReconciler) setCondition(st *v1alpha1.ZonesStatus, typ string, status metav1.ConditionStatus, reason, msg string, gen int64) {

@@ -19,29 +19,36 @@ func HoldsSlot(s v1alpha1.DrainStatus) bool {
 
 // Admit returns the nodes that may be given a slot now, in the order to admit
 // them: per pool, nodes in Drain_Required in name order, as many as the pool's
-// limit leaves free after counting the nodes that hold a slot. Pools are
-// visited in name order so the result is deterministic.
-func (m Membership) Admit(status map[string]v1alpha1.DrainStatus) []string {
+// limit leaves free after counting the nodes that hold a slot (for a drain,
+// or busy: held by something else that takes a slot, such as a zone move). A
+// busy node that waits is admitted at once: it holds its slot already. Pools
+// are visited in name order so the result is deterministic.
+func (m Membership) Admit(status map[string]v1alpha1.DrainStatus, busy map[string]bool) []string {
 	holding := make(map[string]int, len(m.Members))
 	waiting := make(map[string][]string, len(m.Members))
+	var admit []string
 	for node, s := range status {
 		pool, ok := m.Owner[node]
 		if !ok {
 			continue // a state for a node that is gone: it belongs to no pool
 		}
-		switch {
-		case HoldsSlot(s):
+		if HoldsSlot(s) || busy[node] {
 			holding[pool]++
-		case s == v1alpha1.DrainRequired && m.Held[node] == "":
-			waiting[pool] = append(waiting[pool], node)
+		}
+		if s == v1alpha1.DrainRequired && m.Held[node] == "" {
+			if busy[node] {
+				admit = append(admit, node)
+			} else {
+				waiting[pool] = append(waiting[pool], node)
+			}
 		}
 	}
+	sort.Strings(admit)
 	pools := make([]string, 0, len(waiting))
 	for p := range waiting {
 		pools = append(pools, p)
 	}
 	sort.Strings(pools)
-	var admit []string
 	for _, p := range pools {
 		w := waiting[p]
 		sort.Strings(w)
@@ -64,7 +71,7 @@ func (m Membership) Waves(need []string) [][]string {
 	}
 	var waves [][]string
 	for len(status) > 0 {
-		wave := m.Admit(status)
+		wave := m.Admit(status, nil)
 		if len(wave) == 0 {
 			break // cannot happen: every pool's limit is at least 1 or unlimited
 		}

@@ -33,6 +33,9 @@ type NodeDrain struct {
 	// PodsLeft counts the node's pods that a drain must still see gone (evictable ones, including
 	// those already terminating). Only read for nodes in Draining.
 	PodsLeft int
+	// Busy: the node holds a slot of its pool for something else than its drain (a zone move):
+	// it counts against the pool's limit, and its own drain takes no second slot.
+	Busy bool
 }
 
 // Action is one thing the drain controller does to one node.
@@ -123,8 +126,12 @@ func DecideDrains(m Membership, nodes []NodeDrain, policy DrainPolicy, now time.
 	}
 	// A node queued in this pass still reads Idle in status: it is admitted in a later pass,
 	// once its queueing is written.
+	busy := make(map[string]bool, len(sorted))
+	for _, n := range sorted {
+		busy[n.Name] = n.Busy
+	}
 	var admits []Decision
-	for _, name := range m.Admit(status) {
+	for _, name := range m.Admit(status, busy) {
 		admits = append(admits, Decision{Node: name, Action: ActionAdmit, Operation: ops[name], To: admitTo})
 	}
 	return append(append(freeing, progress...), admits...)

@@ -93,6 +93,22 @@ func TestReleaseFreesSlotInSamePass(t *testing.T) {
 	}
 }
 
+// TestANodeBusyWithAZoneMoveCountsAgainstThePool: a zone move holds a slot
+// too. Another node's drain waits for it; the moving node's own drain goes
+// at once, in the slot it holds.
+func TestANodeBusyWithAZoneMoveCountsAgainstThePool(t *testing.T) {
+	m := Resolve(nodes("a", "b"), []Pool{pool(t, "p", 1, intstr.FromInt32(1))})
+	waiting := v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}
+	got := DecideDrains(m, []NodeDrain{{Name: "a", Busy: true}, {Name: "b", Status: waiting}}, DefaultDrainPolicy, t0)
+	if len(got) != 0 {
+		t.Fatalf("decisions = %+v, want none: a's move holds the pool's one slot", got)
+	}
+	got = DecideDrains(m, []NodeDrain{{Name: "a", Busy: true, Status: waiting}, {Name: "b", Status: waiting}}, DefaultDrainPolicy, t0)
+	if len(got) != 1 || got[0].Action != ActionAdmit || got[0].Node != "a" {
+		t.Fatalf("decisions = %+v, want a admitted in the slot its move holds, b waiting", got)
+	}
+}
+
 func TestDrainDisabledAdmitsToDrainDisabled(t *testing.T) {
 	m := Resolve(nodes("a", "b"), nil)
 	ns := []NodeDrain{

@@ -51,7 +51,7 @@ func TestHoldKeepsOnlyWhatAnInvalidPoolMightTake(t *testing.T) {
 			for _, n := range []string{"A", "B", "C", "D"} {
 				status[n] = v1alpha1.DrainRequired
 			}
-			for _, n := range m.Admit(status) {
+			for _, n := range m.Admit(status, nil) {
 				if m.Held[n] != "" {
 					t.Errorf("admitted held node %s", n)
 				}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/rollout"
 	"netshift.io/netshift/internal/zones"
@@ -57,14 +58,16 @@ type Pool struct {
 
 // Node is one node's state.
 type Node struct {
-	Name          string `json:"name"`
-	DrainStatus   string `json:"drainStatus"`
-	SyncStatus    string `json:"syncStatus"`
-	Operation     string `json:"operation,omitempty"`
-	Cordoned      bool   `json:"cordoned"`
-	CordonedByUs  bool   `json:"cordonedByNetshift"`
-	Message       string `json:"message,omitempty"`
-	LastSyncError string `json:"lastSyncError,omitempty"`
+	Name         string `json:"name"`
+	DrainStatus  string `json:"drainStatus"`
+	SyncStatus   string `json:"syncStatus"`
+	Operation    string `json:"operation,omitempty"`
+	Cordoned     bool   `json:"cordoned"`
+	CordonedByUs bool   `json:"cordonedByNetshift"`
+	// Holds are what holds the node, each "Kind ID" (e.g. "Drain op-7", "ZoneMove node-1").
+	Holds         []string `json:"holds,omitempty"`
+	Message       string   `json:"message,omitempty"`
+	LastSyncError string   `json:"lastSyncError,omitempty"`
 	// LiveChange is the node's progress in the live change, e.g. "ready", "2/3 steps", "done".
 	LiveChange string `json:"liveChange,omitempty"`
 	// Zone is the node's OVN interconnect zone (its k8s.ovn.org/zone-name annotation), with the
@@ -147,7 +150,10 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 				if st.Spec.Operation != nil {
 					node.Operation = st.Spec.Operation.ID
 				}
-				if rollout.HoldsSlot(s.DrainStatus) {
+				for _, h := range s.Holds {
+					node.Holds = append(node.Holds, string(h.Kind)+" "+h.ID)
+				}
+				if rollout.HoldsSlot(s.DrainStatus) || hold.Busy(s) {
 					p.Draining++
 				}
 				node.LiveChange = liveChangeProgress(st, r.Change)
@@ -288,6 +294,13 @@ func (r Report) WriteText(w io.Writer) error {
 				if n.CordonedByUs {
 					c = "yes (netshift)"
 				}
+			}
+			if len(n.Holds) > 0 {
+				kinds := make([]string, len(n.Holds))
+				for i, h := range n.Holds {
+					kinds[i], _, _ = strings.Cut(h, " ")
+				}
+				c += ", held: " + strings.Join(kinds, "+")
 			}
 			msg := n.Message
 			if n.LiveChange != "" {

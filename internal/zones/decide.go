@@ -86,8 +86,11 @@ type State struct {
 	Nodes   []Node
 	Config  Config
 	Central Central
-	// Pools owns the nodes and limits how many of a pool move at once.
+	// Pools owns the nodes and limits how many of a pool are busy at once.
 	Pools rollout.Membership
+	// Busy are the nodes held by something else that takes a slot of their pool (a drain): they
+	// count against its limit, and a move of one of them takes no second slot.
+	Busy map[string]bool
 }
 
 // Decision is what to do now.
@@ -234,12 +237,13 @@ func downNodesToMove(nodes []Node, m Mode) []string {
 }
 
 // admit picks the nodes to start moving, in name order, under each pool's
-// limit counting the moves already in progress; a node that is down or
-// already moving to that zone is not picked again.
+// limit counting the nodes busy already (moving, or held by a drain); a node
+// that is down or already moving to that zone is not picked again, and a
+// node a drain holds moves in the slot it holds.
 func admit(s State, m Mode) map[string]string {
 	inFlight := map[string]int{}
 	for _, n := range s.Nodes {
-		if n.Moving() {
+		if n.Moving() || s.Busy[n.Name] {
 			inFlight[s.Pools.Owner[n.Name]]++
 		}
 	}
@@ -252,10 +256,12 @@ func admit(s State, m Mode) map[string]string {
 			continue
 		}
 		pool := s.Pools.Owner[n.Name]
-		if limit := s.Pools.Limit[pool]; limit > 0 && inFlight[pool] >= limit {
-			continue
+		if !s.Busy[n.Name] {
+			if limit := s.Pools.Limit[pool]; limit > 0 && inFlight[pool] >= limit {
+				continue
+			}
+			inFlight[pool]++
 		}
-		inFlight[pool]++
 		move[n.Name] = want
 	}
 	return move

@@ -215,6 +215,21 @@ func TestPoolLimitAndParallelism(t *testing.T) {
 	}
 }
 
+// TestADrainedNodeCountsAgainstThePool: a node a drain holds takes its
+// pool's slot; no other node of the pool starts moving, but the drained node
+// itself may move in the slot it holds.
+func TestADrainedNodeCountsAgainstThePool(t *testing.T) {
+	ns := nodes("global", "global", "global")
+	s := State{Nodes: ns, Config: Config{Mode: Multi, Definitive: true}, Central: CentralRunning, Pools: pools(t, ns, 1), Busy: map[string]bool{"n2": true}}
+	if d := Decide(s); len(d.Move) != 1 || d.Move["n2"] != "n2" {
+		t.Fatalf("moves %v, want n2 alone (its drain holds the pool's one slot)", d.Move)
+	}
+	s.Nodes[1].Target = "n2" // n2 moving, and still drained
+	if d := Decide(s); len(d.Move) != 0 {
+		t.Fatalf("moves %v, want none: n2 counts once, and the pool allows one", d.Move)
+	}
+}
+
 func TestADownNodeHoldsBeforeTheFinalStep(t *testing.T) {
 	ns := nodes("global", "global", "global")
 	ns[1].Ready = false

@@ -48,7 +48,7 @@ func waitZones(t *testing.T, c client.Client, name string, layout zones.Mode) *v
 	var states v1alpha1.NodeNetworkStateList
 	_ = c.List(context.Background(), &states)
 	for _, n := range states.Items {
-		t.Logf("node %s: zoneCordoned %q, zoneRestart %+v", n.Name, n.Status.ZoneCordoned, n.Status.ZoneRestart)
+		t.Logf("node %s: holds %+v, zoneRestart %+v", n.Name, n.Status.Holds, n.Status.ZoneRestart)
 	}
 	if st != nil {
 		for _, h := range st.Held {
