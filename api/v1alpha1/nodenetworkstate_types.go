@@ -333,6 +333,14 @@ type NodeNetworkStateStatus struct {
 	// LiveChange is the agent's report on the node's part of a live change. Written by the agent.
 	// +optional
 	LiveChange *LiveChangeReport `json:"liveChange,omitempty"`
+	// LiveChangeCordoned is what an older operator recorded of a live change's cordon. Deprecated:
+	// the operator turns it into a LiveChange hold (status.holds) and clears it; never written.
+	// +optional
+	LiveChangeCordoned string `json:"liveChangeCordoned,omitempty"`
+	// ZoneCordoned is what an older operator recorded of a zone move's cordon. Deprecated: the
+	// operator turns it into a ZoneMove hold (status.holds) and clears it; never written.
+	// +optional
+	ZoneCordoned string `json:"zoneCordoned,omitempty"`
 	// ZoneRestart records the restart of the node's network plugin pod that the operator made
 	// for the node's move: the zone the node was labelled for and the pod it deleted, so that a
 	// restarted operator deletes that pod at most once more and waits for its successor.

@@ -93,8 +93,8 @@ type NodePoolStatus struct {
 	// NodeCount is how many nodes the pool owns.
 	// +optional
 	NodeCount int32 `json:"nodeCount"`
-	// Draining is how many of the pool's nodes hold a configuration slot now (draining, drained,
-	// or configuring without a drain).
+	// Draining is how many of the pool's nodes hold a slot now: a drain's (draining, drained, or
+	// configuring without a drain) or a zone move's, each node counted once.
 	// +optional
 	Draining int32 `json:"draining"`
 	// Limit is maxParallel resolved against NodeCount: the most nodes that may hold a slot at once

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/rollout"
 )
 
 // TakesSlot says whether a hold of this kind counts against the node's pool.
@@ -30,11 +31,51 @@ func TakesSlot(k v1alpha1.HoldKind) bool { return k != v1alpha1.HoldLiveChange }
 
 // Busy says whether the node counts against its pool: it carries a hold that
 // takes a slot, other than one of the kinds except names (a controller asks
-// whether something else holds the node).
+// whether something else holds the node). A drain that holds its slot counts
+// even before its hold is recorded (a state an older operator wrote).
 func Busy(s v1alpha1.NodeNetworkStateStatus, except ...v1alpha1.HoldKind) bool {
+	if rollout.HoldsSlot(s.DrainStatus) && !slices.Contains(except, v1alpha1.HoldDrain) {
+		return true
+	}
 	return slices.ContainsFunc(s.Holds, func(h v1alpha1.NodeHold) bool {
 		return TakesSlot(h.Kind) && !slices.Contains(except, h.Kind)
 	})
+}
+
+// Adopt turns what an older operator recorded of its holds into holds: a
+// drain holding its slot, a zone move (zoneCordoned, or a plugin pod restart
+// in flight) and a live change's cordon (liveChangeCordoned). A cordon the
+// older operator recorded as its own stays netshift's. It reports whether s
+// changed; the caller writes it before deciding anything on it.
+func Adopt(s *v1alpha1.NodeNetworkStateStatus, now time.Time) bool {
+	changed := false
+	take := func(h v1alpha1.NodeHold, owned bool) {
+		if _, ok := Of(*s, h.Kind); !ok {
+			// The node is cordoned for it (as the older operator left it): nothing to cordon now.
+			Take(s, h, true, now)
+			changed = true
+		}
+		if owned && !s.CordonedByNetshift {
+			s.CordonedByNetshift, changed = true, true
+		}
+	}
+	if rollout.HoldsSlot(s.DrainStatus) {
+		take(v1alpha1.NodeHold{Kind: v1alpha1.HoldDrain, ID: s.DrainOperation, Cordon: s.DrainStatus != v1alpha1.DrainDisabled}, false)
+	}
+	if s.ZoneCordoned != "" || s.ZoneRestart != nil {
+		zone := s.ZoneCordoned
+		if zone == "" {
+			zone = s.ZoneRestart.Zone
+		}
+		take(v1alpha1.NodeHold{Kind: v1alpha1.HoldZoneMove, ID: zone, Cordon: true}, s.ZoneCordoned != "")
+	}
+	if s.LiveChangeCordoned != "" {
+		take(v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: s.LiveChangeCordoned, Cordon: true}, true)
+	}
+	if s.ZoneCordoned != "" || s.LiveChangeCordoned != "" {
+		s.ZoneCordoned, s.LiveChangeCordoned, changed = "", "", true
+	}
+	return changed
 }
 
 // Of returns the node's hold of kind k, if it has one.
@@ -104,7 +145,7 @@ func wanted(s *v1alpha1.NodeNetworkStateStatus, unschedulable bool) Cordon {
 	return Leave
 }
 
-// Count is how many nodes hold a slot in each pool: owner maps a node to its
+// Count is how many nodes are busy in each pool: owner maps a node to its
 // pool; a node whose pool is unknown counts nowhere.
 func Count(owner map[string]string, states map[string]v1alpha1.NodeNetworkStateStatus) map[string]int {
 	n := map[string]int{}

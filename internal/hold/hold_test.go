@@ -81,14 +81,17 @@ func TestLiveChangeTakesNoSlot(t *testing.T) {
 }
 
 // TestPropertyTheCordonFollowsTheHolds runs random sequences of holds taken
-// and given back by the three kinds, with a person cordoning and uncordoning
-// in between, and checks after every step what a cluster operator relies on:
-// a node netshift holds for a cordoning hold is cordoned; netshift lifts only
-// a cordon it set; once no hold needs it, netshift's cordon is gone; and a
-// cordon someone else set before netshift came is still there at the end.
+// and given back by the three kinds (some releases naming a holder that is
+// not the one holding), with a person cordoning an idle node or lifting
+// netshift's cordon by hand in between, and checks after every step what a
+// cluster operator relies on: once a hold has been taken or given back, a
+// node held for a cordoning hold is cordoned; netshift lifts only a cordon it
+// set; once no hold needs it, netshift's cordon is gone and netshift owns
+// none; and a cordon someone else set before netshift came is still there
+// at the end.
 func TestPropertyTheCordonFollowsTheHolds(t *testing.T) {
 	kinds := []v1alpha1.HoldKind{v1alpha1.HoldDrain, v1alpha1.HoldZoneMove, v1alpha1.HoldLiveChange}
-	for seed := int64(0); seed < 2000; seed++ {
+	for seed := int64(0); seed < 5000; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		var s v1alpha1.NodeNetworkStateStatus
 		theirs := rng.Intn(3) == 0 // cordoned by someone else before any hold
@@ -97,17 +100,33 @@ func TestPropertyTheCordonFollowsTheHolds(t *testing.T) {
 		fail := func(format string, args ...any) {
 			t.Fatalf("seed %d after %v: %s", seed, trace, fmt.Sprintf(format, args...))
 		}
-		for step := 0; step < 12; step++ {
+		for step := 0; step < 14; step++ {
 			k := kinds[rng.Intn(len(kinds))]
 			ownedBefore := s.CordonedByNetshift
 			var c Cordon
-			if rng.Intn(2) == 0 {
+			switch rng.Intn(5) {
+			case 0, 1:
 				cordon := rng.Intn(4) != 0
 				c = Take(&s, h(k, fmt.Sprint("id-", rng.Intn(2)), cordon), unschedulable, t0)
 				trace = append(trace, fmt.Sprintf("take %s cordon=%v", k, cordon))
-			} else {
-				c = Release(&s, k, "", unschedulable)
-				trace = append(trace, "release "+string(k))
+			case 2, 3:
+				id := []string{"", "id-0", "id-1"}[rng.Intn(3)]
+				held, _ := Of(s, k)
+				c = Release(&s, k, id, unschedulable)
+				trace = append(trace, fmt.Sprintf("release %s %q", k, id))
+				if _, still := Of(s, k); still && held.ID != "" && (id == "" || id == held.ID) {
+					fail("the hold of %s by %s outlived its release", k, held.ID)
+				}
+			default:
+				switch {
+				case unschedulable && s.CordonedByNetshift:
+					unschedulable = false // a person lifts netshift's cordon by hand
+					trace = append(trace, "person uncordons")
+				case !theirs && !unschedulable && len(s.Holds) == 0:
+					unschedulable, theirs = true, true // a person cordons an idle node: theirs from now on
+					trace = append(trace, "person cordons")
+				}
+				continue
 			}
 			switch c {
 			case Set:
@@ -128,13 +147,8 @@ func TestPropertyTheCordonFollowsTheHolds(t *testing.T) {
 			if !need && s.CordonedByNetshift {
 				fail("no hold needs the cordon and netshift still owns it")
 			}
-			if !need && ownedBefore && unschedulable {
+			if !need && ownedBefore && unschedulable && !theirs {
 				fail("netshift's cordon outlived its last hold")
-			}
-			if rng.Intn(8) == 0 && !theirs && len(s.Holds) == 0 {
-				// A person cordons an idle node: theirs from now on.
-				unschedulable, theirs = true, true
-				trace = append(trace, "person cordons")
 			}
 		}
 		for _, k := range kinds {
@@ -148,5 +162,36 @@ func TestPropertyTheCordonFollowsTheHolds(t *testing.T) {
 		if !theirs && unschedulable {
 			t.Fatalf("seed %d after %v: netshift left its cordon after every hold went", seed, trace)
 		}
+	}
+}
+
+// TestAdoptWhatAnOlderOperatorRecorded: the cordons and slots an older
+// operator recorded in its own fields become holds, its cordons stay
+// netshift's, and adopting twice changes nothing.
+func TestAdoptWhatAnOlderOperatorRecorded(t *testing.T) {
+	s := v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op-1",
+		ZoneCordoned: "node-1", LiveChangeCordoned: "mtu-2-1"}
+	if !Adopt(&s, t0) {
+		t.Fatal("nothing adopted")
+	}
+	var kinds []string
+	for _, x := range s.Holds {
+		kinds = append(kinds, fmt.Sprintf("%s %s %v", x.Kind, x.ID, x.Cordon))
+	}
+	want := "[Drain op-1 true ZoneMove node-1 true LiveChange mtu-2-1 true]"
+	if fmt.Sprint(kinds) != want || !s.CordonedByNetshift || s.ZoneCordoned != "" || s.LiveChangeCordoned != "" {
+		t.Fatalf("holds %v (want %s), owned %v, old fields %q %q", kinds, want, s.CordonedByNetshift, s.ZoneCordoned, s.LiveChangeCordoned)
+	}
+	if Adopt(&s, t0.Add(time.Hour)) {
+		t.Fatal("a second adoption changed the state")
+	}
+	if c := Release(&s, v1alpha1.HoldZoneMove, "", true); c != Leave {
+		t.Fatalf("the adopted move's end: %v, want the cordon kept for the drain and the change", c)
+	}
+	// A move an older operator started on a node someone else had cordoned: held, not owned.
+	s = v1alpha1.NodeNetworkStateStatus{ZoneRestart: &v1alpha1.ZoneRestart{Zone: "global"}}
+	Adopt(&s, t0)
+	if x, ok := Of(s, v1alpha1.HoldZoneMove); !ok || x.ID != "global" || s.CordonedByNetshift {
+		t.Fatalf("holds %+v, owned %v: want a ZoneMove hold for global, the cordon not netshift's", s.Holds, s.CordonedByNetshift)
 	}
 }

@@ -50,7 +50,7 @@ type DrainReconciler struct {
 	// Settle is rollout.DrainPolicy.Settle.
 	Settle time.Duration
 
-	// Ledger serializes passes with every other grant of a node's slot (a zone move's start).
+	// Ledger serializes passes with every other take and release of a node's hold.
 	Ledger *Ledger
 }
 
@@ -109,6 +109,9 @@ func (r *DrainReconciler) read(ctx context.Context) (*snapshot, error) {
 		s.nodes[nodes.Items[i].Name] = &nodes.Items[i]
 	}
 	for i := range states.Items {
+		if err := adoptHolds(ctx, r.Client, &states.Items[i], r.Now()); err != nil {
+			return nil, err
+		}
 		s.states[states.Items[i].Name] = &states.Items[i]
 	}
 	return s, nil

@@ -13,11 +13,13 @@ import (
 	"netshift.io/netshift/internal/hold"
 )
 
-// Ledger serializes the decisions that grant a node's slot within the
-// operator: the drain controller's passes and the zone controller's move
-// starts both count every kind of hold, read past the cache while they hold
-// it, so no two of them grant the last slot of a pool at once. Leader
-// election keeps other processes out. The zero value is ready to use.
+// Ledger serializes every take and release of a node's hold within the
+// operator: the drain controller's passes, the zone controller's move starts
+// and ends, and a live change's holds. Each reads the nodes and their states
+// past the cache while it holds the ledger, so no two grant the last slot of
+// a pool at once, and no release lifts a cordon that a hold taken a moment
+// before still needs. Leader election keeps other processes out. The zero
+// value is ready to use.
 type Ledger struct{ mu sync.Mutex }
 
 func (l *Ledger) Lock()   { l.mu.Lock() }
@@ -49,12 +51,15 @@ func takeHold(ctx context.Context, c client.Client, st *v1alpha1.NodeNetworkStat
 // node is uncordoned first if that was the last hold netshift cordoned it
 // for, then the state is written with whatever else mutate writes. A crash
 // in between repeats the (idempotent) uncordon; the other order could
-// forget a cordon.
+// forget a cordon. A write that fails after the uncordon puts the cordon
+// back (best effort: the next release finds the hold again). A node whose
+// cordon a remaining hold needs and someone lifted is cordoned again.
 func releaseHold(ctx context.Context, c client.Client, st *v1alpha1.NodeNetworkState, node *corev1.Node, k v1alpha1.HoldKind, id string,
 	mutate func(*v1alpha1.NodeNetworkStateStatus)) error {
 	next := st.Status.DeepCopy()
 	unschedulable := node != nil && node.Spec.Unschedulable
-	if hold.Release(next, k, id, unschedulable) == hold.Lift {
+	cordon := hold.Release(next, k, id, unschedulable)
+	if cordon == hold.Lift {
 		if err := setUnschedulable(ctx, c, node, false); err != nil {
 			return fmt.Errorf("uncordon after its %s hold (%s): %w", k, id, err)
 		}
@@ -65,9 +70,56 @@ func releaseHold(ctx context.Context, c client.Client, st *v1alpha1.NodeNetworkS
 		mutate(&st.Status)
 	}
 	if err := c.Status().Patch(ctx, st, patch); err != nil {
+		if cordon == hold.Lift {
+			_ = setUnschedulable(ctx, c, node, true)
+		}
 		return fmt.Errorf("record the end of its %s hold (%s): %w", k, id, err)
 	}
+	if cordon == hold.Set && node != nil {
+		if err := setUnschedulable(ctx, c, node, true); err != nil {
+			return fmt.Errorf("cordon again for the holds left after its %s hold (%s): %w", k, id, err)
+		}
+	}
 	return nil
+}
+
+// adoptHolds writes, once, the holds an older operator recorded in its own
+// fields (hold.Adopt), so that every decision after it reads one ledger.
+func adoptHolds(ctx context.Context, c client.Client, st *v1alpha1.NodeNetworkState, now time.Time) error {
+	patch := client.MergeFromWithOptions(st.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if !hold.Adopt(&st.Status, now) {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, st, patch); err != nil {
+		return fmt.Errorf("node %s: record as holds what an older operator recorded of its cordons and slots: %w", st.Name, err)
+	}
+	return nil
+}
+
+// freshNodes lists the nodes and their states past the cache, the older
+// operator's records adopted: what a ledger decision reads (call it with the
+// ledger held).
+func freshNodes(ctx context.Context, c client.Client, reader client.Reader, now time.Time) (map[string]*corev1.Node, map[string]*v1alpha1.NodeNetworkState, error) {
+	var nodes corev1.NodeList
+	if err := reader.List(ctx, &nodes); err != nil {
+		return nil, nil, fmt.Errorf("list nodes: %w", err)
+	}
+	var states v1alpha1.NodeNetworkStateList
+	if err := reader.List(ctx, &states); err != nil {
+		return nil, nil, fmt.Errorf("list NodeNetworkStates: %w", err)
+	}
+	byName := make(map[string]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	stateOf := make(map[string]*v1alpha1.NodeNetworkState, len(states.Items))
+	for i := range states.Items {
+		if err := adoptHolds(ctx, c, &states.Items[i], now); err != nil {
+			return nil, nil, err
+		}
+		stateOf[states.Items[i].Name] = &states.Items[i]
+	}
+	return byName, stateOf, nil
 }
 
 func setUnschedulable(ctx context.Context, c client.Client, node *corev1.Node, unschedulable bool) error {

@@ -54,6 +54,8 @@ type LiveChangeReconciler struct {
 	Spacing time.Duration
 	// RetryAfter is how long after failed preconditions a change is tried again.
 	RetryAfter time.Duration
+	// Ledger serializes the change's holds with the drains' and the zone moves'.
+	Ledger *Ledger
 	// OVNSouthbound, when set, is the OVN southbound database: a Geneve port change then goes
 	// into its Encap records at T0 instead of into each node's OVS.
 	OVNSouthbound *ovs.Southbound
@@ -319,12 +321,8 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Cluste
 	ch := cn.Status.Change
 	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
 	if c.Cordons() {
-		now := r.Now()
-		for i := range nodes {
-			h := v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: ch.ID, Cordon: true}
-			if err := takeHold(ctx, r.Client, byNode[nodes[i].Name], &nodes[i], h, now, nil); err != nil {
-				return fmt.Errorf("node %s: %w", nodes[i].Name, err)
-			}
+		if err := r.holdAll(ctx, nodes, byNode, ch.ID); err != nil {
+			return err
 		}
 	}
 	t0 := metav1.NewMicroTime(r.Now().Add(r.Lead))
@@ -349,19 +347,43 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Cluste
 	return nil
 }
 
+// holdAll takes every node's LiveChange hold for change id, under the
+// ledger and from fresh reads (another controller may have cordoned or
+// uncordoned a node since the pass read it); byNode gets the states written.
+func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState, id string) error {
+	r.Ledger.Lock()
+	defer r.Ledger.Unlock()
+	now := r.Now()
+	freshNode, freshState, err := freshNodes(ctx, r.Client, r.APIReader, now)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		node, nns := freshNode[n.Name], freshState[n.Name]
+		if node == nil || nns == nil {
+			return fmt.Errorf("node %s: gone while the change was scheduled", n.Name)
+		}
+		h := v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: id, Cordon: true}
+		if err := takeHold(ctx, r.Client, nns, node, h, now, nil); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		byNode[n.Name] = nns
+	}
+	return nil
+}
+
 // finish gives back the nodes' holds of this change (each uncordoned unless
-// another hold still needs the cordon) and removes the plans.
+// another hold still needs the cordon; under the ledger, from fresh reads)
+// and removes the plans.
 func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState, id string, keep ...string) error {
+	if err := r.releaseAll(ctx, nodes, byNode, id, keep); err != nil {
+		return err
+	}
 	for i := range nodes {
 		n := &nodes[i]
 		nns := byNode[n.Name]
 		if nns == nil || slices.Contains(keep, n.Name) {
 			continue
-		}
-		if h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange); ok && h.ID == id {
-			if err := releaseHold(ctx, r.Client, nns, n, v1alpha1.HoldLiveChange, id, nil); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
 		}
 		if nns.Spec.LiveChange != nil {
 			patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -370,6 +392,41 @@ func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, 
 				return fmt.Errorf("node %s: remove live change plan: %w", n.Name, err)
 			}
 		}
+	}
+	return nil
+}
+
+// releaseAll gives back the LiveChange holds of change id of every node but
+// keep's, under the ledger and from fresh reads; byNode gets the states
+// written.
+func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState, id string, keep []string) error {
+	held := false
+	for _, n := range nodes {
+		if nns := byNode[n.Name]; nns != nil && !slices.Contains(keep, n.Name) {
+			h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange)
+			held = held || (ok && h.ID == id) || nns.Status.LiveChangeCordoned == id
+		}
+	}
+	if !held {
+		return nil // a port change holds nothing: no fresh reads
+	}
+	r.Ledger.Lock()
+	defer r.Ledger.Unlock()
+	freshNode, freshState, err := freshNodes(ctx, r.Client, r.APIReader, r.Now())
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		node, nns := freshNode[n.Name], freshState[n.Name]
+		if node == nil || nns == nil || slices.Contains(keep, n.Name) {
+			continue
+		}
+		if h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange); ok && h.ID == id {
+			if err := releaseHold(ctx, r.Client, nns, node, v1alpha1.HoldLiveChange, id, nil); err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+		}
+		byNode[n.Name] = nns
 	}
 	return nil
 }

@@ -165,7 +165,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 			return nil, err
 		}
 	}
-	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now,
+	// One ledger: every hold of a node (a drain's, a zone move's, a live change's) is taken and
+	// given back one at a time, and a drain's slot and a zone move's are counted together.
+	ledger := &Ledger{}
+	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now, Ledger: ledger,
 		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry, TimeURL: o.TimeAdvertiseURL}
 	if o.OVNSouthbound != "" {
 		lc.OVNSouthbound = ovs.NewSouthbound(o.OVNSouthbound)
@@ -193,8 +196,6 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := lc.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up live change controller: %w", err)
 	}
-	// One ledger: a drain's slot and a zone move's are granted one at a time, against one count.
-	ledger := &Ledger{}
 	dr := &DrainReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: ledger,
 		Recorder: mgr.GetEventRecorder("netshift-drain"), Metrics: NewDrainMetrics(reg),

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/rollout"
 )
 
@@ -23,7 +24,7 @@ func NewDrainMetrics(reg prometheus.Registerer) *DrainMetrics {
 	m := &DrainMetrics{
 		NodesDraining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "netshift_drain_nodes_draining",
-			Help: "Nodes holding a configuration slot (draining, drained, or configuring without a drain), per pool.",
+			Help: "Nodes holding a slot of their pool (a drain, draining, drained or configuring without a drain; or a zone move), per pool.",
 		}, []string{"pool"}),
 		DrainDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "netshift_drain_duration_seconds",
@@ -49,7 +50,7 @@ func (m *DrainMetrics) observePass(mem rollout.Membership, states map[string]*v1
 		counts[pool] = 0
 	}
 	for name, st := range states {
-		if pool, ok := mem.Owner[name]; ok && rollout.HoldsSlot(st.Status.DrainStatus) {
+		if pool, ok := mem.Owner[name]; ok && hold.Busy(st.Status) {
 			counts[pool]++
 		}
 	}

@@ -74,7 +74,10 @@ func (r *NodeStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		log.FromContext(ctx).Info("created NodeNetworkState", "node", node.Name)
 		return ctrl.Result{RequeueAfter: 10 * time.Millisecond}, nil // adopt the legacy annotation on the next pass, from fresh state
 	}
-	return ctrl.Result{}, r.adoptLegacyDrain(ctx, &node, &nns)
+	if err := r.adoptLegacyDrain(ctx, &node, &nns); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, adoptHolds(ctx, r.Client, &nns, r.Clock().Time)
 }
 
 // adoptLegacyDrain moves the SR-IOV operator's node annotation into the
@@ -95,11 +98,10 @@ func (r *NodeStateReconciler) adoptLegacyDrain(ctx context.Context, node *corev1
 		nns.Status.DrainStatus = st
 		nns.Status.DrainOperation = v1alpha1.LegacyDrainOperation
 		nns.Status.DrainStartedAt = &now
-		if rollout.HoldsSlot(st) {
-			hold.Take(&nns.Status, v1alpha1.NodeHold{Kind: v1alpha1.HoldDrain, ID: v1alpha1.LegacyDrainOperation, Cordon: st != v1alpha1.DrainDisabled}, true, now.Time)
-		}
-		// The legacy controller cordoned the node for its drain: the cordon is netshift's.
-		nns.Status.CordonedByNetshift = node.Spec.Unschedulable && rollout.HoldsSlot(st)
+		// The legacy controller cordoned the node for its drain: the cordon is netshift's. The
+		// drain's hold is recorded with it.
+		nns.Status.CordonedByNetshift = nns.Status.CordonedByNetshift || (node.Spec.Unschedulable && rollout.HoldsSlot(st))
+		hold.Adopt(&nns.Status, now.Time)
 		nns.Status.DrainMessage = fmt.Sprintf("adopted drain state %q from the node annotation %s", value, LegacyDrainAnnotation)
 		if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
 			return fmt.Errorf("node %s: move annotation %s=%q into NodeNetworkState status: %w", node.Name, LegacyDrainAnnotation, value, err)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/rollout"
 )
 
@@ -19,7 +20,7 @@ import (
 func (r *DrainReconciler) writePoolStatus(ctx context.Context, s *snapshot, m rollout.Membership) error {
 	holding := map[string]int32{}
 	for name, st := range s.states {
-		if rollout.HoldsSlot(st.Status.DrainStatus) {
+		if hold.Busy(st.Status) {
 			holding[m.Owner[name]]++
 		}
 	}

@@ -68,7 +68,7 @@ type ZoneReconciler struct {
 	Now       func() time.Time
 	// Passes counts completed passes (netshift_zone_passes_total); nil counts nothing.
 	Passes prometheus.Counter
-	// Ledger serializes a move's start with every other grant of a node's slot (a drain's).
+	// Ledger serializes a move's start and end with every other take and release of a node's hold.
 	Ledger *Ledger
 }
 
@@ -178,16 +178,15 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 // restart, the ConfigMap deleted at the end of an upgrade.
 func (r *ZoneReconciler) act(ctx context.Context, cl *cluster, d zones.Decision, st *v1alpha1.ZonesStatus, cm *corev1.ConfigMap) error {
 	logger := log.FromContext(ctx).WithName("zones")
-	// Finished moves first: the plugin pod annotated its node, so its cordon goes.
+	// Finished moves first: the plugin pod annotated its node, so its hold goes.
+	var finished []string
 	for _, n := range cl.state.Nodes {
-		nns := cl.nodeStates[n.Name]
-		_, held := hold.Of(statusOf(nns), v1alpha1.HoldZoneMove)
-		if nns != nil && (held || nns.Status.ZoneRestart != nil) && n.Zone == n.Target && n.Zone != "" {
-			if err := r.finishMove(ctx, nns); err != nil {
-				return err
-			}
-			logger.Info("node moved", "node", n.Name, "zone", n.Zone)
+		if movedInto(statusOf(cl.nodeStates[n.Name]), n.Zone) && n.Zone == n.Target {
+			finished = append(finished, n.Name)
 		}
+	}
+	if err := r.finishMoves(ctx, finished); err != nil {
+		return err
 	}
 	if d.WriteIntermediate {
 		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: zones.ConfigMapName, Namespace: r.Namespace,
@@ -292,7 +291,9 @@ func (r *ZoneReconciler) read(ctx context.Context) (*cluster, error) {
 	cl.state.Pools, _ = MembershipHolding(nodes.Items, nps.Items)
 	cl.state.Busy = map[string]bool{}
 	for name, nns := range cl.nodeStates {
-		if hold.Busy(nns.Status, v1alpha1.HoldZoneMove) {
+		s := nns.Status.DeepCopy()
+		hold.Adopt(s, r.Now()) // counted as the ledger will hold it once written
+		if hold.Busy(*s, v1alpha1.HoldZoneMove) {
 			cl.state.Busy[name] = true
 		}
 	}
@@ -412,22 +413,20 @@ func (r *ZoneReconciler) startMoves(ctx context.Context, cl *cluster, moves map[
 	}
 	r.Ledger.Lock()
 	defer r.Ledger.Unlock()
-	var states v1alpha1.NodeNetworkStateList
-	if err := r.APIReader.List(ctx, &states); err != nil {
-		return fmt.Errorf("zones: list NodeNetworkStates: %w", err)
+	nodes, states, err := freshNodes(ctx, r.Client, r.APIReader, r.Now())
+	if err != nil {
+		return fmt.Errorf("zones: %w", err)
 	}
-	fresh := make(map[string]v1alpha1.NodeNetworkStateStatus, len(states.Items))
-	for i := range states.Items {
-		fresh[states.Items[i].Name] = states.Items[i].Status
-		if cl.nodeStates[states.Items[i].Name] != nil {
-			cl.nodeStates[states.Items[i].Name] = &states.Items[i]
-		}
+	fresh := make(map[string]v1alpha1.NodeNetworkStateStatus, len(states))
+	for name, nns := range states {
+		fresh[name] = nns.Status
+		cl.nodeStates[name] = nns
 	}
 	pools := cl.state.Pools
 	busy := hold.Count(pools.Owner, fresh)
-	for _, n := range cl.state.Nodes {
-		if n.Moving() && !hold.Busy(fresh[n.Name]) {
-			busy[pools.Owner[n.Name]]++ // a move an older operator started, recorded without a hold
+	for _, n := range nodes {
+		if nodeMoving(n) && !hold.Busy(fresh[n.Name]) {
+			busy[pools.Owner[n.Name]]++ // a move an older operator started and nothing recorded
 		}
 	}
 	names := make([]string, 0, len(moves))
@@ -445,7 +444,10 @@ func (r *ZoneReconciler) startMoves(ctx context.Context, cl *cluster, moves map[
 		if !hold.Busy(fresh[name]) {
 			busy[pool]++
 		}
-		if err := r.startMove(ctx, cl.nodeStates[name], name, moves[name]); err != nil {
+		if nodes[name] == nil {
+			continue // gone since the pass read it
+		}
+		if err := r.startMove(ctx, states[name], nodes[name], moves[name]); err != nil {
 			return err
 		}
 		st.Moving = append(st.Moving, name)
@@ -458,19 +460,16 @@ func (r *ZoneReconciler) startMoves(ctx context.Context, cl *cluster, moves map[
 // startMove takes the node's ZoneMove hold (recorded first, so a restarted
 // operator uncordons only what it cordoned; no pod is evicted), then cordons
 // and labels it for its zone in one patch; its plugin pod is restarted by
-// restartPlugin in the same pass.
-func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NodeNetworkState, node, zone string) error {
+// restartPlugin in the same pass. The caller holds the ledger and read n and
+// nns past the cache.
+func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NodeNetworkState, n *corev1.Node, zone string) error {
 	if nns == nil {
-		return fmt.Errorf("node %s: no NodeNetworkState yet to record its move to zone %s", node, zone)
-	}
-	var n corev1.Node
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
-		return err
+		return fmt.Errorf("node %s: no NodeNetworkState yet to record its move to zone %s", n.Name, zone)
 	}
 	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	cordon := hold.Take(&nns.Status, v1alpha1.NodeHold{Kind: v1alpha1.HoldZoneMove, ID: zone, Cordon: true}, n.Spec.Unschedulable, r.Now())
 	if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
-		return fmt.Errorf("node %s: record its move to zone %s: %w", node, zone, err)
+		return fmt.Errorf("node %s: record its move to zone %s: %w", n.Name, zone, err)
 	}
 	p := client.MergeFrom(n.DeepCopy())
 	n.Spec.Unschedulable = n.Spec.Unschedulable || cordon == hold.Set
@@ -478,8 +477,8 @@ func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NodeNetwor
 		n.Labels = map[string]string{}
 	}
 	n.Labels[zones.ZoneLabel] = zone
-	if err := r.Client.Patch(ctx, &n, p); err != nil {
-		return fmt.Errorf("node %s: cordon and label %s=%s for its move: %w", node, zones.ZoneLabel, zone, err)
+	if err := r.Client.Patch(ctx, n, p); err != nil {
+		return fmt.Errorf("node %s: cordon and label %s=%s for its move: %w", n.Name, zones.ZoneLabel, zone, err)
 	}
 	return nil
 }
@@ -522,17 +521,54 @@ func statusOf(nns *v1alpha1.NodeNetworkState) v1alpha1.NodeNetworkStateStatus {
 	return nns.Status
 }
 
-// finishMove gives back the ZoneMove hold of a node its plugin pod
-// annotated (uncordoned if no other hold needs the cordon) and forgets the
-// move.
-func (r *ZoneReconciler) finishMove(ctx context.Context, nns *v1alpha1.NodeNetworkState) error {
-	var n corev1.Node
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: nns.Name}, &n); err != nil {
-		return err
+// nodeMoving says whether the node is labelled for a zone it has not joined.
+func nodeMoving(n *corev1.Node) bool {
+	return zones.Node{Zone: n.Annotations[zones.ZoneAnnotation], Target: n.Labels[zones.ZoneLabel]}.Moving()
+}
+
+// movedInto says whether the node's state records a move into zone (its
+// ZoneMove hold, or the plugin pod restart of an older operator's move): a
+// hold for another zone is a move that has only begun.
+func movedInto(s v1alpha1.NodeNetworkStateStatus, zone string) bool {
+	if zone == "" {
+		return false
 	}
-	err := releaseHold(ctx, r.Client, nns, &n, v1alpha1.HoldZoneMove, "", func(s *v1alpha1.NodeNetworkStateStatus) { s.ZoneRestart = nil })
-	if err != nil {
-		return fmt.Errorf("node %s: %w", n.Name, err)
+	if h, ok := hold.Of(s, v1alpha1.HoldZoneMove); ok {
+		return h.ID == zone
+	}
+	return s.ZoneRestart != nil && s.ZoneRestart.Zone == zone
+}
+
+// finishMoves gives back the ZoneMove holds of the nodes the cache shows
+// moved, under the ledger and checked again past the cache (uncordoned if no
+// other hold needs the cordon), and forgets their moves.
+func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	r.Ledger.Lock()
+	defer r.Ledger.Unlock()
+	for _, name := range names {
+		var n corev1.Node
+		var nns v1alpha1.NodeNetworkState
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &n); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &nns); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if err := adoptHolds(ctx, r.Client, &nns, r.Now()); err != nil {
+			return err
+		}
+		zone := n.Annotations[zones.ZoneAnnotation]
+		if !movedInto(nns.Status, zone) || n.Labels[zones.ZoneLabel] != zone {
+			continue // the cache was behind
+		}
+		err := releaseHold(ctx, r.Client, &nns, &n, v1alpha1.HoldZoneMove, "", func(s *v1alpha1.NodeNetworkStateStatus) { s.ZoneRestart = nil })
+		if err != nil {
+			return fmt.Errorf("node %s: %w", name, err)
+		}
+		log.FromContext(ctx).WithName("zones").Info("node moved", "node", name, "zone", zone)
 	}
 	return nil
 }

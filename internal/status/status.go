@@ -153,7 +153,7 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 				for _, h := range s.Holds {
 					node.Holds = append(node.Holds, string(h.Kind)+" "+h.ID)
 				}
-				if rollout.HoldsSlot(s.DrainStatus) || hold.Busy(s) {
+				if hold.Busy(s) {
 					p.Draining++
 				}
 				node.LiveChange = liveChangeProgress(st, r.Change)
