@@ -439,6 +439,8 @@ func (r *ZoneReconciler) startMoves(ctx context.Context, cl *cluster, moves map[
 		pool := pools.Owner[name]
 		if limit := pools.Limit[pool]; !hold.Busy(fresh[name]) && limit > 0 && busy[pool] >= limit {
 			logger.Info("move waits: its pool's slots are taken", "node", name, "pool", pool, "limit", limit)
+			st.Message = strings.TrimPrefix(st.Message+fmt.Sprintf("; node %s waits for a slot of pool %s (%d of %d busy: drains and moves count together)",
+				name, pool, busy[pool], limit), "; ")
 			continue
 		}
 		if !hold.Busy(fresh[name]) {
