@@ -114,7 +114,9 @@ func StartWith(o Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read embedded manifests: %w", err)
 	}
-	te := &envtest.Environment{BinaryAssetsDirectory: assets}
+	// envtest gives each component 20 s to answer: on a 2-core machine busy with a lab, a cold
+	// kube-apiserver took longer five times in a row and the test never started.
+	te := &envtest.Environment{BinaryAssetsDirectory: assets, ControlPlaneStartTimeout: 2 * time.Minute}
 	if o.Dir != "" {
 		// etcd's data beside the rest: whoever owns Dir (a lab, a test) owns all of it.
 		te.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(o.Dir, "etcd")}

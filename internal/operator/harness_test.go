@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -234,9 +235,14 @@ func isFinished(s v1alpha1.NodeNetworkStateStatus, op string) bool {
 		s.DrainStatus == v1alpha1.DrainIdle
 }
 
+// waitFinished waits until every node's agent finished op and its slot is
+// released; on timeout it says where each unfinished node stands. Four
+// minutes: an operator that takes over waits out its predecessor's lease, and
+// a cold CI machine runs a lab beside these tests.
 func (cl *cluster) waitFinished(op string, nodes ...string) {
 	cl.t.Helper()
-	cl.eventually(120*time.Second, fmt.Sprintf("operation %s finished on %d nodes", op, len(nodes)), func() bool {
+	var left []string
+	cl.eventually(4*time.Minute, fmt.Sprintf("operation %s finished on %d nodes", op, len(nodes)), func() bool {
 		var list v1alpha1.NodeNetworkStateList
 		if err := cl.c.List(cl.ctx, &list); err != nil {
 			return false
@@ -245,20 +251,26 @@ func (cl *cluster) waitFinished(op string, nodes ...string) {
 		for _, n := range list.Items {
 			byName[n.Name] = n.Status
 		}
+		left = left[:0]
 		for _, n := range nodes {
-			if !isFinished(byName[n], op) {
-				return false
+			if s := byName[n]; !isFinished(s, op) {
+				left = append(left, fmt.Sprintf("%s (drain %q %q, sync %q of %q)", n, s.DrainStatus, s.DrainMessage, s.SyncStatus, s.SyncOperation))
 			}
 		}
-		return true
-	})
+		return len(left) == 0
+	}, func() string { return "not finished: " + strings.Join(left, "; ") })
 }
 
-func (cl *cluster) eventually(timeout time.Duration, what string, cond func() bool) {
+// eventually waits until cond holds; on timeout it fails the test with what
+// it waited for and, if given, what explain says of where things stand.
+func (cl *cluster) eventually(timeout time.Duration, what string, cond func() bool, explain ...func() string) {
 	cl.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
+			for _, e := range explain {
+				what += ": " + e()
+			}
 			cl.t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
 		time.Sleep(20 * time.Millisecond)
