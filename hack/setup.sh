@@ -63,7 +63,12 @@ fi
 # the Kubernetes binaries' modules download and build: the one waits on the
 # network, the other mostly on the cores.
 echo "setup: downloading Go modules" >&2
-{ go mod download && hack/golangci-lint.sh --download; } &
+# The subshell passes a kill on to the download it runs (setup kills it when the build fails).
+(
+  trap 'kill $(jobs -p) 2>/dev/null; exit 1' TERM
+  go mod download & wait $! || exit
+  hack/golangci-lint.sh --download & wait $!
+) &
 mod_pid=$!
 start=$(date +%s)
 assets=$(hack/envtest-assets.sh) || { kill "$mod_pid" 2>/dev/null; exit 1; }
