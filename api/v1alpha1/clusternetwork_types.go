@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // ClusterNetworkName is the name of the one ClusterNetwork a cluster has.
@@ -38,6 +39,48 @@ type DrainSettings struct {
 	// +optional
 	// +kubebuilder:default=Wait
 	OnTimeout OnDrainTimeout `json:"onTimeout,omitempty"`
+}
+
+// FailureAction is what a live change does with a node whose step failed.
+//
+// +kubebuilder:validation:Enum=Rollback;Reboot;None
+type FailureAction string
+
+const (
+	// FailureRollback: roll the node back live to the values it had; a node whose rollback also
+	// fails stays cordoned and is reported, for a person.
+	FailureRollback FailureAction = "Rollback"
+	// FailureReboot: roll the node back live; a node that cannot be brought to the cluster's
+	// values live is rebooted into them through the drain controller, under its NodePool's limit.
+	FailureReboot FailureAction = "Reboot"
+	// FailureNone: touch nothing more; the node stays cordoned and is reported, for a person.
+	FailureNone FailureAction = "None"
+)
+
+// FailurePolicy says what a live change does when nodes fail their steps.
+type FailurePolicy struct {
+	// Action is what happens to a node whose step failed: Rollback (roll it back live to the
+	// values it had, the default), Reboot (as Rollback, and a node that cannot be brought to the
+	// cluster's values live is rebooted into them through the drain controller, never more at
+	// once than its NodePool's maxParallel), or None (leave it cordoned for a person).
+	// +optional
+	// +kubebuilder:default=Rollback
+	Action FailureAction `json:"action,omitempty"`
+	// MaxFailedNodes is how many nodes may fail their steps while the change still completes on
+	// the others: a count from 0 to 10000, or a percentage from "0%" to "100%" of the nodes,
+	// rounded down. When more fail (a systematic failure), the change stops everywhere: every
+	// node is rolled back live at a new synchronized time. The default, 0, stops the change at
+	// the first failed node.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 0 && self <= 10000) : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="maxFailedNodes must be a count from 0 to 10000 or a percentage from \"0%\" to \"100%\""
+	MaxFailedNodes *intstr.IntOrString `json:"maxFailedNodes,omitempty"`
+	// RebootControlPlane allows the Reboot action on control-plane nodes (labelled
+	// node-role.kubernetes.io/control-plane or node-role.kubernetes.io/master). Off by default:
+	// such a node is left cordoned for a person instead.
+	// +optional
+	RebootControlPlane bool `json:"rebootControlPlane,omitempty"`
 }
 
 // Encapsulation is the overlay's tunnel protocol.
@@ -109,6 +152,10 @@ type ClusterNetworkSpec struct {
 	// Drain says how nodes are drained while netshift configures them.
 	// +optional
 	Drain DrainSettings `json:"drain,omitempty"`
+	// OnFailure says what a live change does when nodes fail their steps.
+	// +optional
+	// +kubebuilder:default={}
+	OnFailure FailurePolicy `json:"onFailure,omitempty"`
 }
 
 // AppliedNetwork is what is in force on the nodes.
@@ -137,7 +184,7 @@ const (
 
 // ChangePhase is where a live change stands.
 //
-// +kubebuilder:validation:Enum=Preconditions;Scheduled;Succeeded;Failed;Aborted
+// +kubebuilder:validation:Enum=Preconditions;Scheduled;RollingBack;Succeeded;RolledBack;Failed;Aborted
 type ChangePhase string
 
 const (
@@ -145,6 +192,12 @@ const (
 	PhasePreconditions ChangePhase = "Preconditions"
 	// PhaseScheduled: nodes are cordoned, T0 and the step schedule are set; agents apply the steps.
 	PhaseScheduled ChangePhase = "Scheduled"
+	// PhaseRollingBack: nodes failed their steps; the failed nodes (or, past spec.onFailure's
+	// maxFailedNodes, every node) are rolled back live at status.change.rollback.t0.
+	PhaseRollingBack ChangePhase = "RollingBack"
+	// PhaseRolledBack: the change stopped everywhere and every node was rolled back live to the
+	// values from before it; nothing is left changed.
+	PhaseRolledBack ChangePhase = "RolledBack"
 	// PhaseSucceeded: every node applied every step; the new values are applied.
 	PhaseSucceeded ChangePhase = "Succeeded"
 	// PhaseFailed: a precondition or a step failed; see the conditions and the nodes' status.
@@ -154,7 +207,9 @@ const (
 )
 
 // Active reports whether a change in this phase is still in progress.
-func (p ChangePhase) Active() bool { return p == PhasePreconditions || p == PhaseScheduled }
+func (p ChangePhase) Active() bool {
+	return p == PhasePreconditions || p == PhaseScheduled || p == PhaseRollingBack
+}
 
 // NetworkChange is a live change of the MTU or a tunnel port.
 type NetworkChange struct {
@@ -183,8 +238,8 @@ type NetworkChange struct {
 	// Applied is how many nodes applied every step.
 	// +optional
 	Applied int32 `json:"applied,omitempty"`
-	// Failed is how many nodes failed a precondition or a step (a silent node that later converged
-	// no longer counts).
+	// Failed is how many nodes failed a precondition, or are not in step after the change's steps
+	// (failed, silent, held or rebooting); a node that comes back in step no longer counts.
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
 	// Message says what the change waits for, or why it failed, naming the nodes.
@@ -195,11 +250,32 @@ type NetworkChange struct {
 	// T0, then Done or the error.
 	// +optional
 	Southbound string `json:"southbound,omitempty"`
-	// Converging are the nodes that were silent past T0: their plans stay, and each is uncordoned
-	// once its agent has come back and applied its steps late.
+	// Converging are the nodes that were silent past T0 (or past the rollback's): their plans
+	// stay, and each is uncordoned once its agent has come back and run its steps late.
 	// +optional
 	// +listType=atomic
 	Converging []string `json:"converging,omitempty"`
+	// Held are the nodes left off the cluster's values for a person (a failed step or rollback
+	// under spec.onFailure.action Rollback or None, a control-plane node, a failed reboot): each
+	// stays cordoned until a Reboot operation started after the change succeeds on it
+	// (`netshift reconfigure --reboot --nodes NODE`).
+	// +optional
+	// +listType=atomic
+	Held []string `json:"held,omitempty"`
+	// Rollback is the live rollback of the nodes that failed (or of every node), once steps failed.
+	// +optional
+	Rollback *ChangeRollback `json:"rollback,omitempty"`
+	// Rebooting are the nodes the operator reboots through the drain controller because they could
+	// not be brought to the cluster's values live (spec.onFailure.action Reboot). Each is cordoned
+	// by its drain once its NodePool has a slot, and back in service once its agent checked it on
+	// its new boot; one whose reboot fails is cordoned again and moves to held, for a person.
+	// +optional
+	// +listType=atomic
+	Rebooting []string `json:"rebooting,omitempty"`
+	// Generation is the ClusterNetwork's metadata.generation that asked for the change: a change
+	// that failed in its steps is asked again only by a later edit of the spec.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
 	// Attempt counts the tries of this change; a change whose preconditions failed (nothing was
 	// touched) is tried again at RetryAt, so it goes through once the cause is fixed.
 	// +optional
@@ -207,6 +283,23 @@ type NetworkChange struct {
 	// RetryAt is when a change whose preconditions failed is tried again.
 	// +optional
 	RetryAt *metav1.Time `json:"retryAt,omitempty"`
+}
+
+// ChangeRollback is a live rollback of a change's nodes to the values from before it.
+type ChangeRollback struct {
+	// All is true when the change stopped everywhere (more nodes failed than
+	// spec.onFailure.maxFailedNodes allows) and every node is rolled back; false when only the
+	// failed nodes are, and the change completes on the others.
+	// +optional
+	All bool `json:"all,omitempty"`
+	// Nodes are the nodes rolled back.
+	// +listType=atomic
+	Nodes []string `json:"nodes"`
+	// T0 is the synchronized time the rollback's steps are timed from.
+	T0 metav1.MicroTime `json:"t0"`
+	// Reason names the nodes whose steps failed, and how.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // ClusterNetworkStatus is what is in force and what is going on.
@@ -299,8 +392,8 @@ type ZonesStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cn
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="metadata.name must be \"cluster\": a cluster has one ClusterNetwork"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || !(oldSelf.status.change.phase in ['Preconditions', 'Scheduled']) || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.encapsulation == oldSelf.spec.encapsulation && self.spec.underlay == oldSelf.spec.underlay)",message="a live change is in progress (status.change): wait for it to finish, or `netshift abort` it before T0, before changing spec.mtu, the tunnel ports, the encapsulation or the underlay"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || !has(oldSelf.status.change.converging) || size(oldSelf.status.change.converging) == 0 || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.underlay == oldSelf.spec.underlay)",message="nodes are still converging to the last change (status.change.converging): wait until they have, before changing spec.mtu, the tunnel ports or the underlay"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || !(oldSelf.status.change.phase in ['Preconditions', 'Scheduled', 'RollingBack']) || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.encapsulation == oldSelf.spec.encapsulation && self.spec.underlay == oldSelf.spec.underlay)",message="a live change is in progress (status.change): wait for it to finish, or `netshift abort` it before T0, before changing spec.mtu, the tunnel ports, the encapsulation or the underlay"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || ((!has(oldSelf.status.change.converging) || size(oldSelf.status.change.converging) == 0) && (!has(oldSelf.status.change.held) || size(oldSelf.status.change.held) == 0) && (!has(oldSelf.status.change.rebooting) || size(oldSelf.status.change.rebooting) == 0)) || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.underlay == oldSelf.spec.underlay)",message="nodes are still converging to the last change (status.change.converging, held, rebooting): bring them back first, before changing spec.mtu, the tunnel ports or the underlay"
 // +kubebuilder:printcolumn:name="MTU",type=integer,JSONPath=`.status.applied.mtu`
 // +kubebuilder:printcolumn:name="Change",type=string,JSONPath=`.status.change.kind`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.change.phase`

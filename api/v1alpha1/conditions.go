@@ -18,6 +18,8 @@ const (
 	ReasonAsExpected       = "AsExpected"
 	ReasonChangeInProgress = "ChangeInProgress"
 	ReasonChangeFailed     = "ChangeFailed"
+	// ReasonChangeRolledBack: the change stopped and every node is back at the old values.
+	ReasonChangeRolledBack = "ChangeRolledBack"
 	// ReasonChangePrefix followed by the change's phase (ChangePreconditions, ChangeScheduled)
 	// is Progressing's reason during a change.
 	ReasonChangePrefix = "Change"

@@ -53,13 +53,17 @@ const (
 
 // OperationKind names the kind of work an operation does on a node.
 //
-// +kubebuilder:validation:Enum=Reconfigure
+// +kubebuilder:validation:Enum=Reconfigure;Reboot
 type OperationKind string
 
 const (
 	// OperationReconfigure: drain the node under its pool's limit, re-apply netshift's
 	// configuration on it, and return it to service.
 	OperationReconfigure OperationKind = "Reconfigure"
+	// OperationReboot: drain the node under its pool's limit, write the operation's network
+	// into the node's configuration, reboot the node, check it carries that network once it is
+	// back, and return it to service.
+	OperationReboot OperationKind = "Reboot"
 )
 
 // LegacyDrainOperation is the operation ID netshift gives a drain it adopted
@@ -83,6 +87,10 @@ type NodeOperation struct {
 	// RequestedAt is when the operation was started.
 	// +optional
 	RequestedAt *metav1.Time `json:"requestedAt,omitempty"`
+	// Network is what a Reboot operation brings the node up with: the agent writes it into the
+	// node's network configuration before the reboot and checks the node carries it after.
+	// +optional
+	Network *NodeNetworkConfig `json:"network,omitempty"`
 }
 
 // StepAction is what one step of a live change does on a node.
@@ -147,6 +155,10 @@ type LiveChangePlan struct {
 	// writes into the node's network configuration for new pods.
 	// +optional
 	Network *NodeNetworkConfig `json:"network,omitempty"`
+	// Rollback is set on a plan that rolls the node back after failed steps: the agent runs its
+	// steps at T0 without checking preconditions again (the values are the ones the node had).
+	// +optional
+	Rollback bool `json:"rollback,omitempty"`
 	// TimeURL is the elected operator's /time endpoint, which the agent checks its clock against
 	// before it answers (T0 must be one instant on every node). Set by the operator when it
 	// advertises one (--time-advertise-url); an agent's own --operator-time-url takes precedence.
@@ -269,9 +281,9 @@ type LiveChangeReport struct {
 	// Failed is true when a step failed.
 	// +optional
 	Failed bool `json:"failed,omitempty"`
-	// Restore is the node-restore action's progress after a failed step: "Running on boot ID"
-	// while it runs (a reboot changes the boot ID: the agent that comes back only checks), "Done"
-	// once the node was restored and checked to carry the new value, or "Failed: reason".
+	// Restore is what an older agent recorded of the restore action it ran after a failed step.
+	// Deprecated: never written; the operator handles a failed step (ClusterNetwork
+	// spec.onFailure).
 	// +optional
 	Restore string `json:"restore,omitempty"`
 }
@@ -330,6 +342,11 @@ type NodeNetworkStateStatus struct {
 	// LastSyncError is the agent's last error, empty after a success. Written by the agent.
 	// +optional
 	LastSyncError string `json:"lastSyncError,omitempty"`
+	// RebootFromBoot is the node's boot ID when its agent rebooted it for the Reboot operation
+	// SyncOperation: the agent that comes back on another boot checks the node, where one that
+	// restarted on the same boot reboots it again. Written by the agent.
+	// +optional
+	RebootFromBoot string `json:"rebootFromBoot,omitempty"`
 	// LiveChange is the agent's report on the node's part of a live change. Written by the agent.
 	// +optional
 	LiveChange *LiveChangeReport `json:"liveChange,omitempty"`

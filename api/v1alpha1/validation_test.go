@@ -106,6 +106,16 @@ func TestAPIServerRefusesBadInput(t *testing.T) {
 		{"second ClusterNetwork", &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450)}},
 			[]string{"metadata.name", `"cluster"`}},
 		{"unknown onTimeout", clusterNetwork(func(s *v1alpha1.ClusterNetworkSpec) { s.Drain.OnTimeout = "Panic" }), []string{"spec.drain.onTimeout", "Wait", "Fail"}},
+		{"unknown onFailure action", clusterNetwork(func(s *v1alpha1.ClusterNetworkSpec) { s.OnFailure.Action = "Reinstall" }),
+			[]string{"spec.onFailure.action", "Rollback", "Reboot", "None"}},
+		{"maxFailedNodes -1", clusterNetwork(func(s *v1alpha1.ClusterNetworkSpec) { s.OnFailure.MaxFailedNodes = ptr.To(intstr.FromInt32(-1)) }),
+			[]string{"spec.onFailure.maxFailedNodes", "0 to 10000", `"0%" to "100%"`}},
+		{"maxFailedNodes 10001", clusterNetwork(func(s *v1alpha1.ClusterNetworkSpec) { s.OnFailure.MaxFailedNodes = ptr.To(intstr.FromInt32(10001)) }),
+			[]string{"spec.onFailure.maxFailedNodes", "0 to 10000"}},
+		{"maxFailedNodes 101%", clusterNetwork(func(s *v1alpha1.ClusterNetworkSpec) { s.OnFailure.MaxFailedNodes = ptr.To(intstr.FromString("101%")) }),
+			[]string{"spec.onFailure.maxFailedNodes", `"0%" to "100%"`}},
+		{"maxFailedNodes in words", clusterNetwork(func(s *v1alpha1.ClusterNetworkSpec) { s.OnFailure.MaxFailedNodes = ptr.To(intstr.FromString("a few")) }),
+			[]string{"spec.onFailure.maxFailedNodes", `"0%" to "100%"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,6 +166,9 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = env.Client.Delete(ctx, cn) }()
+	if f := cn.Spec.OnFailure; f.Action != v1alpha1.FailureRollback || f.MaxFailedNodes == nil || f.MaxFailedNodes.String() != "0" || f.RebootControlPlane {
+		t.Fatalf("onFailure defaults = %+v, want action Rollback, maxFailedNodes 0, no control-plane reboot", f)
+	}
 	if cn.Spec.Drain.Timeout == nil || cn.Spec.Drain.Timeout.Duration.String() != "10m0s" || cn.Spec.Drain.OnTimeout != v1alpha1.DrainTimeoutWait {
 		t.Fatalf("drain defaults = %+v, want timeout 10m and onTimeout Wait", cn.Spec.Drain)
 	}

@@ -19,7 +19,7 @@ import (
 func agentCmd(g *globals) *cobra.Command {
 	var node, health, netns, ovsdb, underlay, timeURL string
 	var maxSkew time.Duration
-	var restoreCommand, networkConfig, bootIDFile, criEndpoint string
+	var rebootCommand, networkConfig, bootIDFile, criEndpoint string
 	var cniInstall agent.CNIInstall
 	var hold time.Duration
 	var labHooks func(*agent.Options, *rest.Config) error
@@ -62,12 +62,12 @@ func agentCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var restore agent.Restorer
-			if restoreCommand != "" {
-				restore = agent.CommandRestorer(restoreCommand)
+			var reboot agent.Rebooter
+			if rebootCommand != "" {
+				reboot = agent.CommandRebooter(rebootCommand)
 			}
 			o := agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
-				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, Restore: restore,
+				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, Reboot: reboot,
 				NetworkConfig: networkConfig, BootIDFile: bootIDFile,
 				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}}
@@ -108,10 +108,10 @@ func agentCmd(g *globals) *cobra.Command {
 	f.StringVar(&underlay, "underlay-interface", "", "the node's interface onto the underlay: a new pod MTU must fit under its MTU (empty: not checked)")
 	f.StringVar(&timeURL, "operator-time-url", "", "the operator's /time endpoint; before a live change the agent checks its clock against it")
 	f.DurationVar(&maxSkew, "max-clock-skew", 50*time.Millisecond, "how far this node's clock may be from the operator's for a live change")
-	f.StringVar(&restoreCommand, "restore-command", "", "node-restore action after a failed live-change step, run with sh -c; in a cluster, a reboot "+
-		"(\"nsenter -t 1 -m -- systemctl reboot\" with hostPID), after which the agent checks the node; default: re-apply every step")
+	f.StringVar(&rebootCommand, "reboot-command", "", "how a Reboot operation reboots the node once the drain controller drained it, run with sh -c "+
+		"(\"nsenter -t 1 -m -- systemctl reboot\" with hostPID); the agent checks the node when it is back (empty: the agent runs no Reboot operation)")
 	f.StringVar(&networkConfig, "network-config", "", "the node's network configuration file, which new pods are set up from; a live change rewrites it as its last step (empty: none)")
-	f.StringVar(&bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id", "where the node's boot ID is read: a restore that rebooted the node is told apart from an agent restart by it")
+	f.StringVar(&bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id", "where the node's boot ID is read: a reboot is told apart from an agent restart by it")
 	f.BoolVar(&plugPorts, "plug-ports", true, "plug the ports of this node's pods that carry netshift.io/port-spec or netshift.io/port (needs --ovsdb)")
 	f.StringVar(&plugMode, "plug-mode", string(plug.PerPort), "how ports are plugged unless the Node's netshift.io/plug-mode annotation says otherwise: per-port or direct")
 	f.StringVar(&integration, "integration-bridge", "br-int", "the integration bridge the network controller programs")

@@ -32,7 +32,7 @@ func labAgentFlags(f *pflag.FlagSet) func(*agent.Options, *rest.Config) error {
 	var clockOffset time.Duration
 	var failOnce []string
 	f.DurationVar(&clockOffset, "clock-offset", 0, "shift this agent's clock (lab builds: tests of the clock check)")
-	f.StringSliceVar(&failOnce, "fail-step-once", nil, "make the first run of these live-change steps fail (lab builds: tests of the restore action)")
+	f.StringSliceVar(&failOnce, "fail-step-once", nil, "make the first run of these live-change steps fail; a step listed twice fails twice, the change's run and its rollback's (lab builds: tests of failure handling)")
 	return func(o *agent.Options, cfg *rest.Config) error {
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {

@@ -93,7 +93,7 @@ func labUpCmd(name *string) *cobra.Command {
 	f.IntVar(&o.UnderlayMTU, "underlay-mtu", o.UnderlayMTU, "underlay MTU (1280..9000)")
 	f.IntVar(&o.MTU, "mtu", 0, "pod MTU (default: underlay MTU minus the tunnel overhead, 50 for VXLAN, 58 for Geneve)")
 	f.StringArrayVar(&labels, "node-label", nil, "a label for a node, NODE:KEY=VALUE (repeatable)")
-	f.StringArrayVar(&o.FailReboots, "fail-reboot", nil, "make this node's reboot, asked by its agent's node-restore action, fail (repeatable; tests of a failed restore)")
+	f.StringArrayVar(&o.FailReboots, "fail-reboot", nil, "make this node's reboot, asked by its agent's --reboot-command, fail (repeatable; tests of a failed reboot)")
 	f.StringArrayVar(&agentArgs, "agent-arg", nil, "a test hook for a node's agent, NODE:--FLAG=VALUE, set as the node's label lab.netshift.io/FLAG (repeatable; --clock-offset=200ms or --fail-step-once=STEP)")
 	return cmd
 }
@@ -185,11 +185,11 @@ func labExecCmd(name *string) *cobra.Command {
 func labRebuildNodeCmd(name *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rebuild-node NODE",
-		Short: "Reboot a lab node, as its agent's node-restore action does, and wait until it runs again",
+		Short: "Reboot a lab node, as its agent's --reboot-command does, and wait until it runs again",
 		Long: `Reboot a lab node: its kubelet, kube-proxy, pods, containerd and mount namespace stop, its
 Open vSwitch comes back to the node's network configuration, the node gets a new boot ID, and its
 daemons start again; the kubelet recreates its pods through the CNI chain. Nothing of the machine
-changes. The runbook's fix for a node whose restore failed.`,
+changes. The lab's stand-in for a reboot of a node by hand.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := lab.LoadState(*name)

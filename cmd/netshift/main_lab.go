@@ -92,15 +92,16 @@ func labCallCmd(*globals) *cobra.Command {
 	return cmd
 }
 
-// labRebootCmd is the node-restore command of the lab's agents: it asks the
+// labRebootCmd is the reboot command of the lab's agents: it asks the
 // lab to reboot this node (a file in the node's lab directory, which the lab
-// watches) and waits to be ended by the reboot, as `systemctl reboot` is.
+// watches) and waits to be ended by the reboot, as every process of a
+// rebooting machine is.
 func labRebootCmd(*globals) *cobra.Command {
 	var dir string
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:    "lab-reboot",
-		Short:  "Ask the lab to reboot this lab node, and wait for it (lab builds: the agents' node-restore action)",
+		Short:  "Ask the lab to reboot this lab node, and wait for it (lab builds: the agents' --reboot-command)",
 		Args:   cobra.NoArgs,
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {

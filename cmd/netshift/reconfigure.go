@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -8,19 +9,22 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/operator"
 )
 
 func reconfigureCmd(g *globals) *cobra.Command {
 	var nodes, reason, id string
-	var all bool
+	var all, reboot bool
 	cmd := &cobra.Command{
 		Use:   "reconfigure",
-		Short: "Drain nodes under their pools' limits, re-apply netshift's configuration, and return them to service",
+		Short: "Drain nodes under their pools' limits, re-apply netshift's configuration (or reboot them into it), and return them to service",
 		Example: `  netshift reconfigure --nodes c,d,e --reason "new NIC firmware"
-  netshift reconfigure --all`,
+  netshift reconfigure --all
+  netshift reconfigure --reboot --nodes node-1 --reason "left behind by a failed live change"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if all == (nodes != "") {
@@ -49,11 +53,19 @@ func reconfigureCmd(g *globals) *cobra.Command {
 					targets = append(targets, n.Name)
 				}
 			}
+			kind := v1alpha1.OperationReconfigure
+			var network *v1alpha1.NodeNetworkConfig
+			if reboot {
+				kind = v1alpha1.OperationReboot
+				if network, err = appliedNetwork(ctx, c); err != nil {
+					return err
+				}
+			}
 			if id == "" {
-				id = "reconfigure-" + time.Now().UTC().Format("20060102-150405")
+				id = strings.ToLower(string(kind)) + "-" + time.Now().UTC().Format("20060102-150405")
 			}
 			now := metav1.Now()
-			op := v1alpha1.NodeOperation{ID: id, Kind: v1alpha1.OperationReconfigure, Reason: reason, RequestedAt: &now}
+			op := v1alpha1.NodeOperation{ID: id, Kind: kind, Reason: reason, RequestedAt: &now, Network: network}
 			if err := operator.StartOperation(ctx, c, op, targets); err != nil {
 				return err
 			}
@@ -65,6 +77,21 @@ func reconfigureCmd(g *globals) *cobra.Command {
 	f.StringVar(&nodes, "nodes", "", "comma-separated node names")
 	f.BoolVar(&all, "all", false, "every node")
 	f.StringVar(&reason, "reason", "", "why, recorded with the operation")
-	f.StringVar(&id, "id", "", "operation ID (default: reconfigure-<UTC time>)")
+	f.BoolVar(&reboot, "reboot", false, "reboot the nodes into the network the cluster carries (ClusterNetwork status.applied) once each is drained, and check them when they are back")
+	f.StringVar(&id, "id", "", "operation ID (default: reconfigure-<UTC time>, or reboot-<UTC time>)")
 	return cmd
+}
+
+// appliedNetwork is the network the cluster carries: what a rebooted node
+// comes back with.
+func appliedNetwork(ctx context.Context, c client.Client) (*v1alpha1.NodeNetworkConfig, error) {
+	var cn v1alpha1.ClusterNetwork
+	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil {
+		return nil, fmt.Errorf("--reboot: read ClusterNetwork %s for the network to reboot into: %w", v1alpha1.ClusterNetworkName, err)
+	}
+	if cn.Status.Applied == nil {
+		return nil, fmt.Errorf("--reboot: ClusterNetwork %s has no status.applied yet (is the operator running?)", v1alpha1.ClusterNetworkName)
+	}
+	network := livechange.NodeConfig(*cn.Status.Applied, livechange.FromSpec(cn.Spec).Encapsulation)
+	return &network, nil
 }

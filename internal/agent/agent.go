@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -61,15 +62,14 @@ type Agent struct {
 	MaxClockSkew    time.Duration
 	// now is the agent's clock (time.Now, shifted by Options.ClockOffset in tests).
 	now func() time.Time
-	// Restore is the node-restore action (see Options).
-	Restore Restorer
+	// Reboot reboots the node (see Options).
+	Reboot Rebooter
 	// NetworkConfig and BootIDFile locate the node's files (see Options).
 	NetworkConfig, BootIDFile string
 	// TunnelPortPath is a lab build's other way of taking the tunnel port step (see Options).
 	TunnelPortPath TunnelPortPath
-	failOnce       map[v1alpha1.StepAction]bool
-	// rechecked are the changes whose failed restore this process has checked again.
-	rechecked map[string]bool
+	// failSteps counts the runs of each step still to fail (tests' fault injection).
+	failSteps map[v1alpha1.StepAction]int
 	// doneAt and settled track the pass that aligns, once a change is done, the pods its steps
 	// could not list yet (see settleDelay).
 	doneAt  map[string]time.Time
@@ -121,10 +121,11 @@ type Options struct {
 	MaxClockSkew time.Duration
 	// ClockOffset shifts the agent's clock, for tests of the clock check.
 	ClockOffset time.Duration
-	// Restore is the node-restore action run after a failed step of a live change; nil re-applies
-	// every step of the plan.
-	Restore Restorer
-	// FailStepOnce makes the first run of these steps fail, for tests of the restore action.
+	// Reboot reboots the node for a Reboot operation; nil: the agent cannot run one (the
+	// operation fails, saying so).
+	Reboot Rebooter
+	// FailStepOnce makes the first run of these steps fail, for tests of failure handling; a step
+	// listed twice fails twice (the change's run and its rollback's).
 	FailStepOnce []v1alpha1.StepAction
 	// TunnelPortPath, when set (lab builds), may take the tunnel port step another way: the
 	// benchmark compares the OVSDB client netshift uses with the exec of ovs-vsctl it replaced.
@@ -149,19 +150,18 @@ type Options struct {
 	CNI CNIInstall
 }
 
-// Restorer restores a node whose live-change step failed; the agent waits for
-// it, then checks the node carries the new value.
-type Restorer func(ctx context.Context, node string, plan *v1alpha1.LiveChangePlan) error
+// Rebooter reboots the node. It may end this process (the node goes down);
+// when it returns, the node has come back.
+type Rebooter func(ctx context.Context, node, operation string) error
 
-// CommandRestorer runs a command as the restore action (for instance a
-// reboot), with the change in its environment.
-func CommandRestorer(command string) Restorer {
-	return func(ctx context.Context, node string, plan *v1alpha1.LiveChangePlan) error {
+// CommandRebooter runs a command as the reboot, with the node and the
+// operation in its environment.
+func CommandRebooter(command string) Rebooter {
+	return func(ctx context.Context, node, operation string) error {
 		cmd := exec.CommandContext(ctx, "sh", "-c", command)
-		cmd.Env = append(os.Environ(), "NETSHIFT_NODE="+node, "NETSHIFT_CHANGE_ID="+plan.ID,
-			"NETSHIFT_CHANGE_KIND="+string(plan.Kind), fmt.Sprintf("NETSHIFT_CHANGE_TO=%d", plan.To))
+		cmd.Env = append(os.Environ(), "NETSHIFT_NODE="+node, "NETSHIFT_OPERATION="+operation)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("restore command %q: %w: %s", command, err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("reboot command %q: %w: %s", command, err, strings.TrimSpace(string(out)))
 		}
 		return nil
 	}
@@ -259,12 +259,17 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB, Switch: sw,
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
-		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Restore: o.Restore, failOnce: map[v1alpha1.StepAction]bool{}, rechecked: map[string]bool{},
+		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Reboot: o.Reboot, failSteps: map[v1alpha1.StepAction]int{},
 		doneAt: map[string]time.Time{}, settled: map[string]bool{}, Pods: o.Pods, IntegrationBridge: o.IntegrationBridge,
 		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, TunnelPortPath: o.TunnelPortPath}
 	for _, s := range o.FailStepOnce {
-		a.failOnce[s] = true
+		a.failSteps[s]++
 	}
+	a.Work = maps.Clone(o.Work)
+	if a.Work == nil {
+		a.Work = map[v1alpha1.OperationKind]Work{}
+	}
+	a.Work[v1alpha1.OperationReboot] = a.rebootNode
 	if a.Pods == nil {
 		a.Pods = noPods{}
 	}
@@ -333,6 +338,7 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NodeNetworkStateStatus) {
 			s.DrainRequest = &v1alpha1.DrainRequest{Operation: opID, State: v1alpha1.DrainRequestRequired, Time: &now}
 			s.SyncOperation, s.SyncStatus, s.LastSyncError = opID, v1alpha1.SyncInProgress, ""
+			s.RebootFromBoot = "" // an earlier operation's reboot is not this one's
 		})
 	case StepDrainFailed:
 		reason := nns.Status.DrainFailure.Reason

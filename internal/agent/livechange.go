@@ -31,6 +31,13 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 	plan := nns.Spec.LiveChange
 	rep := nns.Status.LiveChange
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
+	if (rep == nil || rep.ID != plan.ID) && plan.Rollback {
+		// A rollback puts back the values the node had: nothing to check first.
+		logger.Info("rolling back the change's steps", "t0", plan.T0)
+		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+			s.LiveChange = &v1alpha1.LiveChangeReport{ID: plan.ID, Ready: true}
+		})
+	}
 	if rep == nil || rep.ID != plan.ID {
 		checking, withdrawn := a.whilePlanned(ctx, nns, plan.ID)
 		r := a.preconditions(checking, plan)
@@ -41,10 +48,8 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 		logger.Info("preconditions checked", "ready", r.Ready, "problems", r.Problems, "warnings", r.Warnings)
 		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange = &r })
 	}
-	if rep.Done && rep.Failed && strings.HasPrefix(rep.Restore, "Failed") && !a.rechecked[plan.ID] {
-		return ctrl.Result{}, a.recheckAfterFailedRestore(ctx, nns, plan)
-	}
-	if rep.Done && plan.Network != nil && a.NetworkConfig != "" && !a.settled[plan.ID] {
+	// A node whose step failed is left as its steps left it, for the operator to roll back.
+	if rep.Done && !rep.Failed && plan.Network != nil && a.NetworkConfig != "" && !a.settled[plan.ID] {
 		return a.settle(ctx, plan)
 	}
 	if plan.T0 == nil || rep.Done || !rep.Ready {
@@ -57,7 +62,9 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 	// Steps close together are reported together, after the last of them: a
 	// report is a write that every watcher of the node's state answers, and
 	// the CPU that costs is taken from the datapaths in the very moments the
-	// change must not disturb. A failed step is reported at once.
+	// change must not disturb. A failed step ends the node's part at once: the
+	// steps after it are not run, and the operator decides what follows
+	// (spec.onFailure), for this node and the others.
 	var unreported []v1alpha1.StepResult
 	for i, step := range plan.Steps {
 		if done[step.Action] {
@@ -68,18 +75,16 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 			return ctrl.Result{}, errors.Join(err, a.reportSteps(ctx, nns, plan.ID, unreported, false))
 		}
 		unreported = append(unreported, res)
-		if next := nextStepAfter(plan, i, done); res.Error != "" || (next != nil && next.Sub(a.now()) > reportBatchWindow) {
+		if res.Error != "" {
+			logger.Info("a step failed; the steps after it are not run", "step", step.Action)
+			return ctrl.Result{}, a.reportSteps(ctx, nns, plan.ID, unreported, true)
+		}
+		if next := nextStepAfter(plan, i, done); next != nil && next.Sub(a.now()) > reportBatchWindow {
 			if err := a.reportSteps(ctx, nns, plan.ID, unreported, false); err != nil {
 				return ctrl.Result{}, err
 			}
 			unreported = nil
 		}
-	}
-	if rep := nns.Status.LiveChange; rep.Failed && !rep.Done {
-		if err := a.reportSteps(ctx, nns, plan.ID, unreported, false); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, a.restoreAndCheck(ctx, nns, plan)
 	}
 	a.doneAt[plan.ID] = a.now()
 	return ctrl.Result{RequeueAfter: settleDelay}, a.reportSteps(ctx, nns, plan.ID, unreported, true)
@@ -121,27 +126,6 @@ func (a *Agent) reportSteps(ctx context.Context, nns *v1alpha1.NodeNetworkState,
 			s.LiveChange.Done = true
 		}
 	})
-}
-
-// recheckAfterFailedRestore checks once more a node whose restore failed
-// before this agent started: someone may have fixed it since (the runbook's
-// "fix it, restart the agent").
-func (a *Agent) recheckAfterFailedRestore(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan) error {
-	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
-	a.rechecked[plan.ID] = true
-	// Fixed by a reboot, its pods came back through the CNI chain, some perhaps before this
-	// agent chained netshift-cni again: they get the node's MTU before the check.
-	if plan.Network != nil && a.NetworkConfig != "" {
-		if err := a.alignAfterBoot(ctx, int(plan.Network.MTU)); err != nil {
-			logger.Error(err, "aligning the pods before the check")
-		}
-	}
-	if err := a.check(ctx, plan); err != nil {
-		logger.Info("the node still does not carry the change", "problem", err.Error())
-		return nil
-	}
-	logger.Info("the node carries the change now; restored")
-	return a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Restore = "Done" })
 }
 
 // whilePlanned is ctx, cancelled once the node's plan is no longer change id
@@ -195,7 +179,7 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkStat
 		return res, false, err
 	}
 	// The last look at the plan, from the cache, before the final approach:
-	// a plan withdrawn later than this runs its step and is restored as after T0.
+	// a plan withdrawn later than this runs its step (the operator refuses an abort so close to T0).
 	var fresh v1alpha1.NodeNetworkState
 	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(nns), &fresh); err != nil {
 		return res, false, fmt.Errorf("node %s: read the plan before step %s: %w", a.Node, step.Action, err)
@@ -244,7 +228,7 @@ type armedStep struct {
 func (a *Agent) armStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) armedStep {
 	whole := armedStep{fire: func(ctx context.Context) (stepOutcome, error) { return a.runStep(ctx, plan, step) }, release: func() {}}
 	switch {
-	case a.failOnce[step.Action]:
+	case a.failSteps[step.Action] > 0:
 		return whole
 	case step.Action == v1alpha1.StepPodMTU || step.Action == v1alpha1.StepHostVethMTU:
 		// The namespaces the step will enter are entered now: the node's and
@@ -319,56 +303,6 @@ func (a *Agent) settle(ctx context.Context, plan *v1alpha1.LiveChangePlan) (ctrl
 	return ctrl.Result{}, nil
 }
 
-// restoreAndCheck restores a node whose step failed with the pluggable
-// action, waits for it, and checks the node carries the new values. It
-// records "Running on boot ID" first: a restore that reboots the node ends
-// this process, and the agent that comes back on a new boot only checks,
-// where one that died on the same boot runs the action again.
-func (a *Agent) restoreAndCheck(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan) error {
-	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
-	boot, err := a.bootID()
-	if err != nil {
-		return fmt.Errorf("node %s: restore after a failed step: %w", a.Node, err)
-	}
-	running := "Running on boot " + boot
-	outcome := ""
-	switch prev := nns.Status.LiveChange.Restore; {
-	case strings.HasPrefix(prev, "Running on boot ") && prev != running:
-		logger.Info("the node restarted during its restore; checking it", "before", prev)
-		// Its pods came back through the CNI chain as the node started, some perhaps before
-		// this agent chained netshift-cni again: they get the node's MTU before the check.
-		if plan.Network != nil && a.NetworkConfig != "" {
-			if err := a.alignAfterBoot(ctx, int(plan.Network.MTU)); err != nil {
-				logger.Error(err, "aligning the pods after the restart")
-			}
-		}
-	default:
-		if prev != running {
-			if err := a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange.Restore = running }); err != nil {
-				return err
-			}
-		}
-		if err := a.restore(ctx, plan); err != nil {
-			if ctx.Err() != nil {
-				// This process is ending (the action rebooted the node, or the agent is
-				// stopping): the agent that comes next finishes the restore.
-				return ctx.Err()
-			}
-			outcome = "Failed: " + err.Error()
-		}
-	}
-	if outcome == "" {
-		outcome = "Done"
-		if err := a.check(ctx, plan); err != nil {
-			outcome = "Failed: restored, but the check failed: " + err.Error()
-		}
-	}
-	logger.Info("node restored after a failed step", "outcome", outcome)
-	return a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
-		s.LiveChange.Restore, s.LiveChange.Done = outcome, true
-	})
-}
-
 // alignAfterBoot aligns the node's pods to mtu under the configuration's lock.
 func (a *Agent) alignAfterBoot(ctx context.Context, mtu int) error {
 	lock, err := a.lockConfig(ctx)
@@ -378,21 +312,6 @@ func (a *Agent) alignAfterBoot(ctx context.Context, mtu int) error {
 	defer lock.Unlock()
 	_, err = a.alignPods(ctx, mtu)
 	return err
-}
-
-// restore runs the node-restore action: the configured command (a reboot in
-// a real cluster, which brings the node up from its desired configuration), or
-// by default re-applying every step of the plan at once.
-func (a *Agent) restore(ctx context.Context, plan *v1alpha1.LiveChangePlan) error {
-	if a.Restore != nil {
-		return a.Restore(ctx, a.Node, plan)
-	}
-	for _, step := range plan.Steps {
-		if _, err := a.runStep(ctx, plan, step); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // check reads back what the plan set: every interface's MTU, or the tunnels' port.
@@ -439,8 +358,8 @@ func (a *Agent) check(ctx context.Context, plan *v1alpha1.LiveChangePlan) error 
 
 // runStep carries out one step. Every step is idempotent.
 func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (stepOutcome, error) {
-	if a.failOnce[step.Action] {
-		delete(a.failOnce, step.Action)
+	if a.failSteps[step.Action] > 0 {
+		a.failSteps[step.Action]--
 		return stepOutcome{}, fmt.Errorf("node %s: %s failed on purpose (a test's fault injection)", a.Node, step.Action)
 	}
 	switch step.Action {

@@ -121,7 +121,7 @@ func TestMTUStepsOnARealNodeTouchOnlyWhatTheNodeSays(t *testing.T) {
 	before := linkMTUs(t, sw.Netns)
 
 	a := &Agent{Node: node.Name, NodeNetns: sw.Netns, OVSDB: sw.Socket, Switch: sw.DB, NetworkConfig: c.NetworkConfig(0),
-		Pods: &RuntimePods{Endpoint: node.Socket()}, failOnce: map[v1alpha1.StepAction]bool{}}
+		Pods: &RuntimePods{Endpoint: node.Socket()}, failSteps: map[v1alpha1.StepAction]int{}}
 	network := v1alpha1.NodeNetworkConfig{MTU: 1350, Encapsulation: v1alpha1.EncapVXLAN, TunnelPort: 4789}
 	plan := &v1alpha1.LiveChangePlan{ID: "mtu-1", Kind: v1alpha1.ChangeMTU, To: 1350, Encapsulation: v1alpha1.EncapVXLAN, Network: &network}
 	if err := cs.CoreV1().Pods("tenant").Delete(ctx, "doomed", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {

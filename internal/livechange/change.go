@@ -131,14 +131,19 @@ type Progress struct {
 	// Silent are the nodes that did not report their steps by the deadline after T0: their
 	// agents converge them when they come back.
 	Silent []string
-	// Unrestored are the nodes whose step failed and whose restore did not bring them to the new
-	// value: they stay cordoned until their agent's check passes (after a fix by hand).
-	Unrestored []string
-	Phase      v1alpha1.ChangePhase
-	Ready      int32
-	Applied    int32
-	Failed     int32
-	Message    string
+	// Held are the nodes whose step failed and that stay cordoned for a person (policy None).
+	Held []string
+	// RollBack are the nodes to roll back live (phase RollingBack); RollBackAll says the change
+	// stops everywhere, RollBack then being every node.
+	RollBack    []string
+	RollBackAll bool
+	// Reason names the failed nodes and steps a rollback is for.
+	Reason  string
+	Phase   v1alpha1.ChangePhase
+	Ready   int32
+	Applied int32
+	Failed  int32
+	Message string
 }
 
 // Deadlines bound how long a change waits for silent agents.
@@ -152,15 +157,11 @@ type Deadlines struct {
 
 // Evaluate decides the change's next phase from every node's report.
 // reports holds, per node taking part, its report for this change (nil when
-// the agent has not answered yet).
-func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChangeReport, now time.Time, d Deadlines) Progress {
+// the agent has not answered yet); policy says what failed steps lead to.
+func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChangeReport, now time.Time, d Deadlines, policy Policy) Progress {
 	p := Progress{Phase: phase}
-	var problems, failed, waiting, restored, unrestored []string
-	nodes := make([]string, 0, len(reports))
-	for n := range reports {
-		nodes = append(nodes, n)
-	}
-	sort.Strings(nodes)
+	var problems, failed, failedNodes, waiting []string
+	nodes := sortedNodes(reports)
 	for _, n := range nodes {
 		r := reports[n]
 		switch {
@@ -168,16 +169,11 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 			waiting = append(waiting, n)
 		case len(r.Problems) > 0:
 			problems = append(problems, fmt.Sprintf("node %s: %s", n, strings.Join(r.Problems, "; ")))
-		case r.Done && r.Failed && r.Restore == "Done":
-			// A step failed, but the node-restore action restored it and the check passed.
-			p.Ready++
-			p.Applied++
-			restored = append(restored, n)
 		case r.Done && r.Failed:
 			p.Ready++
 			p.Failed++
-			failed = append(failed, fmt.Sprintf("node %s: %s (restore: %s)", n, firstError(r), orNone(r.Restore)))
-			unrestored = append(unrestored, n)
+			failed = append(failed, fmt.Sprintf("node %s: %s", n, firstError(r)))
+			failedNodes = append(failedNodes, n)
 		case r.Done:
 			p.Ready++
 			p.Applied++
@@ -205,19 +201,21 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 			p.Message = "checking preconditions; waiting for " + strings.Join(waiting, ", ")
 		}
 	case v1alpha1.PhaseScheduled:
+		late := len(waiting) > 0 && !d.Steps.IsZero() && now.After(d.Steps)
 		switch {
-		case len(waiting) > 0 && !d.Steps.IsZero() && now.After(d.Steps):
+		case len(waiting) > 0 && !late:
+			p.Message = "applying; waiting for " + strings.Join(waiting, ", ")
+		case len(failedNodes) > 0 && policy.Action != v1alpha1.FailureNone:
+			p.rollBack(nodes, failedNodes, failed, waiting, policy)
+		case late:
 			p.Failed += int32(len(waiting))
-			p.Silent, p.Unrestored = waiting, unrestored
+			p.Silent, p.Held = waiting, failedNodes
 			p.Phase, p.Message = v1alpha1.PhaseFailed, "no step report from "+strings.Join(append(waiting, failed...), ", ")+
 				" (the other nodes applied theirs at T0)"
-		case len(waiting) > 0:
-			p.Message = "applying; waiting for " + strings.Join(waiting, ", ")
 		case len(failed) > 0:
-			p.Unrestored = unrestored
-			p.Phase, p.Message = v1alpha1.PhaseFailed, "steps failed: "+strings.Join(failed, "; ")
-		case len(restored) > 0:
-			p.Phase, p.Message = v1alpha1.PhaseSucceeded, "every node carries the new value; restored after a failed step: "+strings.Join(restored, ", ")
+			p.Held = failedNodes
+			p.Phase, p.Message = v1alpha1.PhaseFailed, "steps failed: "+strings.Join(failed, "; ")+
+				"; the nodes stay cordoned for a person (spec.onFailure.action None)"
 		default:
 			p.Phase, p.Message = v1alpha1.PhaseSucceeded, "every node applied every step"
 		}
@@ -225,11 +223,34 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 	return p
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "none"
+// rollBack decides the rollback after failed steps: the failed nodes alone
+// while they are within the policy's limit, every node past it. A node silent
+// past its deadline is rolled back with every node (its agent runs the
+// rollback late), or else left to converge forward.
+func (p *Progress) rollBack(nodes, failedNodes, failed, silent []string, policy Policy) {
+	p.Phase = v1alpha1.PhaseRollingBack
+	p.Reason = "steps failed: " + strings.Join(failed, "; ")
+	// Past the limit the failure is systematic; with no node on the new value, there is
+	// nothing for the change to complete on either.
+	p.RollBackAll = int32(len(failedNodes)) > policy.MaxFailed || p.Applied == 0
+	if p.RollBackAll {
+		p.RollBack = nodes
+		p.Message = fmt.Sprintf("steps failed on %d nodes (spec.onFailure.maxFailedNodes: %d), %d applied the change: stopping it and rolling every node back live: %s",
+			len(failedNodes), policy.MaxFailed, p.Applied, strings.Join(failed, "; "))
+		return
 	}
-	return s
+	p.RollBack, p.Silent = failedNodes, silent
+	p.Message = fmt.Sprintf("steps failed on %d nodes, within spec.onFailure.maxFailedNodes (%d): rolling them back live, the others keep the new value: %s",
+		len(failedNodes), policy.MaxFailed, strings.Join(failed, "; "))
+}
+
+func sortedNodes[T any](m map[string]T) []string {
+	nodes := make([]string, 0, len(m))
+	for n := range m {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	return nodes
 }
 
 func firstError(r *v1alpha1.LiveChangeReport) string {

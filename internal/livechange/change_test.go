@@ -99,34 +99,46 @@ func TestEvaluate(t *testing.T) {
 	done := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true}
 	bad := &v1alpha1.LiveChangeReport{ID: "c", Problems: []string{"port 4790 in use by pid 77 (nc)"}}
 	broken := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Steps: []v1alpha1.StepResult{{Action: v1alpha1.StepPodMTU, Error: "no such device"}}}
-	restored := broken.DeepCopy()
-	restored.Restore = "Done"
-	unrestored := broken.DeepCopy()
-	unrestored.Restore = "Failed: still 1450"
+	rollback := Policy{Action: v1alpha1.FailureRollback}
+	none := Policy{Action: v1alpha1.FailureNone}
 	cases := []struct {
 		name    string
 		phase   v1alpha1.ChangePhase
 		reports map[string]*v1alpha1.LiveChangeReport
+		policy  Policy
 		want    v1alpha1.ChangePhase
 		msg     string
+		back    []string
+		held    []string
 	}{
-		{"waiting for an agent", v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": nil}, v1alpha1.PhasePreconditions, "waiting for b"},
-		{"all ready", v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": ready}, v1alpha1.PhaseScheduled, ""},
-		{"one problem stops it", v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": bad}, v1alpha1.PhaseFailed, "node b: port 4790 in use"},
-		{"applying", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": ready}, v1alpha1.PhaseScheduled, "waiting for b"},
-		{"all applied", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": done}, v1alpha1.PhaseSucceeded, ""},
-		{"a step failed", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": broken}, v1alpha1.PhaseFailed, "node b: PodMTU: no such device (restore: none)"},
-		{"a failed step restored", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": restored}, v1alpha1.PhaseSucceeded, "restored after a failed step: b"},
-		{"restore failed", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": unrestored}, v1alpha1.PhaseFailed, "restore: Failed: still 1450"},
+		{"waiting for an agent", v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": nil}, rollback, v1alpha1.PhasePreconditions, "waiting for b", nil, nil},
+		{"all ready", v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": ready}, rollback, v1alpha1.PhaseScheduled, "", nil, nil},
+		{"one problem stops it", v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": bad}, rollback, v1alpha1.PhaseFailed, "node b: port 4790 in use", nil, nil},
+		{"applying", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": ready}, rollback, v1alpha1.PhaseScheduled, "waiting for b", nil, nil},
+		{"a failure waits for every report", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": broken}, rollback, v1alpha1.PhaseScheduled, "waiting for a", nil, nil},
+		{"all applied", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": done}, rollback, v1alpha1.PhaseSucceeded, "", nil, nil},
+		{"one failure past the limit of 0 rolls every node back", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": broken}, rollback,
+			v1alpha1.PhaseRollingBack, "(spec.onFailure.maxFailedNodes: 0), 1 applied the change: stopping it", []string{"a", "b"}, nil},
+		{"within the limit, but no node applied the change", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"b": broken},
+			Policy{Action: v1alpha1.FailureRollback, MaxFailed: 1}, v1alpha1.PhaseRollingBack, "0 applied the change", []string{"b"}, nil},
+		{"one failure within the limit rolls that node back", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": broken},
+			Policy{Action: v1alpha1.FailureReboot, MaxFailed: 1}, v1alpha1.PhaseRollingBack, "node b: PodMTU: no such device", []string{"b"}, nil},
+		{"every node failed", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": broken, "b": broken}, Policy{Action: v1alpha1.FailureRollback, MaxFailed: 1},
+			v1alpha1.PhaseRollingBack, "steps failed on 2 nodes", []string{"a", "b"}, nil},
+		{"policy None holds the failed node", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": broken}, none,
+			v1alpha1.PhaseFailed, "node b: PodMTU: no such device", nil, []string{"b"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := Evaluate(c.phase, c.reports, time.Time{}, Deadlines{})
+			p := Evaluate(c.phase, c.reports, time.Time{}, Deadlines{}, c.policy)
 			if p.Phase != c.want || !strings.Contains(p.Message, c.msg) {
 				t.Fatalf("Evaluate = %+v, want phase %s and a message with %q", p, c.want, c.msg)
 			}
-			if wantStuck := c.reports["b"] == broken || c.reports["b"] == unrestored; wantStuck != reflect.DeepEqual(p.Unrestored, []string{"b"}) {
-				t.Fatalf("Unrestored = %v: a node whose failed step was not restored stays out", p.Unrestored)
+			if !reflect.DeepEqual(p.RollBack, c.back) || !reflect.DeepEqual(p.Held, c.held) {
+				t.Fatalf("rolled back %v, held %v; want %v and %v", p.RollBack, p.Held, c.back, c.held)
+			}
+			if p.RollBackAll != (len(c.back) == len(c.reports) && len(c.back) > 0) {
+				t.Fatalf("RollBackAll = %v for rolling back %v of %d nodes", p.RollBackAll, p.RollBack, len(c.reports))
 			}
 		})
 	}
@@ -137,14 +149,14 @@ func TestEvaluateDeadlines(t *testing.T) {
 	ready := &v1alpha1.LiveChangeReport{ID: "c", Ready: true}
 	done := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true}
 	d := Deadlines{Preconditions: t0, Steps: t0.Add(time.Minute)}
-	if p := Evaluate(v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": nil}, t0.Add(-time.Second), d); p.Phase != v1alpha1.PhasePreconditions {
+	if p := Evaluate(v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": nil}, t0.Add(-time.Second), d, Policy{}); p.Phase != v1alpha1.PhasePreconditions {
 		t.Fatalf("before the deadline: %+v", p)
 	}
-	p := Evaluate(v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": nil}, t0.Add(time.Second), d)
+	p := Evaluate(v1alpha1.PhasePreconditions, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": nil}, t0.Add(time.Second), d, Policy{})
 	if p.Phase != v1alpha1.PhaseFailed || !strings.Contains(p.Message, "no answer from b") || !strings.Contains(p.Message, "nothing was changed") {
 		t.Fatalf("a silent node before T0 cancels the change: %+v", p)
 	}
-	p = Evaluate(v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": ready}, t0.Add(2*time.Minute), d)
+	p = Evaluate(v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": ready}, t0.Add(2*time.Minute), d, Policy{})
 	if p.Phase != v1alpha1.PhaseFailed || !strings.Contains(p.Message, "no step report from b") || p.Applied != 1 || len(p.Silent) != 1 || p.Silent[0] != "b" {
 		t.Fatalf("a silent node after T0 fails the change without holding the others: %+v", p)
 	}

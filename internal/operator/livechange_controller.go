@@ -108,25 +108,34 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if requeue, err = r.advance(ctx, &cn); err != nil {
 			return ctrl.Result{}, err
 		}
-	case st.Change != nil && len(st.Change.Converging) > 0:
-		if err := r.converge(ctx, st.Change); err != nil {
+	case st.Change != nil && (len(st.Change.Converging) > 0 || len(st.Change.Held) > 0 || len(st.Change.Rebooting) > 0):
+		if err := r.converge(ctx, cn.Spec, st); err != nil {
 			return ctrl.Result{}, err
 		}
 	default:
 		c, ok := livechange.Next(wanted, *st.Applied)
 		attempt := int32(1)
-		if last := st.Change; ok && last != nil && (last.Phase == v1alpha1.PhaseFailed || last.Phase == v1alpha1.PhaseAborted) &&
+		if last := st.Change; ok && last != nil && (last.Phase == v1alpha1.PhaseFailed || last.Phase == v1alpha1.PhaseAborted || last.Phase == v1alpha1.PhaseRolledBack) &&
 			last.Kind == c.Kind && last.To == c.To {
 			// The same change failed before. Preconditions touch nothing, so a change that failed
-			// there is tried again after a pause; one that failed in its steps waits for a person.
+			// there is tried again after a pause; one that failed in its steps (or was rolled back)
+			// waits for a person to edit the spec again.
 			if last.RetryAt == nil {
-				break
+				asked := last.Generation
+				if asked == 0 {
+					asked = st.ObservedGeneration // recorded by an older operator
+				}
+				if cn.Generation <= asked {
+					break
+				}
+				// Asked again by an edit of the spec since: a new change.
+			} else {
+				if wait := last.RetryAt.Sub(r.Now()); wait > 0 {
+					requeue = wait
+					break
+				}
+				attempt = last.Attempt + 1
 			}
-			if wait := last.RetryAt.Sub(r.Now()); wait > 0 {
-				requeue = wait
-				break
-			}
-			attempt = last.Attempt + 1
 		}
 		if ok {
 			id := fmt.Sprintf("%s-%d-%d", strings.ToLower(string(c.Kind)), cn.Generation, attempt)
@@ -140,7 +149,7 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			} else {
 				started := metav1.NewTime(r.Now())
 				st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhasePreconditions,
-					Message: "checking preconditions on every node", Attempt: attempt, StartedAt: &started}
+					Message: "checking preconditions on every node", Attempt: attempt, StartedAt: &started, Generation: cn.Generation}
 				requeue = 100 * time.Millisecond
 			}
 		}
@@ -186,7 +195,7 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 			reports[n.Name] = nil // its state is not created yet: wait
 			continue
 		}
-		if nns.Spec.LiveChange == nil || nns.Spec.LiveChange.ID != ch.ID {
+		if plan := nns.Spec.LiveChange; plan == nil || (plan.ID != ch.ID && plan.ID != livechange.RollbackID(ch.ID)) {
 			plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To,
 				UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL}
 			if err := r.setPlan(ctx, nns, plan); err != nil {
@@ -206,24 +215,21 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 // operator was there to hear it (after a restart and a leader election the
 // answer timeout counts from this process's start).
 func (r *LiveChangeReconciler) deadlines(ch *v1alpha1.NetworkChange) livechange.Deadlines {
-	since := func(t time.Time) time.Time {
-		if t.Before(r.listening) {
-			return r.listening
-		}
-		return t
-	}
 	var d livechange.Deadlines
 	if ch.StartedAt != nil {
-		d.Preconditions = since(ch.StartedAt.Time).Add(r.AnswerTimeout)
+		d.Preconditions = r.since(ch.StartedAt.Time).Add(r.AnswerTimeout)
 	}
 	if ch.T0 != nil {
-		d.Steps = since(ch.T0.Time).Add(r.AnswerTimeout)
+		d.Steps = r.since(ch.T0.Time).Add(r.AnswerTimeout)
 	}
 	return d
 }
 
 func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.ClusterNetwork) (time.Duration, error) {
 	ch := cn.Status.Change
+	if ch.Phase == v1alpha1.PhaseRollingBack {
+		return r.advanceRollback(ctx, cn)
+	}
 	nodes, byNode, reports, err := r.collectReports(ctx, ch, livechange.FromSpec(cn.Spec))
 	if err != nil {
 		return 0, err
@@ -251,7 +257,7 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 			ch.Southbound = "Done"
 		}
 	}
-	p := livechange.Evaluate(ch.Phase, reports, now, d)
+	p := livechange.Evaluate(ch.Phase, reports, now, d, livechange.PolicyFromSpec(cn.Spec.OnFailure, len(nodes.Items)))
 	if p.Phase == v1alpha1.PhaseSucceeded && strings.HasPrefix(ch.Southbound, "Failed") {
 		p.Phase, p.Message = v1alpha1.PhaseFailed, "southbound Encap records: "+ch.Southbound
 	}
@@ -263,6 +269,10 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 		}
 		ch.Phase = v1alpha1.PhaseScheduled
 		ch.Message = fmt.Sprintf("every node passed its preconditions; T0 is %s", ch.T0.Format("15:04:05.000"))
+	case p.Phase == v1alpha1.PhaseRollingBack:
+		// Recorded before any rollback plan is written (the next pass writes them): a pass
+		// that writes plans and fails to record why would find them and not know them.
+		r.decideRollback(ch, p)
 	case p.Phase == v1alpha1.PhaseSucceeded:
 		applied := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To}.Apply(*cn.Status.Applied)
 		cn.Status.Applied = &applied
@@ -284,10 +294,11 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 		}
 		ch.Phase = v1alpha1.PhaseFailed
 		// Silent nodes keep their plan (T0 in the past) and their cordon: when their agent comes
-		// back it runs the steps late, converging the node to the applied value. So do the nodes
-		// whose restore failed, until their agent's check passes.
-		ch.Converging = append(append([]string(nil), p.Silent...), p.Unrestored...)
-		if err := r.finish(ctx, nodes.Items, byNode, ch.ID, ch.Converging...); err != nil {
+		// back it runs the steps late, converging the node to the applied value. The nodes whose
+		// step failed are held for a person (spec.onFailure.action None).
+		ch.Converging, ch.Held = p.Silent, p.Held
+		network := livechange.NodeConfig(*cn.Status.Applied, livechange.FromSpec(cn.Spec).Encapsulation)
+		if err := r.leaveBehind(ctx, nodes.Items, byNode, ch, network); err != nil {
 			return 0, err
 		}
 	}
@@ -431,41 +442,6 @@ func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.No
 	return nil
 }
 
-// converge finishes the nodes that were silent past T0 once their agents
-// report the steps done: plan removed, node uncordoned.
-func (r *LiveChangeReconciler) converge(ctx context.Context, ch *v1alpha1.NetworkChange) error {
-	var still []string
-	for _, name := range ch.Converging {
-		var nns v1alpha1.NodeNetworkState
-		var node corev1.Node
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &nns); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue // the node is gone
-			}
-			return err
-		}
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &node); err != nil {
-			return err
-		}
-		rep := nns.Status.LiveChange
-		if rep == nil || rep.ID != ch.ID || !rep.Done || (rep.Failed && rep.Restore != "Done") {
-			still = append(still, name)
-			continue
-		}
-		if err := r.finish(ctx, []corev1.Node{node}, map[string]*v1alpha1.NodeNetworkState{name: &nns}, ch.ID); err != nil {
-			return err
-		}
-		ch.Failed--
-		how := "came back and converged"
-		if rep.Failed {
-			how = "was restored (a step had failed) and converged"
-		}
-		ch.Message += fmt.Sprintf("; node %s %s to %d", name, how, ch.To)
-	}
-	ch.Converging = still
-	return nil
-}
-
 // keepSouthbound, in OVN mode with Geneve, puts the applied port back on the
 // Encap records that lost it, and comes back to check every southboundResync.
 func (r *LiveChangeReconciler) keepSouthbound(ctx context.Context, cn *v1alpha1.ClusterNetwork, requeue time.Duration) time.Duration {
@@ -500,6 +476,12 @@ func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.ClusterNetwork) {
 	case ch != nil && ch.Phase == v1alpha1.PhaseFailed && ((ch.T0 != nil && ch.Failed > 0) || (ch.T0 == nil && r.stillWanted(cn))):
 		set(CondProgressing, metav1.ConditionFalse, v1alpha1.ReasonChangeFailed, ch.Message)
 		set(CondDegraded, metav1.ConditionTrue, v1alpha1.ReasonChangeFailed, fmt.Sprintf("%s from %d to %d failed: %s", ch.ID, ch.From, ch.To, ch.Message))
+		set(CondUpgradeable, metav1.ConditionTrue, v1alpha1.ReasonAsExpected, "")
+	case ch != nil && ch.Phase == v1alpha1.PhaseRolledBack && r.stillWanted(cn):
+		msg := fmt.Sprintf("%s from %d to %d was rolled back: %s. The spec still asks for %d: set it back to %d, or fix the cause and ask again (set %d, then %d)",
+			ch.ID, ch.From, ch.To, ch.Message, ch.To, ch.From, ch.From, ch.To)
+		set(CondProgressing, metav1.ConditionFalse, v1alpha1.ReasonChangeRolledBack, ch.Message)
+		set(CondDegraded, metav1.ConditionTrue, v1alpha1.ReasonChangeRolledBack, msg)
 		set(CondUpgradeable, metav1.ConditionTrue, v1alpha1.ReasonAsExpected, "")
 	default:
 		msg := "no change in progress"

@@ -18,6 +18,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/hold"
+	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/rollout"
 	"netshift.io/netshift/internal/zones"
@@ -190,35 +191,75 @@ func nodeZone(n corev1.Node, z *v1alpha1.ZonesStatus) string {
 	return out
 }
 
-// liveChangeProgress summarizes a node's part in the live change.
+// liveChangeProgress summarizes a node's part in the live change, or in its
+// rollback, or its reboot after it.
 func liveChangeProgress(nns *v1alpha1.NodeNetworkState, ch *Change) string {
-	if ch == nil || (!ch.Phase.Active() && !slices.Contains(ch.Converging, nns.Name)) {
+	if ch == nil {
+		return ""
+	}
+	reboot := livechange.RebootOperationID(ch.ID)
+	switch op := nns.Spec.Operation; {
+	case slices.Contains(ch.Rebooting, nns.Name):
+		return rebootProgress(nns, reboot)
+	case slices.Contains(ch.Held, nns.Name) && op != nil && op.ID == reboot:
+		return "held for a person: " + rebootProgress(nns, reboot)
+	case slices.Contains(ch.Held, nns.Name) && op != nil && op.Kind == v1alpha1.OperationReboot:
+		return "held for a person; " + rebootProgress(nns, op.ID)
+	case slices.Contains(ch.Held, nns.Name):
+		return "held for a person: reboot it into the cluster's values (netshift reconfigure --reboot)"
+	case !ch.Phase.Active() && !slices.Contains(ch.Converging, nns.Name):
 		return ""
 	}
 	rep := nns.Status.LiveChange
-	if rep == nil || rep.ID != ch.ID {
+	what := ""
+	switch {
+	case rep != nil && rep.ID == livechange.RollbackID(ch.ID):
+		what = "rollback "
+	case rep == nil || rep.ID != ch.ID:
 		return "checking"
 	}
 	switch {
 	case len(rep.Problems) > 0:
 		return "BLOCKED: " + strings.Join(rep.Problems, "; ")
-	case rep.Failed && rep.Restore == "Done":
-		return "restored after a failed step"
 	case rep.Done && rep.Failed:
-		return "FAILED, restore: " + orDash(rep.Restore)
-	case rep.Failed:
-		return "a step FAILED; restore: " + orDash(rep.Restore)
+		return what + "FAILED: " + failedStep(rep)
 	case rep.Done:
-		return "done"
+		return what + "done"
 	}
 	steps := 0
 	if plan := nns.Spec.LiveChange; plan != nil {
 		steps = len(plan.Steps)
 	}
 	if plan := nns.Spec.LiveChange; plan != nil && plan.T0 != nil {
-		return fmt.Sprintf("%d/%d steps", len(rep.Steps), steps)
+		return fmt.Sprintf("%s%d/%d steps", what, len(rep.Steps), steps)
 	}
 	return "ready"
+}
+
+// failedStep is the report's failed step and its error.
+func failedStep(rep *v1alpha1.LiveChangeReport) string {
+	for _, s := range rep.Steps {
+		if s.Error != "" {
+			return fmt.Sprintf("%s: %s", s.Action, s.Error)
+		}
+	}
+	return "a step failed"
+}
+
+// rebootProgress is where the node's Reboot operation id stands.
+func rebootProgress(nns *v1alpha1.NodeNetworkState, id string) string {
+	st := nns.Status
+	switch {
+	case nns.Spec.Operation == nil || nns.Spec.Operation.ID != id:
+		return "reboot: waiting to start"
+	case st.SyncOperation == id && st.SyncStatus == v1alpha1.SyncFailed:
+		return "reboot FAILED: " + st.LastSyncError
+	case st.SyncOperation == id && st.SyncStatus == v1alpha1.SyncSucceeded:
+		return "rebooted and checked"
+	case st.SyncOperation == id && st.RebootFromBoot != "" && st.DrainOperation == id:
+		return "rebooting"
+	}
+	return "reboot: " + string(st.DrainStatus)
 }
 
 func orDash(s string) string {

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,8 @@ func TestLiveChangeProgress(t *testing.T) {
 	active := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseScheduled}}
 	ended := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseFailed, Converging: []string{"n"}}}
 	one := []v1alpha1.StepResult{{Action: v1alpha1.StepPodMTU}}
+	failed := []v1alpha1.StepResult{{Action: v1alpha1.StepPodMTU, Error: "no such device"}}
+	rollingBack := &v1alpha1.LiveChangePlan{ID: "c-rollback", Rollback: true, T0: scheduled.T0, Steps: scheduled.Steps}
 	for _, tc := range []struct {
 		name string
 		plan *v1alpha1.LiveChangePlan
@@ -32,9 +35,11 @@ func TestLiveChangeProgress(t *testing.T) {
 		{"ready, no T0", checking, &v1alpha1.LiveChangeReport{ID: "c", Ready: true}, active, "ready"},
 		{"one step of three", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Steps: one}, active, "1/3 steps"},
 		{"done", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true}, active, "done"},
-		{"restoring", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Failed: true, Restore: "Running on boot x"}, active, "a step FAILED; restore: Running on boot x"},
-		{"restore failed, still converging", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Restore: "Failed: no"}, ended, "FAILED, restore: Failed: no"},
-		{"restored", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Restore: "Done"}, ended, "restored after a failed step"},
+		{"a step failed", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Steps: failed}, active, "FAILED: PodMTU: no such device"},
+		{"held after its step failed", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Steps: failed}, ended, "FAILED: PodMTU: no such device"},
+		{"rolling back", rollingBack, &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Steps: one}, active, "rollback 1/3 steps"},
+		{"rolled back", rollingBack, &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Done: true}, active, "rollback done"},
+		{"its rollback failed", rollingBack, &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Done: true, Failed: true, Steps: failed}, active, "rollback FAILED: PodMTU: no such device"},
 		{"another node of an ended change", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Done: true}, &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseFailed, Converging: []string{"m"}}}, ""},
 	} {
 		nns := &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
@@ -73,5 +78,44 @@ func TestNodeZone(t *testing.T) {
 		if got := nodeZone(c.n, c.z); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+func TestRebootProgress(t *testing.T) {
+	ch := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseFailed, Rebooting: []string{"n"}}}
+	state := func(op string, st v1alpha1.NodeNetworkStateStatus) *v1alpha1.NodeNetworkState {
+		nns := &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: st}
+		if op != "" {
+			nns.Spec.Operation = &v1alpha1.NodeOperation{ID: op, Kind: v1alpha1.OperationReboot}
+		}
+		return nns
+	}
+	for _, tc := range []struct {
+		name string
+		nns  *v1alpha1.NodeNetworkState
+		want string
+	}{
+		{"another operation still at work", state("reconfigure-1", v1alpha1.NodeNetworkStateStatus{}), "reboot: waiting to start"},
+		{"waiting for its pool's slot", state("c-reboot", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired}), "reboot: Drain_Required"},
+		{"draining", state("c-reboot", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "c-reboot", SyncOperation: "c-reboot"}), "reboot: Draining"},
+		{"rebooting", state("c-reboot", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "c-reboot", SyncOperation: "c-reboot", RebootFromBoot: "b1"}), "rebooting"},
+		{"done", state("c-reboot", v1alpha1.NodeNetworkStateStatus{SyncOperation: "c-reboot", SyncStatus: v1alpha1.SyncSucceeded}), "rebooted and checked"},
+		{"failed", state("c-reboot", v1alpha1.NodeNetworkStateStatus{SyncOperation: "c-reboot", SyncStatus: v1alpha1.SyncFailed, LastSyncError: "no --reboot-command"}), "reboot FAILED: no --reboot-command"},
+	} {
+		if got := liveChangeProgress(tc.nns, ch); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	held := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseFailed, Held: []string{"n"}}}
+	failed := state("c-reboot", v1alpha1.NodeNetworkStateStatus{SyncOperation: "c-reboot", SyncStatus: v1alpha1.SyncFailed, LastSyncError: "exit 1"})
+	if got := liveChangeProgress(failed, held); got != "held for a person: reboot FAILED: exit 1" {
+		t.Errorf("held after its reboot failed: %q", got)
+	}
+	if got := liveChangeProgress(state("", v1alpha1.NodeNetworkStateStatus{}), held); !strings.HasPrefix(got, "held for a person: reboot it") {
+		t.Errorf("held: %q", got)
+	}
+	person := state("reboot-1", v1alpha1.NodeNetworkStateStatus{SyncOperation: "reboot-1", DrainStatus: v1alpha1.Draining, DrainOperation: "reboot-1"})
+	if got := liveChangeProgress(person, held); got != "held for a person; reboot: Draining" {
+		t.Errorf("held, a person's reboot draining: %q", got)
 	}
 }

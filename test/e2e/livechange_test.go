@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -653,35 +654,94 @@ func silentNodeConverges(t *testing.T, name string) {
 	}
 }
 
-// TestFailedRestoreFixedByHand: node-2's step fails and its restore action
-// fails too. The change ends Failed, Degraded names node-2, which stays
-// cordoned (the other node is uncordoned). The runbook's fix: reboot the node
-// by hand (here `netshift lab rebuild-node`, the lab node's reboot); the agent
-// that comes back on the new boot checks the node, reports it restored, and
-// the operator uncordons it and clears Degraded.
-func TestFailedRestoreFixedByHand(t *testing.T) {
-	up(t, "e2efr", "--nodes", "2", "--pods-per-node", "1",
-		"--agent-arg", "node-2:--fail-step-once=HostVethMTU", "--fail-reboot", "node-2")
-	c := labClient(t, "e2efr")
-	edit(t, c, `{"spec":{"mtu":1400}}`)
-	end := waitChange(t, c)
-	deg := meta.FindStatusCondition(end.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
-	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" ||
-		!strings.Contains(deg.Message, `node node-2: HostVethMTU`) || !strings.Contains(deg.Message, `restore: Failed`) || !strings.Contains(deg.Message, "lab up --fail-reboot node-2") {
-		t.Fatalf("change %+v, Degraded %+v", end.Status.Change, deg)
+// TestAFailedStepIsRolledBackLive: with the default spec.onFailure (roll
+// back, no node may fail), under the probe:
+//   - an MTU change whose HostVethMTU step fails on every node (after each
+//     set its pods' MTU) stops: every node is rolled back live at a new T0,
+//     every pod is back at 1450, no node reboots (no Reboot operation, nothing
+//     left cordoned), no connection breaks, and Degraded says the spec asks
+//     for what was rolled back;
+//   - a VXLAN port change whose TunnelPort step fails on node-2 alone stops
+//     the same way: node-1, which had moved its tunnels to 4790, is back on
+//     4789, as is every tunnel;
+//   - asked again by an edit (the faults were injected once), the port change
+//     goes through.
+func TestAFailedStepIsRolledBackLive(t *testing.T) {
+	const name = "e2erb"
+	up(t, name, "--nodes", "2", "--pods-per-node", "1",
+		"--agent-arg", "node-1:--fail-step-once=HostVethMTU", "--agent-arg", "node-2:--fail-step-once=HostVethMTU",
+		"--agent-arg", "node-2:--fail-step-once=TunnelPort")
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
+	rolledBack := func(what string, r probe.Report, cn *v1alpha1.ClusterNetwork, failed string) {
+		t.Helper()
+		ch := cn.Status.Change
+		if ch.Phase != v1alpha1.PhaseRolledBack || ch.Rollback == nil || !ch.Rollback.All || !strings.Contains(ch.Message, failed) {
+			t.Fatalf("%s: change %+v, rollback %+v: want it rolled back everywhere, naming %q", what, ch, ch.Rollback, failed)
+		}
+		if deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded); deg == nil || deg.Status != metav1.ConditionTrue ||
+			deg.Reason != v1alpha1.ReasonChangeRolledBack {
+			t.Errorf("%s: Degraded %+v: the spec asks for what was rolled back", what, deg)
+		}
+		if !r.OK {
+			t.Errorf("%s: probe failed: %v", what, r.Failed())
+		}
+		if on := labNodes(t, c); on["node-1"] || on["node-2"] {
+			t.Errorf("%s: cordons after the rollback: %v", what, on)
+		}
+		for _, n := range []string{"node-1", "node-2"} {
+			var nns v1alpha1.NodeNetworkState
+			if err := c.Get(context.Background(), client.ObjectKey{Name: n}, &nns); err != nil {
+				t.Fatal(err)
+			}
+			if nns.Spec.Operation != nil || nns.Spec.LiveChange != nil || len(nns.Status.Holds) > 0 {
+				t.Errorf("%s: node %s: operation %+v, plan %+v, holds %+v: nothing may be left, no reboot", what, n, nns.Spec.Operation, nns.Spec.LiveChange, nns.Status.Holds)
+			}
+		}
+		t.Logf("%s: %s; longest gap %.1f ms", what, ch.Message, maxGap(r))
 	}
-	if cordons := labNodes(t, c); !cordons["node-2"] || cordons["node-1"] {
-		t.Fatalf("cordons %v: want node-2 only, until it is fixed", cordons)
-	}
-	mustNetshift(t, "lab", "--name", "e2efr", "rebuild-node", "node-2")
-	waitFor(t, "node-2 to be checked, restored and uncordoned", func() bool {
-		var cn v1alpha1.ClusterNetwork
-		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && len(cn.Status.Change.Converging) == 0 &&
-			meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded) && !labNodes(t, c)["node-2"]
+
+	var cn *v1alpha1.ClusterNetwork
+	r := underProbe(t, name, func() {
+		edit(t, c, `{"spec":{"mtu":1350}}`)
+		cn = waitChange(t, c)
 	})
-	var nns v1alpha1.NodeNetworkState
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "node-2"}, &nns); err != nil || nns.Status.LiveChange.Restore != "Done" || nns.Spec.LiveChange != nil {
-		t.Fatalf("node-2 after the fix: plan %+v, report %+v, %v", nns.Spec.LiveChange, nns.Status.LiveChange, err)
+	rolledBack("MTU 1450 -> 1350", r, cn, "node node-1: HostVethMTU")
+	if !strings.Contains(cn.Status.Change.Message, "node node-2: HostVethMTU") {
+		t.Errorf("MTU 1450 -> 1350: %q names node-1's failure, not node-2's", cn.Status.Change.Message)
+	}
+	if got := podMTUs(t, s); got[1450] != 2 || cn.Status.Applied.MTU != 1450 {
+		t.Fatalf("pod MTUs after the rollback %v, applied %d: want every pod back at 1450", got, cn.Status.Applied.MTU)
+	}
+
+	r = underProbe(t, name, func() {
+		edit(t, c, `{"spec":{"mtu":1450}}`) // what is applied: no change
+		edit(t, c, `{"spec":{"vxlanPort":4790}}`)
+		cn = waitChange(t, c)
+	})
+	rolledBack("VXLAN port 4789 -> 4790", r, cn, "node node-2: TunnelPort")
+	var node1 v1alpha1.NodeNetworkState
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "node-1"}, &node1); err != nil || node1.Status.LiveChange == nil ||
+		node1.Status.LiveChange.ID != cn.Status.Change.ID+"-rollback" || node1.Status.LiveChange.Failed {
+		t.Fatalf("node-1's report %+v (%v): want its rollback done", node1.Status.LiveChange, err)
+	}
+	for _, n := range s.Topology.Nodes {
+		tunnels, err := switchTunnels(s.OVSDB(n.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tun := range tunnels {
+			if tun.DstPort != 4789 {
+				t.Errorf("node %s: tunnel %s on port %d after the rollback, want 4789", n.Name, tun.Name, tun.DstPort)
+			}
+		}
+	}
+
+	edit(t, c, `{"spec":{"vxlanPort":4789}}`)
+	edit(t, c, `{"spec":{"vxlanPort":4790}}`)
+	if cn = waitChange(t, c); cn.Status.Change.Phase != v1alpha1.PhaseSucceeded || cn.Status.Applied.VXLANPort != 4790 ||
+		!meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded) {
+		t.Fatalf("asked again: change %+v, applied %+v", cn.Status.Change, cn.Status.Applied)
 	}
 }
 

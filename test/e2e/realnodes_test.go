@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/images"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/netdev"
@@ -348,76 +350,143 @@ func podNetns(t *testing.T, s *lab.State, ns, name string) string {
 	return netns
 }
 
-// TestRealNodeRestoredByItsReboot: on real nodes, node-2's agent fails a step
-// (its hook set as its node's label); its node-restore action asks the lab to
-// reboot the lab node, which stops its kubelet, containerd and every pod and
-// starts them again with a new boot ID; the agent that comes back checks the
-// node and reports it restored, and the change succeeds. The machine itself
-// is not rebooted: its boot ID and uptime go on.
-func TestRealNodeRestoredByItsReboot(t *testing.T) {
+// TestRealNodesRebootedThroughTheDrainController: on three real nodes, with
+// spec.onFailure.action Reboot, every node's HostVethMTU step fails, and
+// fails again in its rollback. node-1 carries the control-plane role: it is
+// never rebooted and is left cordoned for a person. node-2 and node-3 are
+// rebooted into the old MTU through the drain controller, never both at once
+// (the default pool's maxParallel 1, watched from the API server), and come
+// back checked and uncordoned; the lab's reboot gives a node a new boot ID
+// and leaves the machine's alone. A person then reboots node-1 with
+// `netshift reconfigure --reboot`, and the change ends RolledBack with
+// nothing cordoned and every pod at 1450.
+func TestRealNodesRebootedThroughTheDrainController(t *testing.T) {
 	const name = "e2err"
 	machineBoot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	up(t, name, "--nodes", "2", "--pods-per-node", "1", "--agent-arg", "node-2:--fail-step-once=HostVethMTU")
+	args := []string{"--nodes", "3", "--pods-per-node", "1"}
+	for _, n := range []string{"node-1", "node-2", "node-3"} {
+		args = append(args, "--agent-arg", n+":--fail-step-once=HostVethMTU", "--agent-arg", n+":--fail-step-once=HostVethMTU")
+	}
+	up(t, name, args...)
 	s, _ := lab.LoadState(name)
-	c, err := s.Client()
-	if err != nil {
+	c := labClient(t, name)
+	ctx := context.Background()
+	boots := func() map[string]string {
+		out := map[string]string{}
+		for _, n := range []string{"node-1", "node-2", "node-3"} {
+			b, _ := os.ReadFile(s.BootIDPath(n))
+			out[n] = strings.TrimSpace(string(b))
+		}
+		return out
+	}
+	bootsBefore := boots()
+	var node1 corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: "node-1"}, &node1); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	bootBefore, _ := os.ReadFile(s.BootIDPath("node-2"))
-	podsBefore := map[string]string{}
-	var pods corev1.PodList
-	_ = c.List(ctx, &pods, client.InNamespace(lab.PodNamespace))
-	for _, p := range pods.Items {
-		podsBefore[p.Name] = string(p.UID)
+	patch := client.MergeFrom(node1.DeepCopy())
+	node1.Labels["node-role.kubernetes.io/control-plane"] = ""
+	if err := c.Patch(ctx, &node1, patch); err != nil {
+		t.Fatal(err)
 	}
-	uptimeBefore := uptime(t)
+	busy := watchBusyNodes(t, c)
 
-	edit(t, c, `{"spec":{"mtu":1400}}`)
-	end := waitChange(t, c)
-	if end.Status.Change.Phase != v1alpha1.PhaseSucceeded || !strings.Contains(end.Status.Change.Message, "restored after a failed step: node-2") {
-		t.Fatalf("change %+v", end.Status.Change)
+	edit(t, c, `{"spec":{"mtu":1350,"onFailure":{"action":"Reboot"}}}`)
+	var cn v1alpha1.ClusterNetwork
+	waitFor(t, "node-2 and node-3 to be rebooted and checked", func() bool {
+		return c.Get(ctx, client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil &&
+			cn.Status.Change.Rollback != nil && !cn.Status.Change.Phase.Active() && len(cn.Status.Change.Rebooting) == 0
+	})
+	ch := cn.Status.Change
+	if ch.Phase != v1alpha1.PhaseFailed || !slices.Equal(ch.Held, []string{"node-1"}) || !strings.Contains(ch.Message, "rebootControlPlane") {
+		t.Fatalf("change %+v: want node-1 held for a person, the others rebooted", ch)
 	}
-	var nns v1alpha1.NodeNetworkState
-	_ = c.Get(ctx, client.ObjectKey{Name: "node-2"}, &nns)
-	if r := nns.Status.LiveChange; r == nil || !r.Failed || r.Restore != "Done" {
-		t.Fatalf("node-2 report %+v", r)
-	}
-	if bootAfter, _ := os.ReadFile(s.BootIDPath("node-2")); len(bootAfter) == 0 || string(bootAfter) == string(bootBefore) {
-		t.Errorf("node-2 boot ID %q (before %q): the lab did not reboot the node", bootAfter, bootBefore)
+	after := boots()
+	if after["node-1"] != bootsBefore["node-1"] || after["node-2"] == bootsBefore["node-2"] || after["node-3"] == bootsBefore["node-3"] {
+		t.Fatalf("boot IDs %v, before %v: node-2 and node-3 rebooted, the control-plane node-1 never", after, bootsBefore)
 	}
 	if now, _ := os.ReadFile("/proc/sys/kernel/random/boot_id"); string(now) != string(machineBoot) {
 		t.Fatalf("the machine's boot ID changed: %s -> %s", machineBoot, now)
 	}
-	if after := uptime(t); after <= uptimeBefore {
-		t.Fatalf("the machine's uptime went from %.0f s to %.0f s", uptimeBefore, after)
+	if on := labNodes(t, c); !on["node-1"] || on["node-2"] || on["node-3"] {
+		t.Fatalf("cordons %v: node-1 stays cordoned for a person, the rebooted nodes are back in service", on)
 	}
-	// The kubelet came back with the node and started node-2's pods again through the CNI
-	// chain, with the node's MTU in force.
-	waitFor(t, "node-2's pods to run again", func() bool {
-		var ps corev1.PodList
-		_ = c.List(ctx, &ps, client.InNamespace(lab.PodNamespace))
-		running := 0
-		for _, p := range ps.Items {
-			if p.Status.Phase == corev1.PodRunning && s.RuntimeNetns(ctx, p.Namespace, p.Name) != "" {
-				running++
+
+	mustNetshift(t, "--kubeconfig", s.Kubeconfig, "reconfigure", "--reboot", "--nodes", "node-1", "--reason", "the e2e test's person")
+	waitFor(t, "node-1 rebooted by the person and the change rolled back", func() bool {
+		return c.Get(ctx, client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change.Phase == v1alpha1.PhaseRolledBack
+	})
+	if boots()["node-1"] == bootsBefore["node-1"] {
+		t.Fatal("node-1 was not rebooted by netshift reconfigure --reboot")
+	}
+	if peak, worst := busy(); peak > 1 {
+		t.Fatalf("%d nodes held by drains at once (%v): the default pool allows 1", peak, worst)
+	}
+	if on := labNodes(t, c); on["node-1"] || on["node-2"] || on["node-3"] {
+		t.Fatalf("cordons %v after the change was rolled back", on)
+	}
+	for _, n := range []string{"node-1", "node-2", "node-3"} {
+		if f, err := nodeconfig.Read(s.NetworkConfigPath(n)); err != nil || f.MTU != 1450 {
+			t.Errorf("node %s network configuration %+v, %v: want 1450", n, f, err)
+		}
+	}
+	var pods corev1.PodList
+	_ = c.List(ctx, &pods, client.InNamespace(lab.PodNamespace))
+	checked := 0
+	for _, p := range pods.Items {
+		if netns := s.RuntimeNetns(ctx, p.Namespace, p.Name); netns != "" {
+			checked++
+			if got := mtuIn(t, netns, "eth0"); got != 1450 {
+				t.Errorf("pod %s on %s: MTU %d, want 1450", p.Name, p.Spec.NodeName, got)
 			}
 		}
-		return running == 2
-	})
-	_ = c.List(ctx, &pods, client.InNamespace(lab.PodNamespace))
-	for _, p := range pods.Items {
-		if got := mtuIn(t, podNetns(t, s, p.Namespace, p.Name), "eth0"); got != 1400 {
-			t.Errorf("pod %s on %s: MTU %d after the restore, want 1400", p.Name, p.Spec.NodeName, got)
-		}
 	}
-	if f, err := nodeconfig.Read(s.NetworkConfigPath("node-2")); err != nil || f.MTU != 1400 {
-		t.Fatalf("node-2 network configuration %+v, %v", f, err)
+	if checked == 0 {
+		t.Fatalf("no running pod to check the MTU of (%d listed)", len(pods.Items))
 	}
-	for n, cordoned := range labNodes(t, c) {
-		if cordoned {
-			t.Errorf("node %s left cordoned", n)
+}
+
+// watchBusyNodes follows the NodeNetworkStates in the order the API server
+// changed them; busy returns the most nodes that held a pool's slot at once,
+// and which.
+func watchBusyNodes(t *testing.T, c client.WithWatch) (busy func() (int, []string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := c.Watch(ctx, &v1alpha1.NodeNetworkStateList{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	states := map[string]v1alpha1.NodeNetworkStateStatus{}
+	peak, worst := 0, []string(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			nns, ok := ev.Object.(*v1alpha1.NodeNetworkState)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			states[nns.Name] = nns.Status
+			var now []string
+			for n, st := range states {
+				if hold.Busy(st) {
+					now = append(now, n)
+				}
+			}
+			if len(now) > peak {
+				slices.Sort(now)
+				peak, worst = len(now), now
+			}
+			mu.Unlock()
 		}
+	}()
+	t.Cleanup(func() { cancel(); w.Stop(); <-done })
+	return func() (int, []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return peak, worst
 	}
 }
 
