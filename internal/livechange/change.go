@@ -62,6 +62,30 @@ func Next(w Wanted, applied v1alpha1.AppliedNetwork) (Change, bool) {
 	return Change{}, false
 }
 
+// NextAttempt says whether change c, asked by the spec at generation gen,
+// starts now, and as which attempt, given the last change. The same change
+// that failed before starts again after its retry time when it failed in its
+// preconditions (it touched nothing), else, failed in its steps, rolled back
+// or aborted, only once the spec was edited since it was asked for. wait is
+// how long until the retry time when it does not start.
+func NextAttempt(last *v1alpha1.NetworkChange, c Change, gen, observed int64, now time.Time) (attempt int32, wait time.Duration, start bool) {
+	again := last != nil && (last.Phase == v1alpha1.PhaseFailed || last.Phase == v1alpha1.PhaseAborted || last.Phase == v1alpha1.PhaseRolledBack) &&
+		last.Kind == c.Kind && last.To == c.To
+	switch {
+	case !again:
+		return 1, 0, true
+	case last.RetryAt != nil && last.RetryAt.After(now):
+		return 0, last.RetryAt.Sub(now), false
+	case last.RetryAt != nil:
+		return last.Attempt + 1, 0, true
+	}
+	asked := last.Generation
+	if asked == 0 {
+		asked = observed // recorded by an older operator, which kept no generation
+	}
+	return 1, 0, gen > asked
+}
+
 // Cordons says whether the nodes are cordoned from the schedule to the end
 // of the change. Only an MTU change needs it: a pod created between its
 // steps would be set up with the old MTU on a path already changed. A

@@ -2,6 +2,8 @@ package livechange
 
 import (
 	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strings"
 	"testing"
 	"time"
@@ -179,6 +181,40 @@ func TestNextLook(t *testing.T) {
 	} {
 		if got := NextLook(now, c.t0, c.d, 2*s); got != c.want {
 			t.Errorf("%s: next look in %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestNextAttempt(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	later, earlier := metav1.NewTime(now.Add(time.Minute)), metav1.NewTime(now.Add(-time.Minute))
+	mtu := Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1400, NodeSteps: true}
+	last := func(phase v1alpha1.ChangePhase, to int32, retry *metav1.Time, gen int64) *v1alpha1.NetworkChange {
+		return &v1alpha1.NetworkChange{Kind: v1alpha1.ChangeMTU, To: to, Phase: phase, RetryAt: retry, Generation: gen, Attempt: 2}
+	}
+	for _, c := range []struct {
+		name          string
+		last          *v1alpha1.NetworkChange
+		gen, observed int64
+		attempt       int32
+		wait          time.Duration
+		start         bool
+	}{
+		{"no change before", nil, 5, 5, 1, 0, true},
+		{"the last one succeeded", last(v1alpha1.PhaseSucceeded, 1400, nil, 5), 5, 5, 1, 0, true},
+		{"another value failed", last(v1alpha1.PhaseFailed, 1300, nil, 4), 5, 5, 1, 0, true},
+		{"preconditions failed: wait for the retry time", last(v1alpha1.PhaseFailed, 1400, &later, 5), 5, 5, 0, time.Minute, false},
+		{"preconditions failed: the retry time came", last(v1alpha1.PhaseFailed, 1400, &earlier, 5), 5, 5, 3, 0, true},
+		{"failed in its steps: waits for an edit", last(v1alpha1.PhaseFailed, 1400, nil, 5), 5, 5, 0, 0, false},
+		{"rolled back: waits for an edit", last(v1alpha1.PhaseRolledBack, 1400, nil, 5), 5, 5, 0, 0, false},
+		{"rolled back, the spec edited since", last(v1alpha1.PhaseRolledBack, 1400, nil, 5), 7, 7, 1, 0, true},
+		{"aborted: waits for an edit", last(v1alpha1.PhaseAborted, 1400, nil, 5), 5, 5, 0, 0, false},
+		{"an older operator's record: the observed generation stands in", last(v1alpha1.PhaseFailed, 1400, nil, 0), 6, 6, 0, 0, false},
+		{"an older operator's record, edited since", last(v1alpha1.PhaseFailed, 1400, nil, 0), 7, 6, 1, 0, true},
+	} {
+		attempt, wait, start := NextAttempt(c.last, mtu, c.gen, c.observed, now)
+		if start != c.start || (start && attempt != c.attempt) || wait != c.wait {
+			t.Errorf("%s: attempt %d, wait %s, start %v; want %d, %s, %v", c.name, attempt, wait, start, c.attempt, c.wait, c.start)
 		}
 	}
 }

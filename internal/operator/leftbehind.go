@@ -199,7 +199,7 @@ func (r *LiveChangeReconciler) startReboot(ctx context.Context, nns *v1alpha1.No
 	if op != nil && op.ID == id {
 		return nil
 	}
-	if op != nil && !(nns.Status.SyncOperation == op.ID && (nns.Status.SyncStatus == v1alpha1.SyncSucceeded || nns.Status.SyncStatus == v1alpha1.SyncFailed)) {
+	if op != nil && !operationOver(nns, op.ID) {
 		return nil // operation op is still at work: the reboot waits for it
 	}
 	now := metav1.NewTime(r.Now())
@@ -221,4 +221,10 @@ func isControlPlane(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// operationOver says whether the agent has ended operation id on the node.
+func operationOver(nns *v1alpha1.NodeNetworkState, id string) bool {
+	st := nns.Status
+	return st.SyncOperation == id && (st.SyncStatus == v1alpha1.SyncSucceeded || st.SyncStatus == v1alpha1.SyncFailed)
 }

@@ -94,7 +94,6 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.APIReader.Get(ctx, req.NamespacedName, &cn); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	logger := log.FromContext(ctx)
 	before := cn.DeepCopy()
 	wanted := livechange.FromSpec(cn.Spec)
 	st := &cn.Status
@@ -114,45 +113,15 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	default:
 		c, ok := livechange.Next(wanted, *st.Applied)
-		attempt := int32(1)
-		if last := st.Change; ok && last != nil && (last.Phase == v1alpha1.PhaseFailed || last.Phase == v1alpha1.PhaseAborted || last.Phase == v1alpha1.PhaseRolledBack) &&
-			last.Kind == c.Kind && last.To == c.To {
-			// The same change failed before. Preconditions touch nothing, so a change that failed
-			// there is tried again after a pause; one that failed in its steps (or was rolled back)
-			// waits for a person to edit the spec again.
-			if last.RetryAt == nil {
-				asked := last.Generation
-				if asked == 0 {
-					asked = st.ObservedGeneration // recorded by an older operator
-				}
-				if cn.Generation <= asked {
-					break
-				}
-				// Asked again by an edit of the spec since: a new change.
-			} else {
-				if wait := last.RetryAt.Sub(r.Now()); wait > 0 {
-					requeue = wait
-					break
-				}
-				attempt = last.Attempt + 1
-			}
+		if !ok {
+			break
 		}
-		if ok {
-			id := fmt.Sprintf("%s-%d-%d", strings.ToLower(string(c.Kind)), cn.Generation, attempt)
-			logger.Info("live change requested", "change", id, "from", c.From, "to", c.To)
-			if !c.NodeSteps {
-				// A port of an encapsulation the cluster does not use: recorded, no node step.
-				applied := c.Apply(*st.Applied)
-				st.Applied = &applied
-				st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhaseSucceeded,
-					Message: fmt.Sprintf("recorded; the cluster uses %s, so no node changes", wanted.Encapsulation)}
-			} else {
-				started := metav1.NewTime(r.Now())
-				st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhasePreconditions,
-					Message: "checking preconditions on every node", Attempt: attempt, StartedAt: &started, Generation: cn.Generation}
-				requeue = 100 * time.Millisecond
-			}
+		attempt, wait, start := livechange.NextAttempt(st.Change, c, cn.Generation, st.ObservedGeneration, r.Now())
+		if !start {
+			requeue = wait
+			break
 		}
+		requeue = r.startChange(ctx, &cn, c, attempt)
 	}
 	if st.Change == nil || !st.Change.Phase.Active() {
 		requeue = r.keepSouthbound(ctx, &cn, requeue)
@@ -167,6 +136,25 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// startChange records change c, attempt attempt: in its preconditions, or
+// done at once for a port of an encapsulation the cluster does not use.
+func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.ClusterNetwork, c livechange.Change, attempt int32) time.Duration {
+	st := &cn.Status
+	id := fmt.Sprintf("%s-%d-%d", strings.ToLower(string(c.Kind)), cn.Generation, attempt)
+	log.FromContext(ctx).Info("live change requested", "change", id, "from", c.From, "to", c.To)
+	if !c.NodeSteps {
+		applied := c.Apply(*st.Applied)
+		st.Applied = &applied
+		st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhaseSucceeded, Generation: cn.Generation,
+			Message: fmt.Sprintf("recorded; the cluster uses %s, so no node changes", livechange.FromSpec(cn.Spec).Encapsulation)}
+		return 0
+	}
+	started := metav1.NewTime(r.Now())
+	st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhasePreconditions,
+		Message: "checking preconditions on every node", Attempt: attempt, StartedAt: &started, Generation: cn.Generation}
+	return 100 * time.Millisecond
 }
 
 // advance moves an active change: it distributes the plans, evaluates the
