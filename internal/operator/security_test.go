@@ -12,6 +12,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -572,5 +573,66 @@ func TestTheOperatorTouchesOnlyItsConfigMap(t *testing.T) {
 		op.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: zones.ConfigMapName}, &corev1.ConfigMap{}), "cannot get resource")
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil || other.Data["k"] != "v" {
 		t.Errorf("the other ConfigMap: %v %v", other.Data, err)
+	}
+}
+
+// TestPeopleRoles: netshift-view, joined to Kubernetes' own view, reads
+// netshift's objects and changes none; netshift-edit changes the network but
+// not the port pools; netshift-admin manages the port pools too. Checked with
+// the API server's own SubjectAccessReviews, once its aggregation controller
+// has filled the aggregated roles.
+func TestPeopleRoles(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	for user, role := range map[string]string{"people-viewer": "view", "people-editor": "netshift-edit", "people-admin": "netshift-admin"} {
+		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
+		if err := env.Client.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), b) })
+	}
+	may := func(user, verb, resource string) bool {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: v1alpha1.GroupVersion.Group, Resource: resource, Verb: verb}}}
+		if err := env.Client.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		return sar.Status.Allowed
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return may("people-viewer", "list", "nodepools") && may("people-editor", "patch", "clusternetworks") && may("people-admin", "create", "portpools"), nil
+	})
+	if err != nil {
+		t.Fatalf("the aggregated roles never granted their rights: %v", err)
+	}
+	for _, c := range []struct {
+		user, verb, resource string
+		allowed              bool
+	}{
+		{"people-viewer", "get", "clusternetworks", true},
+		{"people-viewer", "watch", "nodenetworkstates", true},
+		{"people-viewer", "patch", "clusternetworks", false},
+		{"people-viewer", "delete", "nodepools", false},
+		{"people-viewer", "get", "portpools", false},
+		{"people-editor", "list", "nodepools", true},
+		{"people-editor", "create", "nodepools", true},
+		{"people-editor", "patch", "nodenetworkstates", true},
+		{"people-editor", "patch", "nodenetworkstates/status", false},
+		{"people-editor", "create", "portpools", false},
+		{"people-admin", "patch", "clusternetworks", true},
+		{"people-admin", "delete", "portpools", true},
+		{"people-admin", "patch", "clusternetworks/status", false},
+	} {
+		resource, sub, _ := strings.Cut(c.resource, "/")
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: c.user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: v1alpha1.GroupVersion.Group, Resource: resource, Subresource: sub, Verb: c.verb}}}
+		if err := env.Client.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != c.allowed {
+			t.Errorf("%s %s %s: allowed %v, want %v", c.user, c.verb, c.resource, sar.Status.Allowed, c.allowed)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func Run(m *testing.M, env **Env, missing *error) int {
 	klog.SetLogger(logger) // leader election logs through klog
 	// The real disruption controller computes PodDisruptionBudgets' status, so the
 	// Eviction API enforces them as in a cluster.
-	e, err := controlplane.StartWith(controlplane.Options{Controllers: []string{"disruption"}})
+	e, err := controlplane.StartWith(controlplane.Options{Controllers: []string{"disruption", "clusterrole-aggregation"}})
 	if err != nil {
 		var ms *Missing
 		if !errors.As(err, &ms) {
