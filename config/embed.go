@@ -6,11 +6,12 @@ package config
 
 import "embed"
 
-// Install is what a control plane needs before netshift runs on it: the CRDs,
-// RBAC and the admission policy (not the workloads: the demo and the lab run
-// the operator and agents as processes).
+// Install is what a test control plane needs before netshift runs on it as
+// processes (the demo's, the tests'): the CRDs, RBAC (with the port pools' and
+// the zone controller's), the admission policy, and the bindings of the lab's
+// user groups (lab-groups). Not the workloads.
 //
-//go:embed crd/*.yaml rbac/*.yaml policy/*.yaml
+//go:embed crd/*.yaml rbac/*.yaml policy/*.yaml components/*/*.yaml lab-groups/*.yaml
 var Install embed.FS
 
 // Samples are the example NodePools and Nodes.
@@ -18,9 +19,9 @@ var Install embed.FS
 //go:embed samples/*.yaml
 var Samples embed.FS
 
-// Kustomize is every kustomization (default, lab, portpools) with what they
+// Kustomize is every kustomization (default, lab, portpools, ovn-zones) with what they
 // reference, for the lab to install netshift the way users do:
 // `kubectl apply -k` of a directory it writes them into.
 //
-//go:embed crd/*.yaml rbac/*.yaml policy/*.yaml manager/*.yaml agent/*.yaml default/*.yaml lab/*.yaml lab-ovn/*.yaml lab-ovn-zones/*.yaml lab-neutron/*.yaml portpools/*.yaml
+//go:embed crd/*.yaml rbac/*.yaml policy/*.yaml components/*/*.yaml ovn-zones/*.yaml manager/*.yaml agent/*.yaml default/*.yaml lab/*.yaml lab-ovn/*.yaml lab-ovn-zones/*.yaml lab-neutron/*.yaml portpools/*.yaml
 var Kustomize embed.FS

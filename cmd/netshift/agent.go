@@ -112,7 +112,7 @@ func agentCmd(g *globals) *cobra.Command {
 		"(\"nsenter -t 1 -m -- systemctl reboot\" with hostPID); the agent checks the node when it is back (empty: the agent runs no Reboot operation)")
 	f.StringVar(&networkConfig, "network-config", "", "the node's network configuration file, which new pods are set up from; a live change rewrites it as its last step (empty: none)")
 	f.StringVar(&bootIDFile, "boot-id-file", "/proc/sys/kernel/random/boot_id", "where the node's boot ID is read: a reboot is told apart from an agent restart by it")
-	f.BoolVar(&plugPorts, "plug-ports", true, "plug the ports of this node's pods that carry netshift.io/port-spec or netshift.io/port (needs --ovsdb)")
+	f.BoolVar(&plugPorts, "plug-ports", true, "plug the ports of this node's pods that carry netshift.io/port (the port pools') or netshift.io/port-spec (in namespaces a cluster admin opted in, for ports they own) (needs --ovsdb)")
 	f.StringVar(&plugMode, "plug-mode", string(plug.PerPort), "how ports are plugged unless the Node's netshift.io/plug-mode annotation says otherwise: per-port or direct")
 	f.StringVar(&integration, "integration-bridge", "br-int", "the integration bridge the network controller programs")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +20,13 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/manifests"
 	"netshift.io/netshift/internal/testenv"
 )
 
@@ -338,5 +342,67 @@ func TestManifestsApplyCleanly(t *testing.T) {
 	}
 	if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--port-pools --os-clouds-file=/etc/openstack/clouds.yaml") {
 		t.Errorf("operator args with config/portpools: %s", args)
+	}
+	// The zone controller's overlay, on a cluster with the plugin's namespace.
+	out, err = exec.Command(kubectl, "--kubeconfig", env.Kubeconfig, "apply", "--server-side", "--force-conflicts", "-k", "../../config/ovn-zones").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply -k config/ovn-zones: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "role.rbac.authorization.k8s.io/netshift-operator-zones") {
+		t.Errorf("config/ovn-zones did not apply the zone controller's Role:\n%s", out)
+	}
+}
+
+// TestInstallsGrantOnlyWhatTheyUse renders each install users apply and reads
+// what it grants: config/default binds no lab group, no system:auth-delegator
+// and no right in the network plugin's namespace; the port pools' overlay
+// adds the TokenReviews its API needs, the zones' overlay its Role in
+// ovn-kubernetes, for one Deployment by name.
+func TestInstallsGrantOnlyWhatTheyUse(t *testing.T) {
+	testenv.Require(t, envMissing)
+	kubectl := filepath.Join(env.AssetsDir, "kubectl")
+	render := func(dir string) string {
+		out, err := exec.Command(kubectl, "kustomize", "../../config/"+dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl kustomize config/%s: %v\n%s", dir, err, out)
+		}
+		return string(out)
+	}
+	for dir, c := range map[string]struct{ want, not []string }{
+		"default":   {not: []string{"kind: Group", "system:auth-delegator", "namespace: ovn-kubernetes", "deployments"}},
+		"portpools": {want: []string{"name: system:auth-delegator"}, not: []string{"kind: Group", "namespace: ovn-kubernetes"}},
+		"ovn-zones": {want: []string{"namespace: ovn-kubernetes", "deployments/scale", "resourceNames:\n  - ovnkube-central", "--zone-migration"},
+			not: []string{"kind: Group", "system:auth-delegator"}},
+	} {
+		text := render(dir)
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("config/%s lacks %q", dir, w)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(text, n) {
+				t.Errorf("config/%s grants %q", dir, n)
+			}
+		}
+		// The operator's cluster-wide role deletes no pod anywhere.
+		objs, err := manifests.Decode([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if o.GetKind() != "ClusterRole" || o.GetName() != "netshift-operator" {
+				continue
+			}
+			var role rbacv1.ClusterRole
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range role.Rules {
+				if slices.Contains(r.Resources, "pods") && slices.Contains(r.Verbs, "delete") {
+					t.Errorf("config/%s: the operator's ClusterRole deletes pods in every namespace: %+v", dir, r)
+				}
+			}
+		}
 	}
 }

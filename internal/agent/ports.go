@@ -17,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/netdev"
@@ -97,12 +99,21 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 	var port plug.Port
 	has := false
-	var invalid error
+	var invalid, notAllowed error
 	if !gone {
 		// An annotation that became invalid asks for no port: what was plugged for it goes.
 		if port, has, invalid = plug.PortOf(pod.Annotations, string(pod.UID)); invalid != nil {
 			has = false
 		}
+	}
+	if has {
+		// A port the pod names itself is plugged only as its namespace allows
+		// (the pools' netshift.io/port is the operator's, never the pod's):
+		// one it no longer may have goes too.
+		if notAllowed, err = pp.allowSpec(ctx, &pod, port, plugged); err != nil {
+			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
+		}
+		has = notAllowed == nil
 	}
 	// Unplug what the pod no longer wants: all of it when it is gone, has no
 	// port or an invalid one, an older port when its port changed.
@@ -117,6 +128,10 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if invalid != nil {
 		msg := invalid.Error() + "; no port is plugged for the pod until the annotation is fixed"
 		return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonInvalid, msg)
+	}
+	if notAllowed != nil {
+		logger.Info("plug refused", "port", port.ID, "reason", notAllowed.Error())
+		return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonRefused, fmt.Sprintf("node %s: %v", pp.node, notAllowed))
 	}
 	if gone || !has {
 		return ctrl.Result{RequeueAfter: later}, nil
@@ -161,6 +176,23 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 
 	return pp.reportReady(ctx, &pod, mode, port, adm, since)
+}
+
+// allowSpec applies the pod's namespace's settings to a port the pod names
+// in netshift.io/port-spec: nil when the port is the pool's, or allowed.
+func (pp *portPlugger) allowSpec(ctx context.Context, pod *corev1.Pod, port plug.Port, plugged []plug.Plugged) (notAllowed, err error) {
+	if _, named := pod.Annotations[plug.PortSpecAnnotation]; !named {
+		return nil, nil
+	}
+	var ns corev1.Namespace
+	if err := pp.client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, &ns); err != nil {
+		return nil, fmt.Errorf("read namespace %s for its port settings: %w", pod.Namespace, err)
+	}
+	np, err := plug.NamespacePortsOf(ns.Name, ns.Labels, ns.Annotations)
+	if err != nil {
+		return err, nil
+	}
+	return np.Allow(port, plugged), nil
 }
 
 // unplugUnwanted unplugs the owner's plugs but keep's, and returns what is
@@ -373,9 +405,16 @@ func (pp *portPlugger) reportReady(ctx context.Context, pod *corev1.Pod, mode pl
 	return ctrl.Result{}, pp.setCondition(ctx, pod, corev1.ConditionTrue, reasonReady, msg)
 }
 
+// maxConditionMessage bounds a condition's message: parts of it come from
+// the pod, and every reader of the pod pays for its size.
+const maxConditionMessage = 1024
+
 // setCondition writes the pod's network-ready condition when it changed, as
 // a strategic merge patch of that one condition: the kubelet's stay.
 func (pp *portPlugger) setCondition(ctx context.Context, pod *corev1.Pod, status corev1.ConditionStatus, reason, msg string) error {
+	if len(msg) > maxConditionMessage {
+		msg = msg[:maxConditionMessage] + "..."
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == plug.ReadyCondition && c.Status == status && c.Reason == reason && c.Message == msg {
 			return nil
@@ -469,7 +508,23 @@ func addPortPlugger(mgr ctrl.Manager, o Options, sw *ovs.Switch) error {
 		return fmt.Errorf("node %s: %w", o.Node, err)
 	}
 	pp.ovn = remote != ""
-	if err := ctrl.NewControllerManagedBy(mgr).Named("ports").For(&corev1.Pod{}).Complete(pp); err != nil {
+	// A namespace's port settings changed (opted in or out, its ports, its
+	// limit): its pods that name a port are decided again.
+	namespacePods := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var pods corev1.PodList
+		if err := pp.client.List(ctx, &pods, client.InNamespace(o.GetName())); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, p := range pods.Items {
+			if _, named := p.Annotations[plug.PortSpecAnnotation]; named {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+			}
+		}
+		return reqs
+	})
+	if err := ctrl.NewControllerManagedBy(mgr).Named("ports").For(&corev1.Pod{}).
+		Watches(&corev1.Namespace{}, namespacePods).Complete(pp); err != nil {
 		return fmt.Errorf("node %s: set up port plugging: %w", o.Node, err)
 	}
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

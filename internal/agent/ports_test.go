@@ -59,6 +59,17 @@ func runAgent(t *testing.T, o Options) (stop func()) {
 	}
 }
 
+// vmNamespace is a namespace a cluster admin opted in to port-spec, owning
+// the ports ids lists, at most max ports a node ("" for the default).
+func vmNamespace(name, ids, max string) *corev1.Namespace {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{plug.PortSpecOptInLabel: plug.PortSpecEnabled},
+		Annotations: map[string]string{plug.PortIDsAnnotation: ids}}}
+	if max != "" {
+		ns.Annotations[plug.MaxPortsAnnotation] = max
+	}
+	return ns
+}
+
 func vmPod(name, node, spec string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "vms", Annotations: map[string]string{plug.PortSpecAnnotation: spec}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "vm", Image: "vm"}}}}
@@ -71,14 +82,19 @@ func waitCondition(t *testing.T, c client.Client, name, reason string) corev1.Po
 }
 
 // waitConditionMessage waits until the pod's network-ready condition has the
-// reason and a message that contains text.
+// reason and a message that contains text. name is namespace/name, or a
+// name in namespace vms.
 func waitConditionMessage(t *testing.T, c client.Client, name, reason, text string) corev1.PodCondition {
 	t.Helper()
+	key := types.NamespacedName{Namespace: "vms", Name: name}
+	if ns, n, ok := strings.Cut(name, "/"); ok {
+		key = types.NamespacedName{Namespace: ns, Name: n}
+	}
 	deadline := time.Now().Add(15 * time.Second)
 	var last corev1.PodCondition
 	for time.Now().Before(deadline) {
 		var pod corev1.Pod
-		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "vms", Name: name}, &pod); err == nil {
+		if err := c.Get(context.Background(), key, &pod); err == nil {
 			for _, cond := range pod.Status.Conditions {
 				if cond.Type == plug.ReadyCondition {
 					last = cond
@@ -114,7 +130,7 @@ func TestAgentPlugsPodPorts(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vms"}}); err != nil {
+	if err := c.Create(ctx, vmNamespace("vms", "7c1d0e2f-*", "")); err != nil {
 		t.Fatal(err)
 	}
 	stop := startAgent(t, node, sw)
@@ -166,14 +182,15 @@ func TestAgentPlugsPodPorts(t *testing.T) {
 	if err := c.Update(ctx, &nd); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, vmPod("vm-b", node, fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0b","tap":"tapvmb"}`, idB))); err != nil {
+	tapB := plug.DefaultTap(idB)
+	if err := c.Create(ctx, vmPod("vm-b", node, fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0b"}`, idB))); err != nil {
 		t.Fatal(err)
 	}
 	cond = waitCondition(t, c, "vm-b", reasonRefused)
 	if cond.Status != corev1.ConditionFalse || !strings.Contains(cond.Message, idA) || !strings.Contains(cond.Message, "direct") {
 		t.Errorf("vm-b refusal %+v does not say why", cond)
 	}
-	if strings.Contains(sw.Vsctl("show"), "tapvmb") {
+	if strings.Contains(sw.Vsctl("show"), tapB) {
 		t.Errorf("a refused plug changed the switch")
 	}
 
@@ -187,51 +204,52 @@ func TestAgentPlugsPodPorts(t *testing.T) {
 		t.Errorf("something of vm-a's port is left:\n%s", sw.Vsctl("show"))
 	}
 	waitCondition(t, c, "vm-b", reasonWaitingForDevice)
-	sw.Run("ip", "-n", sw.Netns, "link", "add", "tapvmb", "type", "veth", "peer", "name", "vmb-eth0")
-	sw.Run("ip", "-n", sw.Netns, "link", "set", "tapvmb", "up")
+	sw.Run("ip", "-n", sw.Netns, "link", "add", tapB, "type", "veth", "peer", "name", "vmb-eth0")
+	sw.Run("ip", "-n", sw.Netns, "link", "set", tapB, "up")
 	cond = waitCondition(t, c, "vm-b", reasonReady)
 	if cond.Status != corev1.ConditionTrue {
 		t.Errorf("vm-b %+v", cond)
 	}
-	if got := sw.Vsctl("port-to-br", "tapvmb"); got != "br-int" {
+	if got := sw.Vsctl("port-to-br", tapB); got != "br-int" {
 		t.Errorf("direct: tap on %s", got)
 	}
 
-	// A port-spec naming one of the node's own devices as its tap (the integration
-	// bridge, the uplink, a tunnel) is refused, and the switch is left as it was.
+	// A port-spec naming a tap at all (here the integration bridge) is
+	// invalid: a tap's name derives from the port ID alone.
 	before := sw.Vsctl("show")
 	idC := "7c1d0e2f-3333-4000-8000-00000000000c"
 	if err := c.Create(ctx, vmPod("vm-c", node, fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0c","tap":"br-int"}`, idC))); err != nil {
 		t.Fatal(err)
 	}
-	cond = waitCondition(t, c, "vm-c", reasonRefused)
-	if !strings.Contains(cond.Message, `"br-int" is already a bridge of the node's switch`) {
+	cond = waitCondition(t, c, "vm-c", reasonInvalid)
+	if !strings.Contains(cond.Message, `tap: "br-int" is not the port's own`) {
 		t.Errorf("vm-c naming br-int as its tap: %+v", cond)
 	}
 	if after := sw.Vsctl("show"); after != before {
 		t.Errorf("a refused tap changed the switch:\n%s\nwas\n%s", after, before)
 	}
-	// Nor may it name a device of the node outside the switch: here the node's
-	// uplink, a veth with the node's address.
-	sw.Run("ip", "-n", sw.Netns, "link", "add", "uplink0", "type", "veth", "peer", "name", "uplink0-peer")
-	sw.Run("ip", "-n", sw.Netns, "addr", "add", "192.0.2.10/24", "dev", "uplink0")
+	// The port's own tap name is a device of the node already, with the
+	// node's address: refused, and left alone.
+	tapC := plug.DefaultTap(idC)
+	sw.Run("ip", "-n", sw.Netns, "link", "add", tapC, "type", "veth", "peer", "name", "uplink0-peer")
+	sw.Run("ip", "-n", sw.Netns, "addr", "add", "192.0.2.10/24", "dev", tapC)
 	var vmc corev1.Pod
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "vms", Name: "vm-c"}, &vmc); err != nil {
 		t.Fatal(err)
 	}
-	vmc.Annotations[plug.PortSpecAnnotation] = fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0c","tap":"uplink0"}`, idC)
+	vmc.Annotations[plug.PortSpecAnnotation] = fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0c"}`, idC)
 	if err := c.Update(ctx, &vmc); err != nil {
 		t.Fatal(err)
 	}
-	cond = waitConditionMessage(t, c, "vm-c", reasonRefused, "uplink0")
-	if !strings.Contains(cond.Message, `"uplink0" is already a device of the node with address 192.0.2.10/24`) {
-		t.Errorf("vm-c naming the node's uplink as its tap: %+v", cond)
+	cond = waitConditionMessage(t, c, "vm-c", reasonRefused, tapC)
+	if !strings.Contains(cond.Message, `"`+tapC+`" is already a device of the node with address 192.0.2.10/24`) {
+		t.Errorf("vm-c whose tap name is a device of the node: %+v", cond)
 	}
 	if after := sw.Vsctl("show"); after != before {
 		t.Errorf("a refused tap changed the switch:\n%s\nwas\n%s", after, before)
 	}
-	if out := sw.Run("ip", "-n", sw.Netns, "-o", "link", "show", "uplink0"); strings.Contains(out, "master") {
-		t.Errorf("the node's uplink was enslaved: %s", out)
+	if out := sw.Run("ip", "-n", sw.Netns, "-o", "link", "show", tapC); strings.Contains(out, "master") {
+		t.Errorf("the node's device was enslaved: %s", out)
 	}
 	if err := c.Delete(ctx, &vmc, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
@@ -243,5 +261,5 @@ func TestAgentPlugsPodPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop = startAgent(t, node, sw)
-	waitFor(t, "the stale direct port to go", func() bool { return !strings.Contains(sw.Vsctl("list-ports", "br-int"), "tapvmb") })
+	waitFor(t, "the stale direct port to go", func() bool { return !strings.Contains(sw.Vsctl("list-ports", "br-int"), tapB) })
 }

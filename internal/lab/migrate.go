@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/images"
@@ -338,7 +339,35 @@ func (m *migration) addLogicalPort(ctx context.Context, id, mac, ip string) erro
 		"--", "set", "logical_switch_port", id, "external_ids:"+plug.NamespaceKey+"="+PodNamespace); err != nil {
 		return fmt.Errorf("logical port %s: %w", id, err)
 	}
-	return nil
+	return m.ownPort(ctx, id)
+}
+
+// ownPort lists the port among the VM pods' namespace's ports, as its admin
+// does (netshift.io/port-ids): the agents plug no port a namespace does not
+// own. The lab keeps the newest 128: a port of a VM gone long ago need not stay.
+func (m *migration) ownPort(ctx context.Context, id string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var ns corev1.Namespace
+		if err := m.c.Get(ctx, client.ObjectKey{Name: PodNamespace}, &ns); err != nil {
+			return err
+		}
+		var ids []string
+		if v := ns.Annotations[plug.PortIDsAnnotation]; v != "" {
+			ids = strings.Split(v, ",")
+		}
+		ids = append(ids, id)
+		if len(ids) > 128 {
+			ids = ids[len(ids)-128:]
+		}
+		if ns.Annotations == nil {
+			ns.Annotations = map[string]string{}
+		}
+		ns.Annotations[plug.PortIDsAnnotation] = strings.Join(ids, ",")
+		if err := m.c.Update(ctx, &ns); err != nil {
+			return fmt.Errorf("namespace %s: own port %s: %w", PodNamespace, id, err)
+		}
+		return nil
+	})
 }
 
 // attach makes the VM's interface appear on a node: the tap in the node's
@@ -381,7 +410,7 @@ func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, 
 }
 
 func (m *migration) createPod(ctx context.Context, name, node string, p plug.Port, targetOf string) (*corev1.Pod, error) {
-	spec := fmt.Sprintf(`{"id":%q,"mac":%q,"tap":%q}`, p.ID, p.MAC, p.Tap)
+	spec := fmt.Sprintf(`{"id":%q,"mac":%q}`, p.ID, p.MAC)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: PodNamespace, Labels: map[string]string{"app": "vm"},
 		Annotations: map[string]string{plug.PortSpecAnnotation: spec}},
 		// A VM's launcher is a real pod: the lab's workload image, which every node has, ended

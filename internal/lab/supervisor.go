@@ -15,6 +15,7 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/zones"
 )
 
@@ -68,7 +69,10 @@ func (s *State) startControlPlane(o controlplane.Options) (*controlplane.Control
 }
 
 func (s *State) createObjects(ctx context.Context, c client.Client) error {
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: PodNamespace}}); err != nil {
+	// Its VM pods name their ports (netshift.io/port-spec): the lab, as the
+	// cluster's admin, opts it in; each port is listed as the lab creates it.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: PodNamespace,
+		Labels: map[string]string{plug.PortSpecOptInLabel: plug.PortSpecEnabled}}}); err != nil {
 		return err
 	}
 	if s.Options.Neutron {

@@ -135,11 +135,12 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
 		// The zone controller reads one ConfigMap, and may read no other: cache
 		// that one, watched by name; and the network plugin's central
-		// Deployment, in the plugin's namespace only.
+		// Deployment, by name in the plugin's namespace, as its Role allows.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.zoneNamespace(): {
 				FieldSelector: fields.OneTermEqualSelector("metadata.name", zones.ConfigMapName)}}},
-			&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{o.zonePluginNamespace(): {}}},
+			&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{o.zonePluginNamespace(): {
+				FieldSelector: fields.OneTermEqualSelector("metadata.name", o.ZoneCentral)}}},
 		}},
 	})
 	if err != nil {

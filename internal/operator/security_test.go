@@ -110,42 +110,52 @@ func TestAgentMayChangeOnlyItsOwnNodeAndFields(t *testing.T) {
 // ServiceAccounts may do: exactly what they need, and nothing sensitive more.
 func TestLeastPrivilege(t *testing.T) {
 	testenv.Require(t, envMissing)
-	type access struct{ verb, group, resource, sub, ns string }
+	type access struct{ verb, group, resource, sub, ns, name string }
 	operatorNeeds := []access{
-		{"list", "", "nodes", "", ""}, {"patch", "", "nodes", "", ""}, {"watch", "", "pods", "", ""},
-		{"create", "", "pods", "eviction", "any"}, {"create", "events.k8s.io", "events", "", "any"},
-		{"create", "netshift.io", "nodenetworkstates", "", ""}, {"delete", "netshift.io", "nodenetworkstates", "", ""},
-		{"patch", "netshift.io", "nodenetworkstates", "status", ""}, {"patch", "netshift.io", "nodepools", "status", ""},
-		{"watch", "netshift.io", "clusternetworks", "", ""}, {"patch", "netshift.io", "clusternetworks", "status", ""},
-		{"patch", "netshift.io", "nodenetworkstates", "", ""},
-		{"update", "coordination.k8s.io", "leases", "", operator.Namespace},
-		{"patch", "", "pods", "", "any"}, {"watch", "", "namespaces", "", ""}, // port pools: the ownership record
-		{"delete", "", "pods", "", "any"},                                                             // a network plugin's DaemonSet pod only (narrowed by the admission policy)
-		{"patch", "apps", "deployments", "scale", "any"}, {"watch", "apps", "deployments", "", "any"}, // the central side of OVN zones
+		{"list", "", "nodes", "", "", ""}, {"patch", "", "nodes", "", "", ""}, {"watch", "", "pods", "", "", ""},
+		{"create", "", "pods", "eviction", "any", ""}, {"create", "events.k8s.io", "events", "", "any", ""},
+		{"create", "netshift.io", "nodenetworkstates", "", "", ""}, {"delete", "netshift.io", "nodenetworkstates", "", "", ""},
+		{"patch", "netshift.io", "nodenetworkstates", "status", "", ""}, {"patch", "netshift.io", "nodepools", "status", "", ""},
+		{"watch", "netshift.io", "clusternetworks", "", "", ""}, {"patch", "netshift.io", "clusternetworks", "status", "", ""},
+		{"patch", "netshift.io", "nodenetworkstates", "", "", ""},
+		{"update", "coordination.k8s.io", "leases", "", operator.Namespace, ""},
+		{"patch", "", "pods", "", "any", ""}, {"watch", "", "namespaces", "", "", ""}, // port pools: the ownership record
+		// OVN zones (config/components/ovn-zones): the plugin's DaemonSet pods (narrowed
+		// further by the admission policy) and its central Deployment's replicas, by name.
+		{"delete", "", "pods", "", "ovn-kubernetes", ""},
+		{"patch", "apps", "deployments", "scale", "ovn-kubernetes", "ovnkube-central"},
+		{"watch", "apps", "deployments", "", "ovn-kubernetes", "ovnkube-central"},
 	}
 	operatorMustNot := []access{
-		{"get", "", "secrets", "", "any"}, {"update", "", "pods", "", "any"}, {"patch", "", "namespaces", "", ""}, {"delete", "", "nodes", "", ""},
-		{"patch", "apps", "deployments", "", "any"}, {"delete", "apps", "deployments", "", "any"},
-		{"update", "netshift.io", "nodepools", "", ""}, {"update", "netshift.io", "clusternetworks", "", ""},
-		{"update", "coordination.k8s.io", "leases", "", "kube-system"}, {"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", ""},
-		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "clusternetworks", "", ""},
+		{"get", "", "secrets", "", "any", ""}, {"update", "", "pods", "", "any", ""}, {"patch", "", "namespaces", "", "", ""}, {"delete", "", "nodes", "", "", ""},
+		{"patch", "apps", "deployments", "", "any", ""}, {"delete", "apps", "deployments", "", "any", ""},
+		{"update", "netshift.io", "nodepools", "", "", ""}, {"update", "netshift.io", "clusternetworks", "", "", ""},
+		{"update", "coordination.k8s.io", "leases", "", "kube-system", ""}, {"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", ""},
+		{"update", "netshift.io", "nodenetworkstates", "", "", ""}, {"patch", "netshift.io", "clusternetworks", "", "", ""},
+		// Rights it once had in every namespace: delete any pod (kube-proxy's, a CSI
+		// node plugin's), scale and read any Deployment (CoreDNS to 0).
+		{"delete", "", "pods", "", "kube-system", ""}, {"delete", "", "pods", "", "any", ""},
+		{"patch", "apps", "deployments", "scale", "kube-system", "coredns"},
+		{"patch", "apps", "deployments", "scale", "ovn-kubernetes", "other"},
+		{"get", "apps", "deployments", "", "kube-system", "coredns"}, {"list", "apps", "deployments", "", "any", ""},
+		{"patch", "apps", "deployments", "", "ovn-kubernetes", "ovnkube-central"},
 	}
 	agentNeeds := []access{
-		{"watch", "netshift.io", "nodenetworkstates", "", ""}, {"patch", "netshift.io", "nodenetworkstates", "status", ""},
-		{"watch", "", "pods", "", "any"}, {"patch", "", "pods", "status", "any"}, {"watch", "", "nodes", "", ""}, // port plugging
+		{"watch", "netshift.io", "nodenetworkstates", "", "", ""}, {"patch", "netshift.io", "nodenetworkstates", "status", "", ""},
+		{"watch", "", "pods", "", "any", ""}, {"patch", "", "pods", "status", "any", ""}, {"watch", "", "nodes", "", "", ""}, // port plugging
 	}
 	agentMustNot := []access{
-		{"update", "netshift.io", "nodenetworkstates", "", ""}, {"create", "netshift.io", "nodenetworkstates", "", ""},
-		{"delete", "netshift.io", "nodenetworkstates", "", ""}, {"update", "", "nodes", "status", ""}, {"delete", "", "nodes", "", ""}, {"patch", "", "nodes", "", ""},
-		{"create", "", "pods", "eviction", "any"}, {"get", "", "secrets", "", "any"}, {"patch", "", "pods", "", "any"},
-		{"update", "", "pods", "status", "any"}, {"delete", "", "pods", "", "any"},
-		{"patch", "netshift.io", "nodepools", "status", ""}, {"update", "netshift.io", "nodenetworkstates", "status", ""},
+		{"update", "netshift.io", "nodenetworkstates", "", "", ""}, {"create", "netshift.io", "nodenetworkstates", "", "", ""},
+		{"delete", "netshift.io", "nodenetworkstates", "", "", ""}, {"update", "", "nodes", "status", "", ""}, {"delete", "", "nodes", "", "", ""}, {"patch", "", "nodes", "", "", ""},
+		{"create", "", "pods", "eviction", "any", ""}, {"get", "", "secrets", "", "any", ""}, {"patch", "", "pods", "", "any", ""},
+		{"update", "", "pods", "status", "any", ""}, {"delete", "", "pods", "", "any", ""},
+		{"patch", "netshift.io", "nodepools", "status", "", ""}, {"update", "netshift.io", "nodenetworkstates", "status", "", ""},
 	}
 	check := func(user string, list []access, want bool) {
 		for _, a := range list {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:netshift-system", "system:authenticated"},
-				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub, Namespace: a.ns},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub, Namespace: a.ns, Name: a.name},
 			}}
 			if err := env.Client.Create(t.Context(), sar); err != nil {
 				t.Fatal(err)
@@ -219,33 +229,41 @@ func TestOperatorDeletesOnlyDaemonSetPodsAndLabelsOnlyZones(t *testing.T) {
 	testenv.Require(t, envMissing)
 	ctx := t.Context()
 	op := clientFor(t, env.OperatorConfig())
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "zl1", Labels: map[string]string{"a": "b"}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{GenerateName: "zl-", Labels: map[string]string{"a": "b"}}}
 	if err := env.Client.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	label := func(patch string) error {
 		return op.Patch(ctx, node, client.RawPatch(types.MergePatchType, []byte(patch)))
 	}
+	probe := 0
+	waitPolicyActive(t, "metadata.labels of node", func() error {
+		probe++
+		return label(fmt.Sprintf(`{"metadata":{"labels":{"a":"probe-%d"}}}`, probe))
+	})
 	if err := label(`{"metadata":{"labels":{"k8s.ovn.org/zone-name":"zl1"}}}`); err != nil {
 		t.Errorf("the operator may not label a node's zone: %v", err)
 	}
 	if err := label(`{"metadata":{"labels":{"a":"c"}}}`); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "k8s.ovn.org/zone-name") {
 		t.Errorf("the operator changed another label: %v", err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "plugin-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
+	// A DaemonSet's pods in the plugin's namespace (the test control plane's
+	// ovn-kubernetes, as config/components/ovn-zones grants), and in another
+	// namespace (kube-proxy's, a CSI node plugin's).
+	other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kube-proxy-"}}
+	if err := env.Client.Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "plugin", Namespace: ns.Name}, Spec: appsv1.DaemonSetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "plugin"}},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "plugin"}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
-	if err := env.Client.Create(ctx, ds); err != nil {
-		t.Fatal(err)
-	}
-	pod := func(name string, owner bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-		if owner {
+	daemonSetPod := func(ns, name string, owned bool) *corev1.Pod {
+		ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{GenerateName: "plugin-", Namespace: ns}, Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "plugin"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "plugin"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
+		if err := env.Client.Create(ctx, ds); err != nil {
+			t.Fatal(err)
+		}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+		if owned {
 			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr.To(true)}}
 		}
 		if err := env.Client.Create(ctx, p); err != nil {
@@ -253,11 +271,14 @@ func TestOperatorDeletesOnlyDaemonSetPodsAndLabelsOnlyZones(t *testing.T) {
 		}
 		return p
 	}
-	if err := op.Delete(ctx, pod("plugin-x", true)); err != nil {
-		t.Errorf("the operator may not delete a DaemonSet's pod: %v", err)
+	if err := op.Delete(ctx, daemonSetPod("ovn-kubernetes", "ovnkube-node", true)); err != nil {
+		t.Errorf("the operator may not delete the network plugin's DaemonSet pod: %v", err)
 	}
-	if err := op.Delete(ctx, pod("workload", false)); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "deletes only DaemonSet pods") {
-		t.Errorf("the operator deleted a workload's pod: %v", err)
+	if err := op.Delete(ctx, daemonSetPod("ovn-kubernetes", "workload", false)); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "deletes only DaemonSet pods") {
+		t.Errorf("the operator deleted a pod no DaemonSet owns: %v", err)
+	}
+	if err := op.Delete(ctx, daemonSetPod(other.Name, "kube-proxy", true)); !apierrors.IsForbidden(err) {
+		t.Errorf("the operator deleted another namespace's DaemonSet pod: %v", err)
 	}
 }
 
@@ -517,6 +538,57 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 	}
 	if err := patch(env.Client, podRef, `{"metadata":{"labels":{"app":"db"}}}`); err != nil {
 		t.Errorf("an admin relabelling a pod: %v", err)
+	}
+}
+
+// TestTheOperatorWritesOnlyItsPodCondition: of a pod's status, the operator
+// sets its netshift.io/port-assigned condition; the phase, the addresses,
+// another condition or the message are refused (its old pods/status patch
+// reached all of them).
+func TestTheOperatorWritesOnlyItsPodCondition(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	op := clientFor(t, env.OperatorConfig())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "opstatus-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns.Name},
+		Spec: corev1.PodSpec{NodeName: "os1", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	patch := func(body string) error {
+		return op.Status().Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns.Name}},
+			client.RawPatch(types.StrategicMergePatchType, []byte(body)))
+	}
+	probe := 0
+	waitPolicyActive(t, "netshift-operator-pod-status", func() error {
+		probe++
+		return patch(fmt.Sprintf(`{"status":{"message":"probe-%d"}}`, probe))
+	})
+	if err := env.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(`{"status":{"message":""}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := patch(`{"status":{"conditions":[{"type":"netshift.io/port-assigned","status":"False","reason":"Waiting"}]}}`); err != nil {
+		t.Fatalf("the operator setting its port-assigned condition: %v", err)
+	}
+	for what, body := range map[string]string{
+		"the pod's phase":     `{"status":{"phase":"Failed"}}`,
+		"another condition":   `{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`,
+		"the pod's addresses": `{"status":{"podIP":"10.0.0.9","podIPs":[{"ip":"10.0.0.9"}]}}`,
+		"the pod's message":   `{"status":{"message":"evicted"}}`,
+	} {
+		if err := patch(body); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may set only its netshift.io/port-assigned condition") {
+			t.Errorf("the operator wrote %s: %v, want a refusal", what, err)
+		}
+	}
+	var got corev1.Pod
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase == corev1.PodFailed || got.Status.PodIP != "" || got.Status.Message != "" || len(got.Status.Conditions) != 1 {
+		t.Errorf("refused writes changed the pod's status: %+v", got.Status)
 	}
 }
 

@@ -87,15 +87,20 @@ func (r *ZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	central := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == r.Plugin.Namespace && o.GetName() == r.Plugin.Central
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("zones").
+	b := ctrl.NewControllerManagedBy(mgr).Named("zones").
 		Watches(&corev1.Node{}, all).
 		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(ourConfigMap)).
 		Watches(&corev1.Pod{}, all, builder.WithPredicates(pluginPods)).
-		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(central)).
 		Watches(&v1alpha1.NodeNetworkState{}, all).
 		Watches(&v1alpha1.NodePool{}, all).
-		Watches(&v1alpha1.ClusterNetwork{}, all).
-		Complete(r)
+		Watches(&v1alpha1.ClusterNetwork{}, all)
+	if r.Enabled && r.Plugin.Central != "" {
+		// Only an operator that moves zones may read the plugin's Deployment
+		// (config/components/ovn-zones grants it); a cluster without
+		// OVN-Kubernetes has no such namespace.
+		b = b.Watches(&appsv1.Deployment{}, all, builder.WithPredicates(central))
+	}
+	return b.Complete(r)
 }
 
 func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
@@ -321,7 +326,7 @@ func (r *ZoneReconciler) read(ctx context.Context) (*cluster, error) {
 }
 
 func (r *ZoneReconciler) centralDeployment(ctx context.Context) (*appsv1.Deployment, error) {
-	if r.Plugin.Central == "" {
+	if r.Plugin.Central == "" || !r.Enabled {
 		return nil, nil
 	}
 	var dep appsv1.Deployment

@@ -48,7 +48,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"mac", Port{ID: uuid1, MAC: "00:00:00:00:00:00"}},
 		{"mac", Port{ID: uuid1, MAC: "0a-58-c6-12-fa-0a"}}, // dash form: OVN reads colons only
 		{"tap", Port{ID: uuid1, MAC: good.MAC, Tap: "a-tap-name-too-long"}},
+		{"tap", Port{ID: uuid1, MAC: good.MAC, Tap: "tapbvictim1"}}, // another port's tap, named before it exists
+		{"tap", Port{ID: uuid1, MAC: good.MAC, Tap: "br-int"}},
 		{"vmUUID", Port{ID: uuid1, MAC: good.MAC, VMUUID: `a"b`}},
+		{"vmUUID", Port{ID: uuid1, MAC: good.MAC, VMUUID: strings.Repeat("v", 65)}},
 	} {
 		err := c.p.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.field+":") {
@@ -174,8 +177,8 @@ func TestPortOf(t *testing.T) {
 		t.Errorf("from the pool's annotation: %+v %v %v", p, ok, err)
 	}
 	p, ok, err = PortOf(map[string]string{PoolAnnotation: `{"id":"other"}`,
-		PortSpecAnnotation: `{"id":"` + uuid1 + `","mac":"0a:58:c6:12:fa:0b","tap":"vmtap0","vmUUID":"vm-7","isolate":true}`}, "uid-1")
-	if err != nil || !ok || p.Tap != "vmtap0" || p.VMUUID != "vm-7" || !p.Isolate || p.ID != uuid1 {
+		PortSpecAnnotation: `{"id":"` + uuid1 + `","mac":"0a:58:c6:12:fa:0b","tap":"tap3f2a9c1e7b4","vmUUID":"vm-7","isolate":true}`}, "uid-1")
+	if err != nil || !ok || p.Tap != DefaultTap(uuid1) || p.VMUUID != "vm-7" || !p.Isolate || p.ID != uuid1 {
 		t.Errorf("the spec goes first: %+v %v %v", p, ok, err)
 	}
 	// A trunk's subport is netshift-cni's to plug, on the trunk bridge.

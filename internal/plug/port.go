@@ -30,7 +30,7 @@ func ParseMode(field, s string) (Mode, error) {
 	case PerPort, Direct:
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("%s: %q is not a plug mode (allowed: %s, %s)", field, s, PerPort, Direct)
+	return "", fmt.Errorf("%s: %s is not a plug mode (allowed: %s, %s)", field, Clip(s), PerPort, Direct)
 }
 
 // Port is one port to plug: a logical (OVN) or Neutron port used by a VM or a
@@ -43,8 +43,9 @@ type Port struct {
 	MAC string `json:"mac"`
 	// VMUUID is the VM's or pod's ID (vm-uuid); the pod's UID when empty.
 	VMUUID string `json:"vmUUID,omitempty"`
-	// Tap is the device the VM or pod appears as on the node; "tap" and the
-	// first 11 characters of the ID when empty (as Nova names them).
+	// Tap is the device the VM or pod appears as on the node: always "tap"
+	// and the first 11 characters of the ID (as Nova names them), never a
+	// name the pod picks; a port-spec may give it only as that.
 	Tap string `json:"tap,omitempty"`
 	// Isolate keeps the port cut off inside its port bridge (VLAN 4095 on
 	// pbp-<id>) until the agent sees it bound and activates it.
@@ -52,9 +53,8 @@ type Port struct {
 }
 
 var (
-	portID    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	ifaceName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
-	colonMAC  = regexp.MustCompile(`^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$`)
+	portID   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	colonMAC = regexp.MustCompile(`^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$`)
 )
 
 // checkMAC accepts what OVS and OVN take as a port's address: a unicast,
@@ -62,14 +62,14 @@ var (
 // port would flood or never be learned; OVN reads only the colon form.
 func checkMAC(mac string) error {
 	if !colonMAC.MatchString(mac) {
-		return fmt.Errorf("%q is not an Ethernet MAC address written aa:bb:cc:dd:ee:ff", mac)
+		return fmt.Errorf("%s is not an Ethernet MAC address written aa:bb:cc:dd:ee:ff", Clip(mac))
 	}
 	hw, _ := net.ParseMAC(mac)
 	if hw[0]&1 == 1 {
-		return fmt.Errorf("%q is a multicast address; a port needs a unicast one (first octet even)", mac)
+		return fmt.Errorf("%s is a multicast address; a port needs a unicast one (first octet even)", Clip(mac))
 	}
 	if hw.String() == "00:00:00:00:00:00" {
-		return fmt.Errorf("%q is the zero address", mac)
+		return fmt.Errorf("%s is the zero address", Clip(mac))
 	}
 	return nil
 }
@@ -91,16 +91,16 @@ func (p Port) WithDefaults(vmUUID string) Port {
 // Validate names the field and what it allows.
 func (p Port) Validate() error {
 	if !portID.MatchString(p.ID) {
-		return fmt.Errorf("port id: %q must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", p.ID)
+		return fmt.Errorf("port id: %s must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", Clip(p.ID))
 	}
 	if err := checkMAC(p.MAC); err != nil {
 		return fmt.Errorf("port %s: mac: %w", p.ID, err)
 	}
-	if p.Tap != "" && !ifaceName.MatchString(p.Tap) {
-		return fmt.Errorf("port %s: tap: %q must be 1 to 15 letters, digits, '-', '_' or '.' (a Linux interface name)", p.ID, p.Tap)
+	if p.Tap != "" && p.Tap != DefaultTap(p.ID) {
+		return fmt.Errorf("port %s: tap: %s is not the port's own, %s: a tap's name derives from the port ID alone (leave it out)", p.ID, Clip(p.Tap), DefaultTap(p.ID))
 	}
-	if strings.ContainsAny(p.VMUUID, "\"\\ \t\n") {
-		return fmt.Errorf("port %s: vmUUID: %q must not contain quotes, backslashes or spaces", p.ID, p.VMUUID)
+	if len(p.VMUUID) > 64 || strings.ContainsAny(p.VMUUID, "\"\\ \t\n") {
+		return fmt.Errorf("port %s: vmUUID: %s must be at most 64 characters, with no quotes, backslashes or spaces", p.ID, Clip(p.VMUUID))
 	}
 	return nil
 }
