@@ -131,7 +131,11 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	if notAllowed != nil {
 		logger.Info("plug refused", "port", port.ID, "reason", notAllowed.Error())
-		return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonRefused, fmt.Sprintf("node %s: %v", pp.node, notAllowed))
+		var again time.Duration
+		if errors.Is(notAllowed, plug.ErrAtLimit) {
+			again = 10 * time.Second // another of the namespace's ports may go
+		}
+		return ctrl.Result{RequeueAfter: max(again, later)}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonRefused, fmt.Sprintf("node %s: %v", pp.node, notAllowed))
 	}
 	if gone || !has {
 		return ctrl.Result{RequeueAfter: later}, nil

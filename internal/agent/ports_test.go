@@ -86,11 +86,22 @@ func waitCondition(t *testing.T, c client.Client, name, reason string) corev1.Po
 // name in namespace vms.
 func waitConditionMessage(t *testing.T, c client.Client, name, reason, text string) corev1.PodCondition {
 	t.Helper()
+	return waitConditionFor(t, c, name, reason, text, 15*time.Second)
+}
+
+// waitConditionWithin is waitCondition, waiting up to within.
+func waitConditionWithin(t *testing.T, c client.Client, name, reason string, within time.Duration) corev1.PodCondition {
+	t.Helper()
+	return waitConditionFor(t, c, name, reason, "", within)
+}
+
+func waitConditionFor(t *testing.T, c client.Client, name, reason, text string, within time.Duration) corev1.PodCondition {
+	t.Helper()
 	key := types.NamespacedName{Namespace: "vms", Name: name}
 	if ns, n, ok := strings.Cut(name, "/"); ok {
 		key = types.NamespacedName{Namespace: ns, Name: n}
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(within)
 	var last corev1.PodCondition
 	for time.Now().Before(deadline) {
 		var pod corev1.Pod

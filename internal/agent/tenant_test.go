@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,6 +131,11 @@ func TestTenantsCannotSteerPlugging(t *testing.T) {
 	if n := strings.Count(sw.Vsctl("list-br"), "pbr-squat"); n != 2 {
 		t.Errorf("the squatter has %d bridges, want 2:\n%s", n, sw.Vsctl("list-br"))
 	}
+	// One of its ports goes: the refused one is plugged in its place.
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "squatter", Name: "squat-a"}}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitConditionWithin(t, c, "squatter/squat-c", reasonReady, 30*time.Second)
 	// The admin takes the namespace out: its ports go.
 	if err := c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "squatter"}},
 		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+plug.PortSpecOptInLabel+`":null}}}`))); err != nil {

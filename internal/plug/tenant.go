@@ -1,6 +1,7 @@
 package plug
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,7 +29,11 @@ const (
 )
 
 // ErrNotAllowed is a port-spec refused by its namespace's settings.
-var ErrNotAllowed = fmt.Errorf("port not allowed")
+var ErrNotAllowed = errors.New("port not allowed")
+
+// ErrAtLimit is a port-spec refused, for now, by its namespace's limit on the
+// node: it may be allowed once another of its ports goes.
+var ErrAtLimit = errors.New("at the namespace's limit")
 
 // NamespacePorts is what a namespace's pods may plug by naming a port.
 type NamespacePorts struct {
@@ -107,8 +112,8 @@ func (np NamespacePorts) Allow(p Port, plugged []Plugged) error {
 		}
 	}
 	if n >= np.MaxPerNode {
-		return fmt.Errorf("port %s: %w: namespace %s has %d ports plugged on this node, its limit (%s)",
-			Clip(p.ID), ErrNotAllowed, np.Namespace, n, MaxPortsAnnotation)
+		return fmt.Errorf("port %s: %w, %w: namespace %s has %d ports plugged on this node, its limit (%s)",
+			Clip(p.ID), ErrNotAllowed, ErrAtLimit, np.Namespace, n, MaxPortsAnnotation)
 	}
 	return nil
 }

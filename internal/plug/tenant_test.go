@@ -75,6 +75,8 @@ func TestNamespaceAllows(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		case c.want != "" && (!errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
+		case errors.Is(err, ErrAtLimit) != strings.Contains(c.want, "plugged on this node"):
+			t.Errorf("%s: error %v: only the limit is a refusal for now", c.name, err)
 		}
 	}
 }

@@ -11,8 +11,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/images"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
@@ -95,6 +98,82 @@ func TestVMMigration(t *testing.T) {
 		links, _ := exec.Command("ip", "-n", n.Netns, "-o", "link", "show").CombinedOutput()
 		if strings.Contains(string(links), ": tap") || strings.Contains(string(links), ": pbr-") {
 			t.Errorf("node %s: VM devices left:\n%s", n.Name, links)
+		}
+	}
+	t.Run("TenantsCannotSteerPlugging", func(t *testing.T) { tenantsCannotSteerPlugging(t, s) })
+}
+
+// tenantsCannotSteerPlugging plays a tenant's attacks on the lab's real
+// nodes, with pods their kubelets run: a pod of a namespace not opted in, one
+// naming the VM namespace's port (by its ID and by its bridge's prefix),
+// another port's tap before it exists, or a 120 KB ID, plugs nothing on the
+// node, and its pod's condition says why in a bounded message.
+func tenantsCannotSteerPlugging(t *testing.T, s *lab.State) {
+	c := labClient(t, "mig")
+	ctx := context.Background()
+	victimPort := "lab-victim-0001"
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "outsider"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "squatter", Labels: map[string]string{plug.PortSpecOptInLabel: plug.PortSpecEnabled},
+			Annotations: map[string]string{plug.PortIDsAnnotation: "squat-*"}}},
+	} {
+		if err := c.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := s.Topology.Nodes[0].Name
+	spec := func(id, tap string) string {
+		if tap != "" {
+			return fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0a","tap":%q}`, id, tap)
+		}
+		return fmt.Sprintf(`{"id":%q,"mac":"0a:58:c6:12:fa:0a"}`, id)
+	}
+	attacks := []struct{ ns, name, spec, reason, says string }{
+		{"outsider", "lock", spec("outsider-1", ""), v1alpha1.ReasonPlugRefused, "namespace outsider is not opted in"},
+		{"squatter", "by-id", spec(victimPort, ""), v1alpha1.ReasonPlugRefused, "not a port of namespace squatter"},
+		{"squatter", "by-prefix", spec("lab-victim-squat", ""), v1alpha1.ReasonPlugRefused, "not a port of namespace squatter"},
+		{"squatter", "by-tap", spec("squat-1", plug.DefaultTap(victimPort)), v1alpha1.ReasonInvalidPort, "derives from the port ID alone"},
+		{"squatter", "huge-id", spec(strings.Repeat("x", 120<<10), ""), v1alpha1.ReasonInvalidPort, "must be 1 to 64 letters"},
+	}
+	for _, a := range attacks {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: a.name, Namespace: a.ns, Annotations: map[string]string{plug.PortSpecAnnotation: a.spec}},
+			Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: new(int64), Containers: []corev1.Container{{Name: "c",
+				Image: images.WorkloadRef, ImagePullPolicy: corev1.PullNever, Command: []string{"/bin/sleep", "3600"}}}}}
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range attacks {
+		var last corev1.PodCondition
+		waitForWithin(t, fmt.Sprintf("pod %s/%s refused", a.ns, a.name), time.Minute, func() bool {
+			var pod corev1.Pod
+			if err := c.Get(ctx, client.ObjectKey{Namespace: a.ns, Name: a.name}, &pod); err != nil {
+				return false
+			}
+			for _, cond := range pod.Status.Conditions {
+				if cond.Type == plug.ReadyCondition {
+					last = cond
+				}
+			}
+			return last.Reason == a.reason && strings.Contains(last.Message, a.says)
+		})
+		if len(last.Message) > 1100 {
+			t.Errorf("pod %s/%s: a message of %d bytes", a.ns, a.name, len(last.Message))
+		}
+	}
+	err := ovs.WithSwitch(ctx, s.OVSDB(node), func(sw *ovs.Switch) error {
+		plugged, err := sw.Plugged(ctx)
+		if err == nil && len(plugged) != 0 {
+			t.Errorf("node %s: the tenant's pods plugged %+v", node, plugged)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"outsider", "squatter"} {
+		if err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)); err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -246,19 +246,31 @@ func TestNoLeakWithKills(t *testing.T) {
 			t.Fatalf("the pools did not settle after the last restart: %+v", st)
 		}
 	}
-	tagged, err := nc.ListPorts(ctx, url.Values{"tags": {"netshift-cluster=" + cluster}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A bulk create the last killed run sent may land in Neutron after the
+	// new run's recovery: its late sweep (10 s after) adopts those ports.
+	var tagged []neutron.Port
 	pooled := map[string]bool{}
-	for _, p := range st.Pools {
-		d, err := c.Show(ctx, p.Key)
-		if err != nil {
+	accounted := func() bool {
+		var err error
+		if tagged, err = nc.ListPorts(ctx, url.Values{"tags": {"netshift-cluster=" + cluster}}); err != nil {
 			t.Fatal(err)
 		}
-		for _, q := range d.ReadyPorts {
-			pooled[q.ID] = true
+		if !settled() {
+			return false
 		}
+		clear(pooled)
+		for _, p := range st.Pools {
+			d, err := c.Show(ctx, p.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range d.ReadyPorts {
+				pooled[q.ID] = true
+			}
+		}
+		return len(tagged) == len(pooled)
+	}
+	for end := time.Now().Add(30 * time.Second); !accounted() && time.Now().Before(end); time.Sleep(time.Second) {
 	}
 	for _, p := range tagged {
 		if !pooled[p.ID] {

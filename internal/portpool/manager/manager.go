@@ -46,6 +46,9 @@ type Options struct {
 	Log     logr.Logger
 	// Reader reads pods past any cache (the API server itself); default: the client.
 	Reader client.Reader
+	// LateSweeps are when, after the recovery, ports no pool knows are looked
+	// for again (default DefaultLateSweeps).
+	LateSweeps []time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -69,6 +72,9 @@ type Manager struct {
 	// or a 5xx, and no port with the batch's tag yet): Neutron may still be
 	// making them. They are looked up again until their ports appear.
 	unresolved map[string]unresolvedBatch // by batch tag
+	// inflight are the batch tags of this manager's bulk creates in flight:
+	// their ports may be in Neutron before the pool knows them.
+	inflight map[string]bool
 	trunks     map[string]string          // parent port → trunk ID
 	subnets    subnetCache
 
@@ -119,7 +125,7 @@ func New(nc *neutron.Client, kube client.Client, o Options) (*Manager, error) {
 		o.Reader = kube
 	}
 	return &Manager{neutron: nc, kube: kube, reader: o.Reader, opts: o, tag: "netshift-cluster=" + o.ClusterID,
-		pools: map[portpool.Key]*poolState{}, byOwner: map[string]string{}, deleting: map[string]portpool.Key{}, unresolved: map[string]unresolvedBatch{}, trunks: map[string]string{},
+		pools: map[portpool.Key]*poolState{}, byOwner: map[string]string{}, deleting: map[string]portpool.Key{}, unresolved: map[string]unresolvedBatch{}, inflight: map[string]bool{}, trunks: map[string]string{},
 		creates: make(chan struct{}, o.Settings.MaxConcurrentCreates), wake: make(chan struct{}, 1), metrics: newMetrics()}, nil
 }
 
@@ -144,6 +150,15 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	tick := time.NewTicker(m.opts.FlushInterval)
 	defer tick.Stop()
+	sweeps := m.opts.LateSweeps
+	if sweeps == nil {
+		sweeps = DefaultLateSweeps
+	}
+	recovered := m.opts.Now()
+	var late <-chan time.Time
+	if len(sweeps) > 0 {
+		late = time.After(sweeps[0])
+	}
 	recycle := time.NewTicker(m.opts.Settings.RecyclePeriod)
 	defer recycle.Stop()
 	for {
@@ -155,6 +170,11 @@ func (m *Manager) Start(ctx context.Context) error {
 			return nil
 		case <-m.wake:
 			m.refill(ctx)
+		case <-late:
+			m.sweepLate(ctx)
+			if sweeps, late = sweeps[1:], nil; len(sweeps) > 0 {
+				late = time.After(max(0, sweeps[0]-m.opts.Now().Sub(recovered)))
+			}
 		case <-tick.C:
 			m.flush(ctx, false)
 			m.refill(ctx)
@@ -295,6 +315,9 @@ func (m *Manager) Populate(ctx context.Context, key portpool.Key, n int) (int, e
 // create that happened anyway is adopted, not leaked.
 func (m *Manager) create(ctx context.Context, key portpool.Key, n int) (int, error) {
 	batch := newBatchTag()
+	m.mu.Lock()
+	m.inflight[batch] = true
+	m.mu.Unlock()
 	spec := neutron.NewPort{NetworkID: key.Network, ProjectID: key.Project, Name: portpool.AvailableName, DeviceOwner: DeviceOwner,
 		SecurityGroups: key.Groups(), HostID: key.Host, Tags: []string{m.tag, batch}}
 	specs := make([]neutron.NewPort, n)
@@ -327,6 +350,7 @@ func (m *Manager) create(ctx context.Context, key portpool.Key, n int) (int, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.inflight, batch)
 	p := m.pool(key)
 	p.Creating -= n
 	if err != nil {

@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +189,53 @@ func TestRecovery(t *testing.T) {
 		t.Fatalf("%d tagged ports after recovery, %d before: only the orphan may go", got, len(before))
 	}
 	f.noLeak(m2)
+}
+
+// TestPortsCreatedAfterTheRecoveryAreAdopted: a bulk create that a killed
+// predecessor sent lands in Neutron after the new manager's recovery listed
+// the ports; a late sweep adopts those ports into their pool, and never the
+// manager's own creates in flight, which its pool gets once (no port twice).
+func TestPortsCreatedAfterTheRecoveryAreAdopted(t *testing.T) {
+	f := newFixture(t)
+	s := testSettings()
+	m, err := New(f.nc, operatorClient(t), Options{Settings: s, ClusterID: f.cluster, Backoff: 50 * time.Millisecond,
+		LateSweeps: []time.Duration{time.Second, 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { _ = m.Start(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	f.eventually("recovery", m.Ready)
+	// The predecessor's batch, answered to nobody: its ports carry the cluster's tag and a batch tag.
+	late := make([]neutron.NewPort, 2)
+	for i := range late {
+		late[i] = neutron.NewPort{NetworkID: f.key.Network, ProjectID: f.key.Project, Name: portpool.AvailableName, DeviceOwner: DeviceOwner,
+			SecurityGroups: f.key.Groups(), HostID: f.key.Host, Tags: []string{"netshift-cluster=" + f.cluster, "netshift-batch=killed"}}
+	}
+	made, err := f.nc.CreatePorts(f.ctx, late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the late ports adopted", func() bool {
+		held := accounted(m)
+		return held[made[0].ID] == "ready" && held[made[1].ID] == "ready"
+	})
+	time.Sleep(1500 * time.Millisecond) // the second sweep, while the pool refills: nothing is adopted twice
+	f.noLeak(m)
+	m.mu.Lock()
+	var ready []string
+	for _, p := range m.pools {
+		for _, q := range p.Ready {
+			ready = append(ready, q.ID)
+		}
+	}
+	m.mu.Unlock()
+	slices.Sort(ready)
+	if len(slices.Compact(slices.Clone(ready))) != len(ready) {
+		t.Fatalf("a port is in its pool twice: %v", ready)
+	}
 }
 
 // TestTrunkPool: pods in VMs get subports of their VM's trunk, on free VLANs;

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"netshift.io/netshift/internal/neutron"
 	"netshift.io/netshift/internal/portpool"
 )
 
@@ -20,9 +23,84 @@ func (m *Manager) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	trunks, err := m.neutron.ListTrunks(ctx)
+	inUse, deleted, err := m.adopt(ctx, ports)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
+	}
+	m.mu.Lock()
+	m.recovered = true
+	m.mu.Unlock()
+	m.opts.Log.Info("port pools recovered", "ports", len(ports), "inUse", inUse, "orphansDeleted", deleted, "pools", len(m.pools))
+	m.poke()
+	return nil
+}
+
+// DefaultLateSweeps are when, after its recovery, the manager looks once
+// more for ports of its cluster that no pool knows: a bulk create that its
+// predecessor sent just before it was killed lands in Neutron after the
+// recovery listed the ports, and nothing else would ever adopt them.
+var DefaultLateSweeps = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute}
+
+// sweepLate adopts the ports of the cluster that no pool knows and that are
+// none of this manager's own creates in flight (their batch tags say so).
+func (m *Manager) sweepLate(ctx context.Context) {
+	ports, err := m.neutron.ListPorts(ctx, url.Values{"tags": {m.tag}})
+	if err != nil {
+		m.opts.Log.Error(err, "look for ports created after the recovery; trying again at the next sweep")
+		return
+	}
+	m.mu.Lock()
+	known := m.knownPorts()
+	var late []neutron.Port
+	for _, p := range ports {
+		ours := slices.ContainsFunc(p.Tags, func(t string) bool {
+			_, unresolved := m.unresolved[t]
+			return m.inflight[t] || unresolved
+		})
+		if !known[p.ID] && !ours {
+			late = append(late, p)
+		}
+	}
+	m.mu.Unlock()
+	if len(late) == 0 {
+		return
+	}
+	inUse, deleted, err := m.adopt(ctx, late)
+	if err != nil {
+		m.opts.Log.Error(err, "adopt ports created after the recovery; trying again at the next sweep", "ports", len(late))
+		return
+	}
+	m.opts.Log.Info("adopted ports created after the recovery (a bulk create of a killed predecessor)", "ports", len(late), "inUse", inUse, "orphansDeleted", deleted)
+	m.poke()
+}
+
+// knownPorts are the ports in the pools and those being deleted; under m.mu.
+func (m *Manager) knownPorts() map[string]bool {
+	known := map[string]bool{}
+	for _, p := range m.pools {
+		for _, port := range p.Ready {
+			known[port.ID] = true
+		}
+		for _, port := range p.Recycling {
+			known[port.ID] = true
+		}
+		for id := range p.InUse {
+			known[id] = true
+		}
+	}
+	for id := range m.deleting {
+		known[id] = true
+	}
+	return known
+}
+
+// adopt puts ports of the cluster into their pools: with the trunks'
+// subports and every pod's ownership record, a live pod keeps its port, free
+// ports return to their pools, and only true orphans are deleted.
+func (m *Manager) adopt(ctx context.Context, ports []neutron.Port) (inUse, deleted int, err error) {
+	trunks, err := m.neutron.ListTrunks(ctx)
+	if err != nil {
+		return 0, 0, err
 	}
 	type membership struct {
 		parent string
@@ -38,7 +116,7 @@ func (m *Manager) recover(ctx context.Context) error {
 	}
 	var pods corev1.PodList
 	if err := m.reader.List(ctx, &pods); err != nil {
-		return fmt.Errorf("recover: list pods: %w", err)
+		return 0, 0, fmt.Errorf("list pods: %w", err)
 	}
 	owners := map[string]string{}
 	for i := range pods.Items {
@@ -57,7 +135,7 @@ func (m *Manager) recover(ctx context.Context) error {
 		sort.Strings(groups)
 		pooled, err := m.pooledPort(ctx, p)
 		if err != nil {
-			return fmt.Errorf("recover: %w", err)
+			return 0, 0, err
 		}
 		f := portpool.Found{Port: pooled, Clean: p.Name == portpool.AvailableName && p.DeviceID == ""}
 		host, trunk := p.HostID, ""
@@ -89,7 +167,6 @@ func (m *Manager) recover(ctx context.Context) error {
 			p.Recycling = append(p.Recycling, rec...)
 		}
 	}
-	inUse := 0
 	for k, owned := range r.InUse {
 		p := m.pool(k)
 		for _, o := range owned {
@@ -115,10 +192,5 @@ func (m *Manager) recover(ctx context.Context) error {
 	for pod, id := range r.Missing {
 		m.opts.Log.Info("a pod's recorded port is not in Neutron", "pod", pod, "port", id)
 	}
-	m.mu.Lock()
-	m.recovered = true
-	m.mu.Unlock()
-	m.opts.Log.Info("port pools recovered", "ports", len(ports), "inUse", inUse, "orphansDeleted", len(r.Delete), "pools", len(m.pools))
-	m.poke()
-	return nil
+	return inUse, len(r.Delete), nil
 }
