@@ -75,8 +75,8 @@ type Manager struct {
 	// inflight are the batch tags of this manager's bulk creates in flight:
 	// their ports may be in Neutron before the pool knows them.
 	inflight map[string]bool
-	trunks     map[string]string          // parent port → trunk ID
-	subnets    subnetCache
+	trunks   map[string]string // parent port → trunk ID
+	subnets  subnetCache
 
 	creates chan struct{} // semaphore: concurrent create calls
 	wake    chan struct{}
