@@ -188,15 +188,58 @@ func (pp *portPlugger) allowSpec(ctx context.Context, pod *corev1.Pod, port plug
 	if _, named := pod.Annotations[plug.PortSpecAnnotation]; !named {
 		return nil, nil
 	}
+	owner := pod.Namespace + "/" + pod.Name
 	var ns corev1.Namespace
 	if err := pp.client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, &ns); err != nil {
 		return nil, fmt.Errorf("read namespace %s for its port settings: %w", pod.Namespace, err)
 	}
+	// An admin's typo, or another namespace given overlapping port IDs, stops
+	// new plugs, not the ports already in use: those go only when the admin
+	// withdraws the namespace's opt-in or the port itself.
+	inUse := slices.ContainsFunc(plugged, func(pl plug.Plugged) bool { return pl.PortID == port.ID && pl.Owner == owner })
+	keep := func(why error) error {
+		if inUse {
+			log.FromContext(ctx).Info("keeping a plugged port", "node", pp.node, "pod", owner, "port", port.ID, "though", why.Error())
+			return nil
+		}
+		return why
+	}
 	np, err := plug.NamespacePortsOf(ns.Name, ns.Labels, ns.Annotations)
 	if err != nil {
-		return err, nil
+		return keep(err), nil
 	}
-	return np.Allow(port, plugged), nil
+	if notAllowed := np.Allow(port, owner, plugged); notAllowed != nil {
+		return notAllowed, nil
+	}
+	shared, err := pp.namesShared(ctx, np, port)
+	if err != nil || shared == nil {
+		return nil, err
+	}
+	return keep(shared), nil
+}
+
+// namesShared refuses a port whose derived names another opted-in namespace's
+// ports could have too: a configuration an admin must fix.
+func (pp *portPlugger) namesShared(ctx context.Context, np plug.NamespacePorts, port plug.Port) (notAllowed, err error) {
+	var all corev1.NamespaceList
+	if err := pp.client.List(ctx, &all, client.MatchingLabels{plug.PortSpecOptInLabel: plug.PortSpecEnabled}); err != nil {
+		return nil, fmt.Errorf("list the namespaces opted in to %s: %w", plug.PortSpecAnnotation, err)
+	}
+	for _, other := range all.Items {
+		if other.Name == np.Namespace {
+			continue
+		}
+		on, err := plug.NamespacePortsOf(other.Name, other.Labels, other.Annotations)
+		if err != nil {
+			continue
+		}
+		if entry, shared := on.MayShareNames(port.ID); shared {
+			return fmt.Errorf("port %s: %w: its names (%s, %s) could be those of namespace %s's ports too (its %s entry %s); "+
+				"a cluster admin gives the two namespaces port IDs that differ in their first 11 characters",
+				plug.Clip(port.ID), plug.ErrNotAllowed, port.Tap, plug.NamesFor(port.ID).Bridge, other.Name, plug.PortIDsAnnotation, plug.Clip(entry)), nil
+		}
+	}
+	return nil, nil
 }
 
 // unplugUnwanted unplugs the owner's plugs but keep's, and returns what is
@@ -513,10 +556,11 @@ func addPortPlugger(mgr ctrl.Manager, o Options, sw *ovs.Switch) error {
 	}
 	pp.ovn = remote != ""
 	// A namespace's port settings changed (opted in or out, its ports, its
-	// limit): its pods that name a port are decided again.
-	namespacePods := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+	// limit): the node's pods that name a port are decided again, in every
+	// namespace, as one namespace's ports can share names with another's.
+	namespacePods := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var pods corev1.PodList
-		if err := pp.client.List(ctx, &pods, client.InNamespace(o.GetName())); err != nil {
+		if err := pp.client.List(ctx, &pods); err != nil {
 			return nil
 		}
 		var reqs []reconcile.Request

@@ -136,6 +136,42 @@ func TestTenantsCannotSteerPlugging(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitConditionWithin(t, c, "squatter/squat-c", reasonReady, 30*time.Second)
+	// An admin's typo in the namespace's settings stops new plugs and keeps the
+	// ports in use.
+	setNS := func(name, body string) {
+		t.Helper()
+		if err := c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, []byte(body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setNS("squatter", `{"metadata":{"annotations":{"`+plug.MaxPortsAnnotation+`":"0"}}}`)
+	pod("squatter", "squat-d", spec("squat-d"))
+	cond = waitCondition(t, c, "squatter/squat-d", reasonRefused)
+	if !strings.Contains(cond.Message, `annotation netshift.io/max-ports-per-node: "0" is not a whole number from 1 to 256`) {
+		t.Errorf("a pod under an invalid namespace setting: %+v", cond)
+	}
+	time.Sleep(time.Second)
+	if n := strings.Count(sw.Vsctl("list-br"), "pbr-squat"); n != 2 {
+		t.Errorf("an invalid namespace setting left the squatter %d bridges, want its 2 in use", n)
+	}
+
+	// Another namespace given ports whose names can be the victim's (victim-*
+	// and victimport* both make tapvictim...): new ports of either are refused
+	// until the admin sorts it out; the victim's ports in use stay.
+	if err := c.Create(ctx, vmNamespace("overlap", "victim-*", "")); err != nil {
+		t.Fatal(err)
+	}
+	pod("overlap", "o1", spec("victim-port3"))
+	cond = waitCondition(t, c, "overlap/o1", reasonRefused)
+	if !strings.Contains(cond.Message, "could be those of namespace victim's ports too") {
+		t.Errorf("a port whose names another namespace's ports may have: %+v", cond)
+	}
+	pod("victim", "v3", spec("victimport3-0003"))
+	waitConditionMessage(t, c, "victim/v3", reasonRefused, "namespace overlap's ports too")
+	waitCondition(t, c, "victim/v1", reasonReady)
+	setNS("overlap", `{"metadata":{"labels":{"`+plug.PortSpecOptInLabel+`":null}}}`)
+	waitConditionWithin(t, c, "victim/v3", reasonReady, 30*time.Second)
+
 	// The admin takes the namespace out: its ports go.
 	if err := c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "squatter"}},
 		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+plug.PortSpecOptInLabel+`":null}}}`))); err != nil {

@@ -285,7 +285,7 @@ func (m *migration) startPeer(ctx context.Context) (func(), error) {
 		unix.Close(m.echo)
 		_ = m.c.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
 		_ = m.sh.ip(context.Background(), "-n", m.peerOn.Netns, "link", "del", port.Tap)
-		_, _ = m.s.nbctl(context.Background(), m.sh, "--if-exists", "lsp-del", id)
+		m.dropPort(context.Background(), id)
 	}, nil
 }
 
@@ -314,6 +314,9 @@ func (m *migration) reset(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if err := m.editOwnedPorts(ctx, func([]string) []string { return nil }); err != nil {
+		return err
 	}
 	for _, n := range m.s.Topology.Nodes {
 		out, err := m.sh.run(ctx, nil, "ip", "-n", n.Netns, "-o", "link", "show", "type", "veth")
@@ -344,8 +347,18 @@ func (m *migration) addLogicalPort(ctx context.Context, id, mac, ip string) erro
 
 // ownPort lists the port among the VM pods' namespace's ports, as its admin
 // does (netshift.io/port-ids): the agents plug no port a namespace does not
-// own. The lab keeps the newest 128: a port of a VM gone long ago need not stay.
+// own. dropPort takes it out with the port.
 func (m *migration) ownPort(ctx context.Context, id string) error {
+	return m.editOwnedPorts(ctx, func(ids []string) []string { return append(ids, id) })
+}
+
+// dropPort deletes a VM logical port and takes it out of the namespace's ports.
+func (m *migration) dropPort(ctx context.Context, id string) {
+	_, _ = m.s.nbctl(ctx, m.sh, "--if-exists", "lsp-del", id)
+	_ = m.editOwnedPorts(ctx, func(ids []string) []string { return slices.DeleteFunc(ids, func(s string) bool { return s == id }) })
+}
+
+func (m *migration) editOwnedPorts(ctx context.Context, edit func([]string) []string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var ns corev1.Namespace
 		if err := m.c.Get(ctx, client.ObjectKey{Name: PodNamespace}, &ns); err != nil {
@@ -355,16 +368,12 @@ func (m *migration) ownPort(ctx context.Context, id string) error {
 		if v := ns.Annotations[plug.PortIDsAnnotation]; v != "" {
 			ids = strings.Split(v, ",")
 		}
-		ids = append(ids, id)
-		if len(ids) > 128 {
-			ids = ids[len(ids)-128:]
-		}
 		if ns.Annotations == nil {
 			ns.Annotations = map[string]string{}
 		}
-		ns.Annotations[plug.PortIDsAnnotation] = strings.Join(ids, ",")
+		ns.Annotations[plug.PortIDsAnnotation] = strings.Join(edit(ids), ",")
 		if err := m.c.Update(ctx, &ns); err != nil {
-			return fmt.Errorf("namespace %s: own port %s: %w", PodNamespace, id, err)
+			return fmt.Errorf("namespace %s: annotation %s: %w", PodNamespace, plug.PortIDsAnnotation, err)
 		}
 		return nil
 	})
@@ -613,7 +622,7 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 	if err := m.addLogicalPort(ctx, id, vmMAC, vmIP); err != nil {
 		return err
 	}
-	defer func() { _, _ = m.s.nbctl(context.Background(), m.sh, "--if-exists", "lsp-del", id) }()
+	defer m.dropPort(context.Background(), id)
 	base := fmt.Sprintf("vm-%s-%d", strings.ReplaceAll(string(mode), "-", ""), round)
 	pod, err := m.createPod(ctx, base+"-a", m.src.Name, port, "")
 	if err != nil {

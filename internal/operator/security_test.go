@@ -326,6 +326,12 @@ func TestOnlyTheOperatorWritesAPodsPort(t *testing.T) {
 	if err := set(env.Client, "null"); err == nil {
 		t.Errorf("an admin removed the operator's port record")
 	}
+	// Nor through the status: a write of pods/status carries the pod's metadata.
+	statusPatch := `{"metadata":{"annotations":{"netshift.io/port":null}}}`
+	if err := env.Client.Status().Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns.Name}},
+		client.RawPatch(types.MergePatchType, []byte(statusPatch))); err == nil || !strings.Contains(err.Error(), "may not change or remove it") {
+		t.Errorf("an admin removing the port record through the pod's status: %v, want a refusal", err)
+	}
 	other := `{"metadata":{"annotations":{"team":"a"}}}`
 	if err := env.Client.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns.Name}}, client.RawPatch(types.MergePatchType, []byte(other))); err != nil {
 		t.Errorf("another annotation of a pod with a port record: %v", err)

@@ -52,6 +52,9 @@ type NamespacePorts struct {
 func NamespacePortsOf(namespace string, labels, annotations map[string]string) (NamespacePorts, error) {
 	np := NamespacePorts{Namespace: namespace, OptedIn: labels[PortSpecOptInLabel] == PortSpecEnabled,
 		IDs: map[string]bool{}, MaxPerNode: DefaultMaxPortsPerNode}
+	if !np.OptedIn {
+		return np, nil // its other settings do not matter: none of its pods may name a port
+	}
 	field := func(key string) string { return "namespace " + namespace + " annotation " + key }
 	if v, ok := annotations[MaxPortsAnnotation]; ok {
 		n, err := strconv.Atoi(v)
@@ -93,10 +96,11 @@ func (np NamespacePorts) Owns(id string) bool {
 	return false
 }
 
-// Allow decides whether a pod of the namespace may have port p plugged on a
-// node where plugged is what netshift has plugged: the namespace must be opted
-// in, own the port, and stay within its ports on the node.
-func (np NamespacePorts) Allow(p Port, plugged []Plugged) error {
+// Allow decides whether pod owner (namespace/name) of the namespace may have
+// port p plugged on a node where plugged is what netshift has plugged: the
+// namespace must be opted in, own the port, and stay within its ports on the
+// node (every port plugged for its other pods counts, pooled ones too).
+func (np NamespacePorts) Allow(p Port, owner string, plugged []Plugged) error {
 	if !np.OptedIn {
 		return fmt.Errorf("port %s: %w: namespace %s is not opted in to %s (a cluster admin labels it %s=%s)",
 			Clip(p.ID), ErrNotAllowed, np.Namespace, PortSpecAnnotation, PortSpecOptInLabel, PortSpecEnabled)
@@ -107,7 +111,7 @@ func (np NamespacePorts) Allow(p Port, plugged []Plugged) error {
 	}
 	n := 0
 	for _, pl := range plugged {
-		if ns, _, _ := strings.Cut(pl.Owner, "/"); ns == np.Namespace && !pl.Parked() && pl.PortID != p.ID {
+		if ns, _, _ := strings.Cut(pl.Owner, "/"); ns == np.Namespace && !pl.Parked() && pl.PortID != p.ID && pl.Owner != owner {
 			n++
 		}
 	}
@@ -116,6 +120,27 @@ func (np NamespacePorts) Allow(p Port, plugged []Plugged) error {
 			Clip(p.ID), ErrNotAllowed, ErrAtLimit, np.Namespace, n, MaxPortsAnnotation)
 	}
 	return nil
+}
+
+// MayShareNames says whether a port of this namespace could have the same
+// derived names (tap, pbr- bridge: the first 11 characters of the ID, dashes
+// removed) as port id of another namespace, and by which of its entries. Two
+// namespaces whose ports' names can meet could block each other's ports on a
+// node, whoever plugs first: such a port is refused in both until an admin
+// gives them port IDs that differ in their first 11 characters.
+func (np NamespacePorts) MayShareNames(id string) (string, bool) {
+	short := shortID(id, 11)
+	for e := range np.IDs {
+		if shortID(e, 11) == short {
+			return e, true
+		}
+	}
+	for _, p := range np.Prefixes {
+		if lead := shortID(p, 11); len(lead) <= len(short) && strings.HasPrefix(short, lead) {
+			return p + "*", true
+		}
+	}
+	return "", false
 }
 
 // maxQuoted is how much of a value from a pod or a namespace a message quotes.

@@ -66,10 +66,11 @@ func TestNamespaceAllows(t *testing.T) {
 		{"within the limit", np, p, ports(1), ""},
 		{"at the limit", np, p, ports(2), "has 2 ports plugged on this node"},
 		{"its own plug does not count", np, p, append(ports(1), Plugged{PortID: own, Owner: "vms/a", Mode: PerPort}), ""},
+		{"the pod's earlier port does not count (it goes as this one comes)", np, p, append(ports(1), Plugged{PortID: "vms_vm-old", Owner: "vms/me", Mode: PerPort}), ""},
 		{"parked and other namespaces' ports do not count", np, p,
 			[]Plugged{{PortID: "x", Owner: "other/a"}, {PortID: "y", Owner: "other/b"}, {PortID: "vms_vm-z", ParkedAt: time.Unix(1, 0)}}, ""},
 	} {
-		err := c.np.Allow(c.port, c.plugged)
+		err := c.np.Allow(c.port, "vms/me", c.plugged)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
@@ -91,7 +92,7 @@ func TestMessagesQuoteInputBounded(t *testing.T) {
 		Port{ID: "a", MAC: "0a:58:c6:12:fa:0a", Tap: huge}.Validate(),
 		func() error { _, err := ParseMode("node annotation", huge); return err }(),
 		func() error {
-			_, err := NamespacePortsOf("vms", nil, map[string]string{PortIDsAnnotation: huge + " x"})
+			_, err := NamespacePortsOf("vms", map[string]string{PortSpecOptInLabel: PortSpecEnabled}, map[string]string{PortIDsAnnotation: huge + " x"})
 			return err
 		}(),
 	} {
@@ -106,3 +107,28 @@ func TestMessagesQuoteInputBounded(t *testing.T) {
 }
 
 var cutMark = regexp.MustCompile(`\.\.\. \(12288[0-2] bytes\)`)
+
+func TestMayShareNames(t *testing.T) {
+	np, err := NamespacePortsOf("a", map[string]string{PortSpecOptInLabel: PortSpecEnabled},
+		map[string]string{PortIDsAnnotation: "ab-*,exact-id-0001,netshift-tenant-a-*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id    string
+		entry string // "" when no port of namespace a can have the same names
+	}{
+		{"abc123", "ab-*"},               // a's ab-c123 is tapabc123 too
+		{"a", ""},                        // shorter than any of a's ports' names
+		{"xyz-1", ""},                    // nothing in common
+		{"exactid0001", "exact-id-0001"}, // the same names once dashes go
+		{"exactid0002", ""},              // differs within the first 11
+		{"netshift-tenant-b-1", "netshift-tenant-a-*"}, // the first 11 are netshiftten for both
+		{"3f2a9c1e-7b4d-4e21-9a0f-5c6d7e8f9012", ""},
+	} {
+		entry, shared := np.MayShareNames(c.id)
+		if shared != (c.entry != "") || entry != c.entry {
+			t.Errorf("%s: shared %v by %q, want %q", c.id, shared, entry, c.entry)
+		}
+	}
+}

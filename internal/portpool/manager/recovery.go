@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"sort"
@@ -23,7 +24,7 @@ func (m *Manager) recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	inUse, deleted, err := m.adopt(ctx, ports)
+	inUse, deleted, err := m.adopt(ctx, ports, false)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
@@ -62,10 +63,16 @@ func (m *Manager) sweepLate(ctx context.Context) {
 		}
 	}
 	m.mu.Unlock()
+	// A port deleted between the listing and the look at the pools (a drain's,
+	// a failed trunk join's) is in neither: it must not come back.
+	late = slices.DeleteFunc(late, func(p neutron.Port) bool {
+		_, err := m.neutron.GetPort(ctx, p.ID)
+		return err != nil
+	})
 	if len(late) == 0 {
 		return
 	}
-	inUse, deleted, err := m.adopt(ctx, late)
+	inUse, deleted, err := m.adopt(ctx, late, true)
 	if err != nil {
 		m.opts.Log.Error(err, "adopt ports created after the recovery; trying again at the next sweep", "ports", len(late))
 		return
@@ -96,8 +103,11 @@ func (m *Manager) knownPorts() map[string]bool {
 
 // adopt puts ports of the cluster into their pools: with the trunks'
 // subports and every pod's ownership record, a live pod keeps its port, free
-// ports return to their pools, and only true orphans are deleted.
-func (m *Manager) adopt(ctx context.Context, ports []neutron.Port) (inUse, deleted int, err error) {
+// ports return to their pools (within their maximum size), and only true
+// orphans are deleted. late says the ports are a late sweep's, not all of the
+// cluster's: a port that cannot be read is left to a later sweep, and the
+// pods' records are not checked against them.
+func (m *Manager) adopt(ctx context.Context, ports []neutron.Port, late bool) (inUse, deleted int, err error) {
 	trunks, err := m.neutron.ListTrunks(ctx)
 	if err != nil {
 		return 0, 0, err
@@ -134,6 +144,10 @@ func (m *Manager) adopt(ctx context.Context, ports []neutron.Port) (inUse, delet
 		groups := append([]string(nil), p.SecurityGroups...)
 		sort.Strings(groups)
 		pooled, err := m.pooledPort(ctx, p)
+		if err != nil && late {
+			m.opts.Log.Error(err, "a port created after the recovery cannot be read; left to the next sweep", "port", p.ID)
+			continue
+		}
 		if err != nil {
 			return 0, 0, err
 		}
@@ -153,8 +167,18 @@ func (m *Manager) adopt(ctx context.Context, ports []neutron.Port) (inUse, delet
 	for parent, id := range trunkIDs {
 		m.trunks[parent] = id
 	}
+	over := map[string]string{}
 	for k, ready := range r.Ready {
-		m.pool(k).Return(now, ready...)
+		p := m.pool(k)
+		if limit := m.opts.Settings.MaxSize; limit > 0 && p.Counts().Total()+len(ready) > limit {
+			keep := max(0, limit-p.Counts().Total())
+			for _, port := range ready[keep:] {
+				over[port.ID] = fmt.Sprintf("over pool %s's maximum of %d", k, limit)
+				m.deleting[port.ID] = k
+			}
+			ready = ready[:keep]
+		}
+		p.Return(now, ready...)
 	}
 	for k, rec := range r.Recycle {
 		p := m.pool(k)
@@ -181,7 +205,8 @@ func (m *Manager) adopt(ctx context.Context, ports []neutron.Port) (inUse, delet
 		keyOf[f.ID] = f.Key
 	}
 	byKey := map[portpool.Key][]string{}
-	for id, why := range r.Delete {
+	maps.Copy(over, r.Delete)
+	for id, why := range over {
 		m.opts.Log.Info("deleting an orphaned port", "port", id, "reason", why)
 		byKey[keyOf[id]] = append(byKey[keyOf[id]], id)
 	}
@@ -190,7 +215,9 @@ func (m *Manager) adopt(ctx context.Context, ports []neutron.Port) (inUse, delet
 		m.deletePorts(ctx, k, ids)
 	}
 	for pod, id := range r.Missing {
-		m.opts.Log.Info("a pod's recorded port is not in Neutron", "pod", pod, "port", id)
+		if !late {
+			m.opts.Log.Info("a pod's recorded port is not in Neutron", "pod", pod, "port", id)
+		}
 	}
-	return inUse, len(r.Delete), nil
+	return inUse, len(over), nil
 }
