@@ -193,9 +193,9 @@ func (pp *portPlugger) allowSpec(ctx context.Context, pod *corev1.Pod, port plug
 	if err := pp.client.Get(ctx, types.NamespacedName{Name: pod.Namespace}, &ns); err != nil {
 		return nil, fmt.Errorf("read namespace %s for its port settings: %w", pod.Namespace, err)
 	}
-	// An admin's typo, or another namespace given overlapping port IDs, stops
-	// new plugs, not the ports already in use: those go only when the admin
-	// withdraws the namespace's opt-in or the port itself.
+	// An admin's typo, a limit lowered, or another namespace given overlapping
+	// port IDs stops new plugs, not the ports already in use: those go only
+	// when the admin withdraws the namespace's opt-in or the port itself.
 	inUse := slices.ContainsFunc(plugged, func(pl plug.Plugged) bool { return pl.PortID == port.ID && pl.Owner == owner })
 	keep := func(why error) error {
 		if inUse {
@@ -209,6 +209,9 @@ func (pp *portPlugger) allowSpec(ctx context.Context, pod *corev1.Pod, port plug
 		return keep(err), nil
 	}
 	if notAllowed := np.Allow(port, owner, plugged); notAllowed != nil {
+		if errors.Is(notAllowed, plug.ErrAtLimit) {
+			return keep(notAllowed), nil // a limit lowered under ports in use bounds new ones
+		}
 		return notAllowed, nil
 	}
 	shared, err := pp.namesShared(ctx, np, port)

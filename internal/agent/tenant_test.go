@@ -136,14 +136,23 @@ func TestTenantsCannotSteerPlugging(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitConditionWithin(t, c, "squatter/squat-c", reasonReady, 30*time.Second)
-	// An admin's typo in the namespace's settings stops new plugs and keeps the
-	// ports in use.
 	setNS := func(name, body string) {
 		t.Helper()
 		if err := c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, []byte(body))); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// A limit lowered under ports in use bounds new plugs and keeps those.
+	setNS("squatter", `{"metadata":{"annotations":{"`+plug.MaxPortsAnnotation+`":"1"}}}`)
+	pod("squatter", "squat-e", spec("squat-e"))
+	waitConditionMessage(t, c, "squatter/squat-e", reasonRefused, "its limit")
+	waitCondition(t, c, "squatter/squat-b", reasonReady)
+	if n := strings.Count(sw.Vsctl("list-br"), "pbr-squat"); n != 2 {
+		t.Errorf("a lowered limit left the squatter %d bridges, want its 2 in use", n)
+	}
+
+	// An admin's typo in the namespace's settings stops new plugs and keeps the
+	// ports in use.
 	setNS("squatter", `{"metadata":{"annotations":{"`+plug.MaxPortsAnnotation+`":"0"}}}`)
 	pod("squatter", "squat-d", spec("squat-d"))
 	cond = waitCondition(t, c, "squatter/squat-d", reasonRefused)
