@@ -14,7 +14,7 @@ import "embed"
 //go:embed crd/*.yaml rbac/*.yaml policy/*.yaml components/*/*.yaml lab-groups/*.yaml
 var Install embed.FS
 
-// Samples are the example NodePools and Nodes.
+// Samples are the example NetshiftNodePools and Nodes.
 //
 //go:embed samples/*.yaml
 var Samples embed.FS

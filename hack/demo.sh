@@ -38,11 +38,11 @@ echo "   certificate, between pods on different nodes"
 $lab lab probe start --name demo
 sleep 3
 echo
-echo "== live MTU change: kubectl patch clusternetwork cluster --type merge -p '{\"spec\":{\"mtu\":1350}}'"
-$kubectl patch clusternetwork cluster --type merge -p '{"spec":{"mtu":1350}}'
+echo "== live MTU change: kubectl patch netshiftnetwork cluster --type merge -p '{\"spec\":{\"mtu\":1350}}'"
+$kubectl patch netshiftnetwork cluster --type merge -p '{"spec":{"mtu":1350}}'
 for _ in $(seq 1 100); do
   $ns --kubeconfig "$kubeconfig" status | sed -n '1,2p;/NODE/,/^$/p' | head -8
-  phase=$($kubectl get clusternetwork cluster -o jsonpath='{.status.change.phase}')
+  phase=$($kubectl get netshiftnetwork cluster -o jsonpath='{.status.change.phase}')
   [[ "$phase" == Succeeded || "$phase" == Failed ]] && break
   sleep 0.5
 done

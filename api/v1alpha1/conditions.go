@@ -2,18 +2,18 @@ package v1alpha1
 
 // Condition types and reasons netshift writes, in one place: the controllers
 // set them and the tests and `kubectl wait --for=condition=...` read them.
-// (NodePool's are beside its type.)
+// (NetshiftNodePool's are beside its type.)
 
-// ClusterNetwork status.conditions.
+// NetshiftNetwork status.conditions.
 const (
-	// ClusterNetworkProgressing is True while a live change is in progress.
-	ClusterNetworkProgressing = "Progressing"
-	// ClusterNetworkDegraded is True when the last live change failed and is still wanted.
-	ClusterNetworkDegraded = "Degraded"
-	// ClusterNetworkUpgradeable is False while a live change is in progress.
-	ClusterNetworkUpgradeable = "Upgradeable"
-	// ClusterNetworkAvailable is True while the cluster network carries traffic.
-	ClusterNetworkAvailable = "Available"
+	// NetshiftNetworkProgressing is True while a live change is in progress.
+	NetshiftNetworkProgressing = "Progressing"
+	// NetshiftNetworkDegraded is True when the last live change failed and is still wanted.
+	NetshiftNetworkDegraded = "Degraded"
+	// NetshiftNetworkUpgradeable is False while a live change is in progress.
+	NetshiftNetworkUpgradeable = "Upgradeable"
+	// NetshiftNetworkAvailable is True while the cluster network carries traffic.
+	NetshiftNetworkAvailable = "Available"
 
 	ReasonAsExpected       = "AsExpected"
 	ReasonChangeInProgress = "ChangeInProgress"
@@ -25,7 +25,7 @@ const (
 	ReasonChangePrefix = "Change"
 )
 
-// ClusterNetwork status.zones.conditions.
+// NetshiftNetwork status.zones.conditions.
 const (
 	// ZonesConfigValid is False while the ConfigMap ovn-interconnect-configuration holds a
 	// value netshift cannot use (nothing is changed then).

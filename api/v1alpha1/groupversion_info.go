@@ -1,6 +1,6 @@
 // Package v1alpha1 holds the netshift.io/v1alpha1 API: the cluster network as
-// the user wants it (ClusterNetwork), the node pools that bound how many nodes
-// change at once (NodePool), and one NodeNetworkState per node carrying the
+// the user wants it (NetshiftNetwork), the node pools that bound how many nodes
+// change at once (NetshiftNodePool), and one NetshiftNodeState per node carrying the
 // operator's plan for the node and what happened there.
 //
 // +kubebuilder:object:generate=true

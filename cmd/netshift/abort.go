@@ -22,8 +22,8 @@ func abortCmd(g *globals) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			key := client.ObjectKey{Name: v1alpha1.ClusterNetworkName}
-			var cn v1alpha1.ClusterNetwork
+			key := client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}
+			var cn v1alpha1.NetshiftNetwork
 			if err := c.Get(ctx, key, &cn); err != nil {
 				return err
 			}

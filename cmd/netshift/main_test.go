@@ -136,7 +136,7 @@ func TestPlanExample(t *testing.T) {
 
 func TestCLIRefusesBadInput(t *testing.T) {
 	plusPercentPool := filepath.Join(t.TempDir(), "pools.yaml")
-	if err := os.WriteFile(plusPercentPool, []byte("apiVersion: netshift.io/v1alpha1\nkind: NodePool\nmetadata: {name: p}\nspec: {maxParallel: \"+50%\"}\n"), 0o600); err != nil {
+	if err := os.WriteFile(plusPercentPool, []byte("apiVersion: netshift.io/v1alpha1\nkind: NetshiftNodePool\nmetadata: {name: p}\nspec: {maxParallel: \"+50%\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -146,7 +146,7 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", samples + "example-pools.yaml", "-o", "yaml"}, `-o: "yaml" is not text or json`},
 		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", samples + "example-pools.yaml", "--only", "c,zz"}, "no such node: zz"},
 		{[]string{"plan", "--nodes", samples + "example-nodes.yaml"}, "--nodes and --pools go together"},
-		{[]string{"plan", "--nodes", samples + "example-pools.yaml", "--pools", samples + "example-pools.yaml"}, `kind "NodePool", want Node`},
+		{[]string{"plan", "--nodes", samples + "example-pools.yaml", "--pools", samples + "example-pools.yaml"}, `kind "NetshiftNodePool", want Node`},
 		{[]string{"agent"}, "--node: required"},
 		{[]string{"agent", "--node", "n1", "--cni-trunk-bridge", "br-trunk"}, "--cni-trunk-bridge: goes with --cni-port-pools"},
 		{[]string{"agent", "--node", "n1", "--cni-parked-devices", "4"}, "--cni-parked-devices: goes with --cni-port-pools"},
@@ -267,8 +267,8 @@ func TestOperatorAndAgentProcesses(t *testing.T) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: "netshift-system", Name: "netshift-operator"}, &lease)
 		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
 	})
-	var nns v1alpha1.NodeNetworkState
-	eventually(t, "the NodeNetworkState of cli-1", func() bool {
+	var nns v1alpha1.NetshiftNodeState
+	eventually(t, "the NetshiftNodeState of cli-1", func() bool {
 		return env.Client.Get(ctx, client.ObjectKey{Name: "cli-1"}, &nns) == nil
 	})
 	out, err := run(t, "--kubeconfig", env.Kubeconfig, "reconfigure", "--nodes", "cli-1,nope")
@@ -326,7 +326,7 @@ func TestManifestsApplyCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl apply -k config/default: %v\n%s", err, out)
 	}
-	for _, want := range []string{"deployment.apps/netshift-operator", "daemonset.apps/netshift-agent", "validatingadmissionpolicy.admissionregistration.k8s.io/netshift-agent-own-node", "customresourcedefinition.apiextensions.k8s.io/nodepools.netshift.io"} {
+	for _, want := range []string{"deployment.apps/netshift-operator", "daemonset.apps/netshift-agent", "validatingadmissionpolicy.admissionregistration.k8s.io/netshift-agent-own-node", "customresourcedefinition.apiextensions.k8s.io/netshiftnodepools.netshift.io"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("kubectl output lacks %s:\n%s", want, out)
 		}

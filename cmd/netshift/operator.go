@@ -36,7 +36,7 @@ func operatorCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.ZoneMigration, "zone-migration", false, "move the cluster between OVN interconnect layouts as the ConfigMap ovn-interconnect-configuration says (without it the layout is only reported in ClusterNetwork status.zones)")
+	f.BoolVar(&o.ZoneMigration, "zone-migration", false, "move the cluster between OVN interconnect layouts as the ConfigMap ovn-interconnect-configuration says (without it the layout is only reported in NetshiftNetwork status.zones)")
 	f.StringVar(&o.ZoneConfigNamespace, "zone-config-namespace", operator.Namespace, "namespace of the ConfigMap ovn-interconnect-configuration")
 	f.StringVar(&o.ZonePluginNamespace, "zone-plugin-namespace", o.ZonePluginNamespace, "namespace of the network plugin's node DaemonSet and central Deployment (a zone move restarts the node's plugin pod; the central side is scaled)")
 	f.StringVar(&o.ZonePluginPods, "zone-plugin-pods", o.ZonePluginPods, "label selector of the network plugin's per-node pods: the pod a node's move deletes, whose successor joins the zone of the node's k8s.ovn.org/zone-name label and annotates the node")

@@ -18,7 +18,7 @@ func planCmd(g *globals) *cobra.Command {
 		Short: "Show which pool owns each node and the waves in which nodes would be configured",
 		Long: `Shows which pool owns each node and the waves in which the nodes that need
 configuration would go if they all asked at once and took equal time. Reads
-Nodes and NodePools from files (a YAML or JSON array, a List, or multi-document
+Nodes and NetshiftNodePools from files (a YAML or JSON array, a List, or multi-document
 YAML) or, without files, from the cluster.`,
 		Example: "  netshift plan --nodes config/samples/example-nodes.yaml --pools config/samples/example-pools.yaml --only c,d,e",
 		Args:    cobra.NoArgs,
@@ -30,7 +30,7 @@ YAML) or, without files, from the cluster.`,
 				return fmt.Errorf("--nodes and --pools go together (or neither, to read the cluster)")
 			}
 			var nodes []corev1.Node
-			var pools []v1alpha1.NodePool
+			var pools []v1alpha1.NetshiftNodePool
 			var err error
 			if nodesFile != "" {
 				if nodes, err = plan.LoadNodes(nodesFile); err != nil {
@@ -45,12 +45,12 @@ YAML) or, without files, from the cluster.`,
 					return err
 				}
 				var nl corev1.NodeList
-				var pl v1alpha1.NodePoolList
+				var pl v1alpha1.NetshiftNodePoolList
 				if err := c.List(cmd.Context(), &nl); err != nil {
 					return fmt.Errorf("list nodes: %w", err)
 				}
 				if err := c.List(cmd.Context(), &pl); err != nil {
-					return fmt.Errorf("list NodePools: %w", err)
+					return fmt.Errorf("list NetshiftNodePools: %w", err)
 				}
 				nodes, pools = nl.Items, pl.Items
 			}
@@ -72,7 +72,7 @@ YAML) or, without files, from the cluster.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&nodesFile, "nodes", "", "file of Node objects")
-	f.StringVar(&poolsFile, "pools", "", "file of NodePool objects")
+	f.StringVar(&poolsFile, "pools", "", "file of NetshiftNodePool objects")
 	f.StringVar(&only, "only", "", "comma-separated nodes that need configuration (default: every node)")
 	f.StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd

@@ -77,7 +77,7 @@ func reconfigureCmd(g *globals) *cobra.Command {
 	f.StringVar(&nodes, "nodes", "", "comma-separated node names")
 	f.BoolVar(&all, "all", false, "every node")
 	f.StringVar(&reason, "reason", "", "why, recorded with the operation")
-	f.BoolVar(&reboot, "reboot", false, "reboot the nodes into the network the cluster carries (ClusterNetwork status.applied) once each is drained, and check them when they are back")
+	f.BoolVar(&reboot, "reboot", false, "reboot the nodes into the network the cluster carries (NetshiftNetwork status.applied) once each is drained, and check them when they are back")
 	f.StringVar(&id, "id", "", "operation ID (default: reconfigure-<UTC time>, or reboot-<UTC time>)")
 	return cmd
 }
@@ -85,12 +85,12 @@ func reconfigureCmd(g *globals) *cobra.Command {
 // appliedNetwork is the network the cluster carries: what a rebooted node
 // comes back with.
 func appliedNetwork(ctx context.Context, c client.Client) (*v1alpha1.NodeNetworkConfig, error) {
-	var cn v1alpha1.ClusterNetwork
-	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil {
-		return nil, fmt.Errorf("--reboot: read ClusterNetwork %s for the network to reboot into: %w", v1alpha1.ClusterNetworkName, err)
+	var cn v1alpha1.NetshiftNetwork
+	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
+		return nil, fmt.Errorf("--reboot: read NetshiftNetwork %s for the network to reboot into: %w", v1alpha1.NetshiftNetworkName, err)
 	}
 	if cn.Status.Applied == nil {
-		return nil, fmt.Errorf("--reboot: ClusterNetwork %s has no status.applied yet (is the operator running?)", v1alpha1.ClusterNetworkName)
+		return nil, fmt.Errorf("--reboot: NetshiftNetwork %s has no status.applied yet (is the operator running?)", v1alpha1.NetshiftNetworkName)
 	}
 	network := livechange.NodeConfig(*cn.Status.Applied, livechange.FromSpec(cn.Spec).Encapsulation)
 	return &network, nil

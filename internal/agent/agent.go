@@ -216,7 +216,7 @@ func cniChained(node string, chained *atomic.Bool) error {
 }
 
 // NewManager builds the agent process for one node: a manager whose cache
-// holds only that node's NodeNetworkState.
+// holds only that node's NetshiftNodeState.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	node := o.Node
 	if err := checkNode(o); err != nil {
@@ -228,9 +228,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		HealthProbeBindAddress: o.HealthAddr,
 		Controller:             config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.NodeNetworkState{}: {Field: fields.OneTermEqualSelector("metadata.name", node)},
-			&corev1.Pod{}:                {Field: fields.OneTermEqualSelector("spec.nodeName", node)},
-			&corev1.Node{}:               {Field: fields.OneTermEqualSelector("metadata.name", node)},
+			&v1alpha1.NetshiftNodeState{}: {Field: fields.OneTermEqualSelector("metadata.name", node)},
+			&corev1.Pod{}:                 {Field: fields.OneTermEqualSelector("spec.nodeName", node)},
+			&corev1.Node{}:                {Field: fields.OneTermEqualSelector("metadata.name", node)},
 		}},
 	})
 	if err != nil {
@@ -276,7 +276,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if a.MaxClockSkew == 0 {
 		a.MaxClockSkew = 50 * time.Millisecond
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(&v1alpha1.NodeNetworkState{}).Complete(a); err != nil {
+	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(&v1alpha1.NetshiftNodeState{}).Complete(a); err != nil {
 		return nil, fmt.Errorf("node %s: set up agent: %w", node, err)
 	}
 	if o.PlugPorts {
@@ -314,7 +314,7 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if req.Name != a.Node {
 		return ctrl.Result{}, nil
 	}
-	var nns v1alpha1.NodeNetworkState
+	var nns v1alpha1.NetshiftNodeState
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -330,12 +330,12 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		return ctrl.Result{}, nil
 	case StepRelease:
 		logger.Info("handing the slot back")
-		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.DrainRequest = &v1alpha1.DrainRequest{Operation: opID, State: v1alpha1.DrainRequestIdle, Time: &now}
 		})
 	case StepRequestDrain:
 		logger.Info("asking for a drain")
-		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.DrainRequest = &v1alpha1.DrainRequest{Operation: opID, State: v1alpha1.DrainRequestRequired, Time: &now}
 			s.SyncOperation, s.SyncStatus, s.LastSyncError = opID, v1alpha1.SyncInProgress, ""
 			s.RebootFromBoot = "" // an earlier operation's reboot is not this one's
@@ -343,7 +343,7 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	case StepDrainFailed:
 		reason := nns.Status.DrainFailure.Reason
 		logger.Info("drain given up by the operator", "reason", reason)
-		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.SyncOperation, s.SyncStatus = opID, v1alpha1.SyncFailed
 			s.LastSyncError = fmt.Sprintf("node %s: operation %s: drain failed: %s", a.Node, opID, reason)
 			s.DrainRequest = &v1alpha1.DrainRequest{Operation: opID, State: v1alpha1.DrainRequestIdle, Time: &now}
@@ -366,7 +366,7 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 			return ctrl.Result{}, gerr
 		}
 		done := metav1.Now()
-		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+		return ctrl.Result{}, a.report(ctx, &nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.SyncOperation, s.SyncStatus, s.LastSyncError = opID, v1alpha1.SyncSucceeded, ""
 			if err != nil {
 				s.SyncStatus, s.LastSyncError = v1alpha1.SyncFailed, fmt.Sprintf("node %s: operation %s (%s): %v", a.Node, opID, op.Kind, err)
@@ -380,7 +380,7 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 
 // report writes the agent's own status fields, guarded by the resourceVersion
 // it read, so it never overwrites a decision it has not seen.
-func (a *Agent) report(ctx context.Context, nns *v1alpha1.NodeNetworkState, mutate func(*v1alpha1.NodeNetworkStateStatus)) error {
+func (a *Agent) report(ctx context.Context, nns *v1alpha1.NetshiftNodeState, mutate func(*v1alpha1.NetshiftNodeStateStatus)) error {
 	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	mutate(&nns.Status)
 	if err := a.Client.Status().Patch(ctx, nns, patch); err != nil {
@@ -392,7 +392,7 @@ func (a *Agent) report(ctx context.Context, nns *v1alpha1.NodeNetworkState, muta
 // reportDone writes what the agent has done, which no decision of the
 // operator's changes: on a conflict (the operator wrote the object
 // meanwhile) it is laid again on the object as it is now.
-func (a *Agent) reportDone(ctx context.Context, nns *v1alpha1.NodeNetworkState, mutate func(*v1alpha1.NodeNetworkStateStatus)) error {
+func (a *Agent) reportDone(ctx context.Context, nns *v1alpha1.NetshiftNodeState, mutate func(*v1alpha1.NetshiftNodeStateStatus)) error {
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {

@@ -10,7 +10,7 @@ import (
 	"netshift.io/netshift/internal/rollout"
 )
 
-// Step is the agent's next move for its NodeNetworkState.
+// Step is the agent's next move for its NetshiftNodeState.
 type Step string
 
 const (
@@ -27,9 +27,9 @@ const (
 	StepRelease Step = "Release"
 )
 
-// NextStep is the agent's state machine, a function of its NodeNetworkState
+// NextStep is the agent's state machine, a function of its NetshiftNodeState
 // alone. It returns the step and the operation it belongs to.
-func NextStep(nns *v1alpha1.NodeNetworkState) (Step, string) {
+func NextStep(nns *v1alpha1.NetshiftNodeState) (Step, string) {
 	st := &nns.Status
 	req := st.DrainRequest
 	op := nns.Spec.Operation

@@ -27,14 +27,14 @@ import (
 // liveChange runs the node's part of a live change: preconditions first
 // (touching nothing), then, once the operator has set T0, every step at its
 // offset from T0. It reports after the preconditions and after each step.
-func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) (ctrl.Result, error) {
+func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState) (ctrl.Result, error) {
 	plan := nns.Spec.LiveChange
 	rep := nns.Status.LiveChange
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
 	if (rep == nil || rep.ID != plan.ID) && plan.Rollback {
 		// A rollback puts back the values the node had: nothing to check first.
 		logger.Info("rolling back the change's steps", "t0", plan.T0)
-		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.LiveChange = &v1alpha1.LiveChangeReport{ID: plan.ID, Ready: true}
 		})
 	}
@@ -46,7 +46,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NodeNetworkState) 
 			return ctrl.Result{}, nil
 		}
 		logger.Info("preconditions checked", "ready", r.Ready, "problems", r.Problems, "warnings", r.Warnings)
-		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.LiveChange = &r })
+		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) { s.LiveChange = &r })
 	}
 	// A node whose step failed is left as its steps left it, for the operator to roll back.
 	if rep.Done && !rep.Failed && plan.Network != nil && a.NetworkConfig != "" && !a.settled[plan.ID] {
@@ -108,11 +108,11 @@ func nextStepAfter(plan *v1alpha1.LiveChangePlan, i int, done map[v1alpha1.StepA
 
 // reportSteps reports step results in one write, and the node's part of the
 // change done when done is set. A failed step marks the change failed.
-func (a *Agent) reportSteps(ctx context.Context, nns *v1alpha1.NodeNetworkState, id string, results []v1alpha1.StepResult, done bool) error {
+func (a *Agent) reportSteps(ctx context.Context, nns *v1alpha1.NetshiftNodeState, id string, results []v1alpha1.StepResult, done bool) error {
 	if len(results) == 0 && !done {
 		return nil
 	}
-	return a.reportDone(ctx, nns, func(s *v1alpha1.NodeNetworkStateStatus) {
+	return a.reportDone(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
 		if s.LiveChange == nil || s.LiveChange.ID != id {
 			return // the report was replaced meanwhile: nothing of this change to add to
 		}
@@ -133,7 +133,7 @@ func (a *Agent) reportSteps(ctx context.Context, nns *v1alpha1.NodeNetworkState,
 // for an operator that restarts, and a withdrawn plan must not hold the
 // agent from the next one. withdrawn ends the watch and says whether it
 // was withdrawn.
-func (a *Agent) whilePlanned(ctx context.Context, nns *v1alpha1.NodeNetworkState, id string) (watched context.Context, withdrawn func() bool) {
+func (a *Agent) whilePlanned(ctx context.Context, nns *v1alpha1.NetshiftNodeState, id string) (watched context.Context, withdrawn func() bool) {
 	watched, cancel := context.WithCancel(ctx)
 	var gone atomic.Bool
 	done := make(chan struct{})
@@ -145,7 +145,7 @@ func (a *Agent) whilePlanned(ctx context.Context, nns *v1alpha1.NodeNetworkState
 				return
 			case <-time.After(planLookInterval):
 			}
-			var fresh v1alpha1.NodeNetworkState
+			var fresh v1alpha1.NetshiftNodeState
 			err := a.Client.Get(watched, client.ObjectKeyFromObject(nns), &fresh)
 			if (err == nil && (fresh.Spec.LiveChange == nil || fresh.Spec.LiveChange.ID != id)) || apierrors.IsNotFound(err) {
 				gone.Store(true)
@@ -169,7 +169,7 @@ const planLookInterval = time.Second
 // withdrawn meanwhile (an abort before T0). Everything the step needs is
 // built before its time, so that at its time it only sends (one OVSDB
 // transaction for the tunnel port, netlink requests on open handles).
-func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (res v1alpha1.StepResult, withdrawn bool, err error) {
+func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NetshiftNodeState, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (res v1alpha1.StepResult, withdrawn bool, err error) {
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
 	at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
 	armed := a.armStep(ctx, plan, step)
@@ -180,7 +180,7 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NodeNetworkStat
 	}
 	// The last look at the plan, from the cache, before the final approach:
 	// a plan withdrawn later than this runs its step (the operator refuses an abort so close to T0).
-	var fresh v1alpha1.NodeNetworkState
+	var fresh v1alpha1.NetshiftNodeState
 	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(nns), &fresh); err != nil {
 		return res, false, fmt.Errorf("node %s: read the plan before step %s: %w", a.Node, step.Action, err)
 	}

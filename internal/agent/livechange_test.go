@@ -46,7 +46,7 @@ func TestWithdrawnPlanDoesNotHoldTheAgent(t *testing.T) {
 	plan := func(id, timeURL string) *v1alpha1.LiveChangePlan {
 		return &v1alpha1.LiveChangePlan{ID: id, Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, TimeURL: timeURL}
 	}
-	nns := &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NodeNetworkStateSpec{LiveChange: plan("geneve-1-1", down)}}
+	nns := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NetshiftNodeStateSpec{LiveChange: plan("geneve-1-1", down)}}
 	if err := c.Create(ctx, nns); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestWithdrawnPlanDoesNotHoldTheAgent(t *testing.T) {
 	if err := c.Update(ctx, nns); err != nil {
 		t.Fatal(err)
 	}
-	var got v1alpha1.NodeNetworkState
+	var got v1alpha1.NetshiftNodeState
 	deadline := time.Now().Add(15 * time.Second) // against the 90 s the withdrawn plan could have held it
 	for {
 		if err := c.Get(ctx, client.ObjectKey{Name: node}, &got); err != nil {

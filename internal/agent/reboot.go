@@ -23,7 +23,7 @@ func (a *Agent) rebootNode(ctx context.Context, _ string, op v1alpha1.NodeOperat
 	if op.Network == nil {
 		return fmt.Errorf("operation %s names no network to reboot the node into", op.ID)
 	}
-	var nns v1alpha1.NodeNetworkState
+	var nns v1alpha1.NetshiftNodeState
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (a *Agent) rebootNode(ctx context.Context, _ string, op v1alpha1.NodeOperat
 		}
 	}
 	if nns.Status.RebootFromBoot != boot {
-		if err := a.reportDone(ctx, &nns, func(s *v1alpha1.NodeNetworkStateStatus) { s.RebootFromBoot = boot }); err != nil {
+		if err := a.reportDone(ctx, &nns, func(s *v1alpha1.NetshiftNodeStateStatus) { s.RebootFromBoot = boot }); err != nil {
 			return err
 		}
 	}

@@ -77,7 +77,7 @@ func RunDrain(ctx context.Context, o Options) error {
 	defer procs.stop()
 
 	var nl corev1.NodeList
-	var pl v1alpha1.NodePoolList
+	var pl v1alpha1.NetshiftNodePoolList
 	if err := c.List(ctx, &nl); err != nil {
 		return err
 	}
@@ -99,10 +99,10 @@ func RunDrain(ctx context.Context, o Options) error {
 		_ = p.WriteText(out)
 	}
 	if err := waitFor(ctx, 60*time.Second, func() bool {
-		var states v1alpha1.NodeNetworkStateList
+		var states v1alpha1.NetshiftNodeStateList
 		return c.List(ctx, &states) == nil && len(states.Items) == len(demoNodes)
 	}); err != nil {
-		return fmt.Errorf("the operator did not create a NodeNetworkState per node: %w", err)
+		return fmt.Errorf("the operator did not create a NetshiftNodeState per node: %w", err)
 	}
 
 	failed := false
@@ -243,7 +243,7 @@ func follow(ctx context.Context, c client.Client, op string, targets []string, o
 	lastShown := ""
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		var states v1alpha1.NodeNetworkStateList
+		var states v1alpha1.NetshiftNodeStateList
 		if err := c.List(ctx, &states); err != nil {
 			return nil, nil, err
 		}

@@ -1,6 +1,6 @@
 // Package hold is the one ledger of what holds a node: a drain, a zone move, a
 // live change. Every controller that takes a node out of its normal service
-// records its hold in the node's NodeNetworkState through Take and gives it
+// records its hold in the node's NetshiftNodeState through Take and gives it
 // back through Release, so that:
 //
 //   - a node counts once against its pool's maxParallel whatever holds it
@@ -33,7 +33,7 @@ func TakesSlot(k v1alpha1.HoldKind) bool { return k != v1alpha1.HoldLiveChange }
 // takes a slot, other than one of the kinds except names (a controller asks
 // whether something else holds the node). A drain that holds its slot counts
 // even before its hold is recorded (a state an older operator wrote).
-func Busy(s v1alpha1.NodeNetworkStateStatus, except ...v1alpha1.HoldKind) bool {
+func Busy(s v1alpha1.NetshiftNodeStateStatus, except ...v1alpha1.HoldKind) bool {
 	if rollout.HoldsSlot(s.DrainStatus) && !slices.Contains(except, v1alpha1.HoldDrain) {
 		return true
 	}
@@ -47,7 +47,7 @@ func Busy(s v1alpha1.NodeNetworkStateStatus, except ...v1alpha1.HoldKind) bool {
 // in flight) and a live change's cordon (liveChangeCordoned). A cordon the
 // older operator recorded as its own stays netshift's. It reports whether s
 // changed; the caller writes it before deciding anything on it.
-func Adopt(s *v1alpha1.NodeNetworkStateStatus, now time.Time) bool {
+func Adopt(s *v1alpha1.NetshiftNodeStateStatus, now time.Time) bool {
 	changed := false
 	take := func(h v1alpha1.NodeHold, owned bool) {
 		if _, ok := Of(*s, h.Kind); !ok {
@@ -79,7 +79,7 @@ func Adopt(s *v1alpha1.NodeNetworkStateStatus, now time.Time) bool {
 }
 
 // Of returns the node's hold of kind k, if it has one.
-func Of(s v1alpha1.NodeNetworkStateStatus, k v1alpha1.HoldKind) (v1alpha1.NodeHold, bool) {
+func Of(s v1alpha1.NetshiftNodeStateStatus, k v1alpha1.HoldKind) (v1alpha1.NodeHold, bool) {
 	i := slices.IndexFunc(s.Holds, func(h v1alpha1.NodeHold) bool { return h.Kind == k })
 	if i < 0 {
 		return v1alpha1.NodeHold{}, false
@@ -106,7 +106,7 @@ const (
 // already cordoned by someone else stays theirs. A node whose owned cordon
 // is gone while a hold still needs it (uncordoned by hand, or a crash between
 // the record and the cordon) is cordoned again.
-func Take(s *v1alpha1.NodeNetworkStateStatus, h v1alpha1.NodeHold, unschedulable bool, now time.Time) Cordon {
+func Take(s *v1alpha1.NetshiftNodeStateStatus, h v1alpha1.NodeHold, unschedulable bool, now time.Time) Cordon {
 	if old, ok := Of(*s, h.Kind); ok && old.ID == h.ID {
 		h.Since = old.Since // the same holder again: it has held the node since then
 	} else if h.Since.IsZero() {
@@ -121,14 +121,14 @@ func Take(s *v1alpha1.NodeNetworkStateStatus, h v1alpha1.NodeHold, unschedulable
 // Release gives back the node's hold of kind k if it is the holder id's
 // ("" any holder of that kind) and says what to do with the cordon: lifted
 // when netshift owns it and no remaining hold needs it.
-func Release(s *v1alpha1.NodeNetworkStateStatus, k v1alpha1.HoldKind, id string, unschedulable bool) Cordon {
+func Release(s *v1alpha1.NetshiftNodeStateStatus, k v1alpha1.HoldKind, id string, unschedulable bool) Cordon {
 	s.Holds = slices.DeleteFunc(s.Holds, func(h v1alpha1.NodeHold) bool { return h.Kind == k && (id == "" || h.ID == id) })
 	return wanted(s, unschedulable)
 }
 
 // wanted settles the cordon's owner for the holds s now carries and returns
 // the change to make to the node.
-func wanted(s *v1alpha1.NodeNetworkStateStatus, unschedulable bool) Cordon {
+func wanted(s *v1alpha1.NetshiftNodeStateStatus, unschedulable bool) Cordon {
 	need := slices.ContainsFunc(s.Holds, func(h v1alpha1.NodeHold) bool { return h.Cordon })
 	switch {
 	case need && !unschedulable:
@@ -147,7 +147,7 @@ func wanted(s *v1alpha1.NodeNetworkStateStatus, unschedulable bool) Cordon {
 
 // Count is how many nodes are busy in each pool: owner maps a node to its
 // pool; a node whose pool is unknown counts nowhere.
-func Count(owner map[string]string, states map[string]v1alpha1.NodeNetworkStateStatus) map[string]int {
+func Count(owner map[string]string, states map[string]v1alpha1.NetshiftNodeStateStatus) map[string]int {
 	n := map[string]int{}
 	for node, s := range states {
 		if pool, ok := owner[node]; ok && Busy(s) {

@@ -19,7 +19,7 @@ func h(k v1alpha1.HoldKind, id string, cordon bool) v1alpha1.NodeHold {
 // each on its own: the second holder finds the node cordoned by the first,
 // and the first to finish must not uncordon a node the other still needs.
 func TestAZoneMoveAndADrainOnOneNode(t *testing.T) {
-	var s v1alpha1.NodeNetworkStateStatus
+	var s v1alpha1.NetshiftNodeStateStatus
 	if c := Take(&s, h(v1alpha1.HoldZoneMove, "node-1", true), false, t0); c != Set || !s.CordonedByNetshift {
 		t.Fatalf("the first hold on a schedulable node: %v, owned %v; want Set and owned", c, s.CordonedByNetshift)
 	}
@@ -35,7 +35,7 @@ func TestAZoneMoveAndADrainOnOneNode(t *testing.T) {
 }
 
 func TestSomeoneElsesCordonStaysTheirs(t *testing.T) {
-	var s v1alpha1.NodeNetworkStateStatus
+	var s v1alpha1.NetshiftNodeStateStatus
 	if c := Take(&s, h(v1alpha1.HoldDrain, "op-1", true), true, t0); c != Leave || s.CordonedByNetshift {
 		t.Fatalf("a hold on a node cordoned by someone else: %v, owned %v; want Leave, not owned", c, s.CordonedByNetshift)
 	}
@@ -45,7 +45,7 @@ func TestSomeoneElsesCordonStaysTheirs(t *testing.T) {
 }
 
 func TestReleaseOfAnotherHoldersIDKeepsTheHold(t *testing.T) {
-	var s v1alpha1.NodeNetworkStateStatus
+	var s v1alpha1.NetshiftNodeStateStatus
 	Take(&s, h(v1alpha1.HoldLiveChange, "mtu-2-1", true), false, t0)
 	if c := Release(&s, v1alpha1.HoldLiveChange, "mtu-3-1", true); c != Leave || len(s.Holds) != 1 {
 		t.Fatalf("a finished change released another change's hold: %v, holds %v", c, s.Holds)
@@ -53,7 +53,7 @@ func TestReleaseOfAnotherHoldersIDKeepsTheHold(t *testing.T) {
 }
 
 func TestTakeAgainKeepsSinceAndOneHoldPerKind(t *testing.T) {
-	var s v1alpha1.NodeNetworkStateStatus
+	var s v1alpha1.NetshiftNodeStateStatus
 	Take(&s, h(v1alpha1.HoldDrain, "op-1", true), false, t0)
 	Take(&s, h(v1alpha1.HoldDrain, "op-1", true), true, t0.Add(time.Minute))
 	if len(s.Holds) != 1 || !s.Holds[0].Since.Time.Equal(t0) {
@@ -66,7 +66,7 @@ func TestTakeAgainKeepsSinceAndOneHoldPerKind(t *testing.T) {
 }
 
 func TestLiveChangeTakesNoSlot(t *testing.T) {
-	var s v1alpha1.NodeNetworkStateStatus
+	var s v1alpha1.NetshiftNodeStateStatus
 	Take(&s, h(v1alpha1.HoldLiveChange, "mtu-2-1", true), false, t0)
 	if Busy(s) {
 		t.Fatal("a live change's hold counts against the pool: every node takes part at once")
@@ -75,7 +75,7 @@ func TestLiveChangeTakesNoSlot(t *testing.T) {
 	if !Busy(s) || Busy(s, v1alpha1.HoldZoneMove) {
 		t.Fatalf("busy %v, busy besides the move %v; want true, false", Busy(s), Busy(s, v1alpha1.HoldZoneMove))
 	}
-	if got := Count(map[string]string{"a": "p"}, map[string]v1alpha1.NodeNetworkStateStatus{"a": s, "gone": s}); got["p"] != 1 || len(got) != 1 {
+	if got := Count(map[string]string{"a": "p"}, map[string]v1alpha1.NetshiftNodeStateStatus{"a": s, "gone": s}); got["p"] != 1 || len(got) != 1 {
 		t.Fatalf("count %v: want p:1, and nothing for a node with no pool", got)
 	}
 }
@@ -93,7 +93,7 @@ func TestPropertyTheCordonFollowsTheHolds(t *testing.T) {
 	kinds := []v1alpha1.HoldKind{v1alpha1.HoldDrain, v1alpha1.HoldZoneMove, v1alpha1.HoldLiveChange}
 	for seed := int64(0); seed < 5000; seed++ {
 		rng := rand.New(rand.NewSource(seed))
-		var s v1alpha1.NodeNetworkStateStatus
+		var s v1alpha1.NetshiftNodeStateStatus
 		theirs := rng.Intn(3) == 0 // cordoned by someone else before any hold
 		unschedulable := theirs
 		var trace []string
@@ -169,7 +169,7 @@ func TestPropertyTheCordonFollowsTheHolds(t *testing.T) {
 // operator recorded in its own fields become holds, its cordons stay
 // netshift's, and adopting twice changes nothing.
 func TestAdoptWhatAnOlderOperatorRecorded(t *testing.T) {
-	s := v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op-1",
+	s := v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op-1",
 		ZoneCordoned: "node-1", LiveChangeCordoned: "mtu-2-1"}
 	if !Adopt(&s, t0) {
 		t.Fatal("nothing adopted")
@@ -189,7 +189,7 @@ func TestAdoptWhatAnOlderOperatorRecorded(t *testing.T) {
 		t.Fatalf("the adopted move's end: %v, want the cordon kept for the drain and the change", c)
 	}
 	// A move an older operator started on a node someone else had cordoned: held, not owned.
-	s = v1alpha1.NodeNetworkStateStatus{ZoneRestart: &v1alpha1.ZoneRestart{Zone: "global"}}
+	s = v1alpha1.NetshiftNodeStateStatus{ZoneRestart: &v1alpha1.ZoneRestart{Zone: "global"}}
 	Adopt(&s, t0)
 	if x, ok := Of(s, v1alpha1.HoldZoneMove); !ok || x.ID != "global" || s.CordonedByNetshift {
 		t.Fatalf("holds %+v, owned %v: want a ZoneMove hold for global, the cordon not netshift's", s.Holds, s.CordonedByNetshift)

@@ -90,17 +90,17 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 		}
 	}
 	mtu, under := int32(s.Options.MTU), int32(s.Options.UnderlayMTU)
-	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterNetworkName},
-		Spec: v1alpha1.ClusterNetworkSpec{MTU: &mtu, Encapsulation: s.Options.Tunnel,
+	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NetshiftNetworkName},
+		Spec: v1alpha1.NetshiftNetworkSpec{MTU: &mtu, Encapsulation: s.Options.Tunnel,
 			Underlay: v1alpha1.UnderlaySettings{MTU: under}}}
 	if err := c.Create(ctx, cn); err != nil {
-		return fmt.Errorf("ClusterNetwork: %w", err)
+		return fmt.Errorf("NetshiftNetwork: %w", err)
 	}
 	// What the lab built is what is applied; recording it here means an edit made before the
 	// operator's first look is still a change, not the starting point.
 	cn.Status.Applied = &v1alpha1.AppliedNetwork{MTU: mtu, VXLANPort: cn.Spec.VXLANPort, GenevePort: cn.Spec.GenevePort}
 	if err := c.Status().Update(ctx, cn); err != nil {
-		return fmt.Errorf("ClusterNetwork status: %w", err)
+		return fmt.Errorf("NetshiftNetwork status: %w", err)
 	}
 	return nil
 }

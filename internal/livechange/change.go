@@ -20,7 +20,7 @@ type Wanted struct {
 }
 
 // FromSpec reads what the user wants.
-func FromSpec(s v1alpha1.ClusterNetworkSpec) Wanted {
+func FromSpec(s v1alpha1.NetshiftNetworkSpec) Wanted {
 	w := Wanted{VXLANPort: s.VXLANPort, GenevePort: s.GenevePort, UnderlayMTU: s.Underlay.MTU, Encapsulation: s.Encapsulation}
 	if s.MTU != nil {
 		w.MTU = *s.MTU

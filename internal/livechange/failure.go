@@ -161,7 +161,7 @@ func Expected(ch *v1alpha1.NetworkChange, node string) string {
 // has reported the plan it is to run (Expected) done, and whether a step of
 // it failed. Only the report counts: the plan may be gone already (a pass
 // that finished the node and could not record it is run again).
-func CaughtUp(nns *v1alpha1.NodeNetworkState, ch *v1alpha1.NetworkChange) (done, failed bool, how string) {
+func CaughtUp(nns *v1alpha1.NetshiftNodeState, ch *v1alpha1.NetworkChange) (done, failed bool, how string) {
 	rep := nns.Status.LiveChange
 	if rep == nil || rep.ID != Expected(ch, nns.Name) || !rep.Done {
 		return false, false, ""
@@ -177,7 +177,7 @@ func CaughtUp(nns *v1alpha1.NodeNetworkState, ch *v1alpha1.NetworkChange) (done,
 
 // Rebooted says whether a Reboot operation started since the change began
 // succeeded on the node: what brings a held or rebooting node back in step.
-func Rebooted(nns *v1alpha1.NodeNetworkState, ch *v1alpha1.NetworkChange) (bool, string) {
+func Rebooted(nns *v1alpha1.NetshiftNodeState, ch *v1alpha1.NetworkChange) (bool, string) {
 	op, st := nns.Spec.Operation, nns.Status
 	if op != nil && op.Kind == v1alpha1.OperationReboot && st.SyncOperation == op.ID && st.SyncStatus == v1alpha1.SyncSucceeded &&
 		op.RequestedAt != nil && ch.StartedAt != nil && !op.RequestedAt.Before(ch.StartedAt) {
@@ -194,7 +194,7 @@ func Off(policy Policy, controlPlane bool) (reboot bool) {
 
 // RebootFailed says whether change ch's Reboot operation failed on the node,
 // and why (the agent's error).
-func RebootFailed(nns *v1alpha1.NodeNetworkState, ch *v1alpha1.NetworkChange) (bool, string) {
+func RebootFailed(nns *v1alpha1.NetshiftNodeState, ch *v1alpha1.NetworkChange) (bool, string) {
 	op, st := nns.Spec.Operation, nns.Status
 	id := RebootOperationID(ch.ID)
 	if op == nil || op.ID != id || st.SyncOperation != id || st.SyncStatus != v1alpha1.SyncFailed {

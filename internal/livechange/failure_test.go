@@ -124,8 +124,8 @@ func TestCaughtUp(t *testing.T) {
 	forward := &v1alpha1.NetworkChange{ID: "c"}
 	stopped := &v1alpha1.NetworkChange{ID: "c", Rollback: &v1alpha1.ChangeRollback{All: true}}
 	alone := &v1alpha1.NetworkChange{ID: "c", Rollback: &v1alpha1.ChangeRollback{Nodes: []string{"m"}}}
-	state := func(rep string, done, failed bool) *v1alpha1.NodeNetworkState {
-		nns := &v1alpha1.NodeNetworkState{}
+	state := func(rep string, done, failed bool) *v1alpha1.NetshiftNodeState {
+		nns := &v1alpha1.NetshiftNodeState{}
 		nns.Name = "n"
 		if rep != "" {
 			nns.Status.LiveChange = &v1alpha1.LiveChangeReport{ID: rep, Done: done, Failed: failed,
@@ -136,7 +136,7 @@ func TestCaughtUp(t *testing.T) {
 	for _, c := range []struct {
 		name               string
 		ch                 *v1alpha1.NetworkChange
-		nns                *v1alpha1.NodeNetworkState
+		nns                *v1alpha1.NetshiftNodeState
 		wantDone, wantFail bool
 	}{
 		{"ran its steps late", forward, state("c", true, false), true, false},
@@ -160,15 +160,15 @@ func TestRebooted(t *testing.T) {
 	started := metav1.NewTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	ch := &v1alpha1.NetworkChange{ID: "c", StartedAt: &started}
 	after, before := metav1.NewTime(started.Add(time.Minute)), metav1.NewTime(started.Add(-time.Minute))
-	rebooted := func(kind v1alpha1.OperationKind, at metav1.Time, st v1alpha1.SyncStatus) *v1alpha1.NodeNetworkState {
-		nns := &v1alpha1.NodeNetworkState{}
+	rebooted := func(kind v1alpha1.OperationKind, at metav1.Time, st v1alpha1.SyncStatus) *v1alpha1.NetshiftNodeState {
+		nns := &v1alpha1.NetshiftNodeState{}
 		nns.Spec.Operation = &v1alpha1.NodeOperation{ID: "op", Kind: kind, RequestedAt: &at}
 		nns.Status.SyncOperation, nns.Status.SyncStatus = "op", st
 		return nns
 	}
 	for _, c := range []struct {
 		name string
-		nns  *v1alpha1.NodeNetworkState
+		nns  *v1alpha1.NetshiftNodeState
 		want bool
 	}{
 		{"rebooted and checked", rebooted(v1alpha1.OperationReboot, after, v1alpha1.SyncSucceeded), true},
@@ -176,7 +176,7 @@ func TestRebooted(t *testing.T) {
 		{"still rebooting", rebooted(v1alpha1.OperationReboot, after, v1alpha1.SyncInProgress), false},
 		{"a reboot from before the change", rebooted(v1alpha1.OperationReboot, before, v1alpha1.SyncSucceeded), false},
 		{"a reconfigure is no reboot", rebooted(v1alpha1.OperationReconfigure, after, v1alpha1.SyncSucceeded), false},
-		{"no operation", &v1alpha1.NodeNetworkState{}, false},
+		{"no operation", &v1alpha1.NetshiftNodeState{}, false},
 	} {
 		if got, how := Rebooted(c.nns, ch); got != c.want {
 			t.Errorf("%s: %v (%s), want %v", c.name, got, how, c.want)
@@ -205,8 +205,8 @@ func TestOff(t *testing.T) {
 
 func TestRebootFailed(t *testing.T) {
 	ch := &v1alpha1.NetworkChange{ID: "c"}
-	state := func(op string, sync string, st v1alpha1.SyncStatus) *v1alpha1.NodeNetworkState {
-		nns := &v1alpha1.NodeNetworkState{}
+	state := func(op string, sync string, st v1alpha1.SyncStatus) *v1alpha1.NetshiftNodeState {
+		nns := &v1alpha1.NetshiftNodeState{}
 		if op != "" {
 			nns.Spec.Operation = &v1alpha1.NodeOperation{ID: op, Kind: v1alpha1.OperationReboot}
 		}
@@ -215,7 +215,7 @@ func TestRebootFailed(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		nns  *v1alpha1.NodeNetworkState
+		nns  *v1alpha1.NetshiftNodeState
 		want bool
 	}{
 		{"failed", state("c-reboot", "c-reboot", v1alpha1.SyncFailed), true},

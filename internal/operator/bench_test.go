@@ -53,10 +53,10 @@ func BenchmarkDrainCycle200(b *testing.B) {
 	}
 	cl.startAgentsWith(func(n string) *rest.Config { return counting(env.AgentConfig(n), &agentWrites) }, all...)
 	waves := len(cl.planWaves(all...))
-	// Count from a settled cluster: every node's NodeNetworkState made and every pool's status written.
-	cl.eventually(time.Minute, "every NodeNetworkState and pool status", func() bool {
-		var nns v1alpha1.NodeNetworkStateList
-		var nps v1alpha1.NodePoolList
+	// Count from a settled cluster: every node's NetshiftNodeState made and every pool's status written.
+	cl.eventually(time.Minute, "every NetshiftNodeState and pool status", func() bool {
+		var nns v1alpha1.NetshiftNodeStateList
+		var nps v1alpha1.NetshiftNodePoolList
 		if cl.c.List(cl.ctx, &nns) != nil || cl.c.List(cl.ctx, &nps) != nil || len(nns.Items) != nodes {
 			return false
 		}

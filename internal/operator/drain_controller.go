@@ -35,10 +35,10 @@ var drainKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "dra
 const podNodeIndex = "spec.nodeName"
 
 // DrainReconciler is the central drain controller. Each pass reads nodes,
-// pools, NodeNetworkStates and the drain policy live from the API server (not
+// pools, NetshiftNodeStates and the drain policy live from the API server (not
 // from the cache, which may lag behind the pass's own last writes), asks
 // rollout.DecideDrains what to do, and carries the decisions out in order,
-// every NodeNetworkState write guarded by its resourceVersion.
+// every NetshiftNodeState write guarded by its resourceVersion.
 type DrainReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
@@ -68,9 +68,9 @@ func (r *DrainReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("drain").
-		Watches(&v1alpha1.NodeNetworkState{}, all).
-		Watches(&v1alpha1.NodePool{}, all).
-		Watches(&v1alpha1.ClusterNetwork{}, all).
+		Watches(&v1alpha1.NetshiftNodeState{}, all).
+		Watches(&v1alpha1.NetshiftNodePool{}, all).
+		Watches(&v1alpha1.NetshiftNetwork{}, all).
 		Watches(&corev1.Node{}, all).
 		Watches(&corev1.Pod{}, all).
 		Complete(r)
@@ -79,8 +79,8 @@ func (r *DrainReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager
 // snapshot is what one pass reads.
 type snapshot struct {
 	nodes  map[string]*corev1.Node
-	states map[string]*v1alpha1.NodeNetworkState
-	pools  []v1alpha1.NodePool
+	states map[string]*v1alpha1.NetshiftNodeState
+	pools  []v1alpha1.NetshiftNodePool
 	policy rollout.DrainPolicy
 	// invalid are the pools whose spec cannot be used; their status says so.
 	invalid []rollout.InvalidPool
@@ -91,20 +91,20 @@ func (r *DrainReconciler) read(ctx context.Context) (*snapshot, error) {
 	if err := r.APIReader.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	var states v1alpha1.NodeNetworkStateList
+	var states v1alpha1.NetshiftNodeStateList
 	if err := r.APIReader.List(ctx, &states); err != nil {
-		return nil, fmt.Errorf("list NodeNetworkStates: %w", err)
+		return nil, fmt.Errorf("list NetshiftNodeStates: %w", err)
 	}
-	var pools v1alpha1.NodePoolList
+	var pools v1alpha1.NetshiftNodePoolList
 	if err := r.APIReader.List(ctx, &pools); err != nil {
-		return nil, fmt.Errorf("list NodePools: %w", err)
+		return nil, fmt.Errorf("list NetshiftNodePools: %w", err)
 	}
 	policy, err := readDrainPolicy(ctx, r.APIReader)
 	if err != nil {
 		return nil, err
 	}
 	policy.Settle = r.Settle
-	s := &snapshot{nodes: map[string]*corev1.Node{}, states: map[string]*v1alpha1.NodeNetworkState{}, pools: pools.Items, policy: policy}
+	s := &snapshot{nodes: map[string]*corev1.Node{}, states: map[string]*v1alpha1.NetshiftNodeState{}, pools: pools.Items, policy: policy}
 	for i := range nodes.Items {
 		s.nodes[nodes.Items[i].Name] = &nodes.Items[i]
 	}
@@ -117,16 +117,16 @@ func (r *DrainReconciler) read(ctx context.Context) (*snapshot, error) {
 	return s, nil
 }
 
-// readDrainPolicy reads ClusterNetwork "cluster"; without one, the defaults apply.
+// readDrainPolicy reads NetshiftNetwork "cluster"; without one, the defaults apply.
 func readDrainPolicy(ctx context.Context, c client.Reader) (rollout.DrainPolicy, error) {
 	policy := rollout.DefaultDrainPolicy
-	var cn v1alpha1.ClusterNetwork
-	err := c.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn)
+	var cn v1alpha1.NetshiftNetwork
+	err := c.Get(ctx, types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}, &cn)
 	if apierrors.IsNotFound(err) {
 		return policy, nil
 	}
 	if err != nil {
-		return policy, fmt.Errorf("get ClusterNetwork %s: %w", v1alpha1.ClusterNetworkName, err)
+		return policy, fmt.Errorf("get NetshiftNetwork %s: %w", v1alpha1.NetshiftNetworkName, err)
 	}
 	policy.Disabled = cn.Spec.Drain.Disabled
 	if cn.Spec.Drain.Timeout != nil {
@@ -140,7 +140,7 @@ func readDrainPolicy(ctx context.Context, c client.Reader) (rollout.DrainPolicy,
 
 // Membership compiles the pools and resolves which pool owns each node; an
 // invalid pool is an error (`netshift plan`: the files are the user's input).
-func Membership(nodes []corev1.Node, nps []v1alpha1.NodePool) (rollout.Membership, error) {
+func Membership(nodes []corev1.Node, nps []v1alpha1.NetshiftNodePool) (rollout.Membership, error) {
 	m, invalid := MembershipHolding(nodes, nps)
 	var errs []error
 	for _, ip := range invalid {
@@ -153,7 +153,7 @@ func Membership(nodes []corev1.Node, nps []v1alpha1.NodePool) (rollout.Membershi
 // a pool that cannot be compiled (stored before the API refused its spec) is
 // returned as invalid, and the nodes it might own are held (no slot granted,
 // no zone move started) while everything else goes on.
-func MembershipHolding(nodes []corev1.Node, nps []v1alpha1.NodePool) (rollout.Membership, []rollout.InvalidPool) {
+func MembershipHolding(nodes []corev1.Node, nps []v1alpha1.NetshiftNodePool) (rollout.Membership, []rollout.InvalidPool) {
 	var pools []rollout.Pool
 	var invalid []rollout.InvalidPool
 	for i := range nps {
@@ -326,11 +326,11 @@ func (r *DrainReconciler) podsToDrain(ctx context.Context, node string) ([]corev
 	return rollout.PodsToDrain(pods.Items), nil
 }
 
-// updateStatus writes a NodeNetworkState's status with a merge patch that
+// updateStatus writes a NetshiftNodeState's status with a merge patch that
 // carries the resourceVersion read at the start of the pass: if the agent (or
 // anything else) wrote in between, the write fails and the pass starts again
 // from fresh state.
-func (r *DrainReconciler) updateStatus(ctx context.Context, st *v1alpha1.NodeNetworkState, mutate func(*v1alpha1.NodeNetworkStateStatus)) error {
+func (r *DrainReconciler) updateStatus(ctx context.Context, st *v1alpha1.NetshiftNodeState, mutate func(*v1alpha1.NetshiftNodeStateStatus)) error {
 	patch := client.MergeFromWithOptions(st.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	mutate(&st.Status)
 	return r.Client.Status().Patch(ctx, st, patch)
@@ -344,7 +344,7 @@ func (r *DrainReconciler) event(node *corev1.Node, eventType, reason, action, no
 }
 
 // apply carries out one decision. It returns how soon the pass should run again.
-func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1alpha1.NodeNetworkState, node *corev1.Node,
+func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1alpha1.NetshiftNodeState, node *corev1.Node,
 	pool string, pods []corev1.Pod, now time.Time) (time.Duration, error) {
 	logger := log.FromContext(ctx).WithValues("node", d.Node, "pool", pool, "operation", d.Operation, "action", d.Action)
 	mnow := metav1.NewTime(now)
@@ -352,7 +352,7 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 	case rollout.ActionQueue:
 		logger.Info("node asks for a drain; waiting for a slot")
 		r.event(node, corev1.EventTypeNormal, "DrainQueued", "Queue", "node %s asks for a drain for operation %s; waiting for a slot in pool %s", d.Node, d.Operation, pool)
-		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
+		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.DrainStatus, s.DrainOperation, s.Pool, s.DrainQueuedAt = v1alpha1.DrainRequired, d.Operation, pool, &mnow
 			s.DrainMessage = fmt.Sprintf("waiting for a slot in pool %s", pool)
 			s.DrainFailure, s.DrainStartedAt = nil, nil
@@ -361,7 +361,7 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 	case rollout.ActionCancel:
 		logger.Info("drain request withdrawn")
 		r.event(node, corev1.EventTypeNormal, "DrainCancelled", "Cancel", "node %s no longer asks for a drain for operation %s", d.Node, d.Operation)
-		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
+		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.DrainStatus, s.DrainMessage = v1alpha1.DrainIdle, ""
 		})
 
@@ -371,7 +371,7 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 		// its last holder lets go.
 		h := v1alpha1.NodeHold{Kind: v1alpha1.HoldDrain, ID: d.Operation, Cordon: d.To == v1alpha1.Draining}
 		var msg string
-		err := takeHold(ctx, r.Client, st, node, h, now, func(s *v1alpha1.NodeNetworkStateStatus) {
+		err := takeHold(ctx, r.Client, st, node, h, now, func(s *v1alpha1.NetshiftNodeStateStatus) {
 			msg = "configuring without a drain (drain disabled)"
 			if d.To == v1alpha1.Draining {
 				msg = "cordoned; evicting pods"
@@ -413,7 +413,7 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 			}
 		}
 		if st.Status.DrainMessage != msg {
-			if err := r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) { s.DrainMessage = msg }); err != nil {
+			if err := r.updateStatus(ctx, st, func(s *v1alpha1.NetshiftNodeStateStatus) { s.DrainMessage = msg }); err != nil {
 				return 0, err
 			}
 		}
@@ -422,7 +422,7 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 	case rollout.ActionComplete:
 		logger.Info("node drained")
 		r.event(node, corev1.EventTypeNormal, "DrainComplete", "Drain", "node %s drained for operation %s", d.Node, d.Operation)
-		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) {
+		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.DrainStatus, s.DrainMessage = v1alpha1.DrainingComplete, "drained; the agent may configure the node"
 		})
 
@@ -435,7 +435,7 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 		if d.Action == rollout.ActionTimeoutFail {
 			logger.Info("drain given up", "reason", d.Reason)
 			r.event(node, corev1.EventTypeWarning, "DrainFailed", "Release", "%s; gave up (onTimeout: Fail), its hold released", d.Reason)
-			return 0, releaseHold(ctx, r.Client, st, node, v1alpha1.HoldDrain, "", func(s *v1alpha1.NodeNetworkStateStatus) {
+			return 0, releaseHold(ctx, r.Client, st, node, v1alpha1.HoldDrain, "", func(s *v1alpha1.NetshiftNodeStateStatus) {
 				s.DrainStatus = v1alpha1.DrainIdle
 				s.DrainMessage = d.Reason + "; gave up (onTimeout: Fail)"
 				s.DrainFailure = &v1alpha1.DrainFailure{Operation: d.Operation, Reason: d.Reason, Time: mnow}
@@ -443,7 +443,7 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 		}
 		logger.Info("slot released")
 		r.event(node, corev1.EventTypeNormal, "DrainReleased", "Release", "node %s released its slot in pool %s (operation %s)", d.Node, pool, d.Operation)
-		return 0, releaseHold(ctx, r.Client, st, node, v1alpha1.HoldDrain, "", func(s *v1alpha1.NodeNetworkStateStatus) {
+		return 0, releaseHold(ctx, r.Client, st, node, v1alpha1.HoldDrain, "", func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.DrainStatus, s.DrainMessage = v1alpha1.DrainIdle, ""
 		})
 	}

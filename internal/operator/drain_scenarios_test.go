@@ -61,8 +61,8 @@ func TestLoweringMaxParallelMidDrain(t *testing.T) {
 	cl.startOperation("op", nodes...)
 	cl.eventually(30*time.Second, "three nodes drained", func() bool { return len(cl.holdingSlot()) == 3 })
 
-	cl.update(&v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, func(o client.Object) {
-		o.(*v1alpha1.NodePool).Spec.MaxParallel = ptr.To(intstr.FromInt32(1))
+	cl.update(&v1alpha1.NetshiftNodePool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, func(o client.Object) {
+		o.(*v1alpha1.NetshiftNodePool).Spec.MaxParallel = ptr.To(intstr.FromInt32(1))
 	})
 	first := cl.holdingSlot()
 	for i, n := range first {
@@ -92,7 +92,7 @@ func TestLoweringMaxParallelMidDrain(t *testing.T) {
 // start elsewhere needs a scheduler and kubelets: the e2e drain test.)
 func TestPDBThatBlocks(t *testing.T) {
 	cl := newCluster(t)
-	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450),
+	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.NetshiftNetworkSpec{MTU: ptr.To[int32](1450),
 		Drain: v1alpha1.DrainSettings{Timeout: &metav1.Duration{Duration: 2 * time.Second}, OnTimeout: v1alpha1.DrainTimeoutWait}}}
 	if err := cl.c.Create(cl.ctx, cn); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestPDBThatBlocks(t *testing.T) {
 	}
 
 	// Switch to Fail: the drain is given up and the node is not left cordoned.
-	cl.update(cn, func(o client.Object) { o.(*v1alpha1.ClusterNetwork).Spec.Drain.OnTimeout = v1alpha1.DrainTimeoutFail })
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.Drain.OnTimeout = v1alpha1.DrainTimeoutFail })
 	cl.waitFinished("op", "w1")
 	s := cl.state("w1")
 	if s.SyncStatus != v1alpha1.SyncFailed || !strings.Contains(s.LastSyncError, "drain failed") {
@@ -195,8 +195,8 @@ func TestOperatorRestartMidDrain(t *testing.T) {
 // drained, and still go one at a time in the implicit default pool.
 func TestDrainDisabled(t *testing.T) {
 	cl := newCluster(t)
-	if err := cl.c.Create(cl.ctx, &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-		Spec: v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450), Drain: v1alpha1.DrainSettings{Disabled: true}}}); err != nil {
+	if err := cl.c.Create(cl.ctx, &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Spec: v1alpha1.NetshiftNetworkSpec{MTU: ptr.To[int32](1450), Drain: v1alpha1.DrainSettings{Disabled: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	cl.startOperator()
@@ -250,7 +250,7 @@ func TestNodeCordonedBySomeoneElse(t *testing.T) {
 }
 
 // TestLegacyAnnotationMigration: the SR-IOV operator's node annotation moves
-// into the NodeNetworkState (an in-flight drain keeps its slot and its cordon
+// into the NetshiftNodeState (an in-flight drain keeps its slot and its cordon
 // is netshift's to undo) and is removed; the node's agent then releases it.
 func TestLegacyAnnotationMigration(t *testing.T) {
 	cl := newCluster(t)
@@ -264,7 +264,7 @@ func TestLegacyAnnotationMigration(t *testing.T) {
 	cl.startOperator()
 	cl.eventually(30*time.Second, "annotations moved", func() bool {
 		for _, n := range []string{"l1", "l2"} {
-			var nns v1alpha1.NodeNetworkState
+			var nns v1alpha1.NetshiftNodeState
 			if cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &nns) != nil {
 				return false
 			}
@@ -287,25 +287,25 @@ func TestLegacyAnnotationMigration(t *testing.T) {
 	})
 }
 
-// TestNodeNetworkStateFollowsNodes: one per Node, created and deleted with it.
-func TestNodeNetworkStateFollowsNodes(t *testing.T) {
+// TestNetshiftNodeStateFollowsNodes: one per Node, created and deleted with it.
+func TestNetshiftNodeStateFollowsNodes(t *testing.T) {
 	cl := newCluster(t)
 	cl.startOperator()
 	cl.createNodes("x1", "x2")
 	if err := cl.c.Delete(cl.ctx, cl.node("x1")); err != nil {
 		t.Fatal(err)
 	}
-	cl.eventually(30*time.Second, "x1's NodeNetworkState deleted", func() bool {
-		var l v1alpha1.NodeNetworkStateList
+	cl.eventually(30*time.Second, "x1's NetshiftNodeState deleted", func() bool {
+		var l v1alpha1.NetshiftNodeStateList
 		_ = cl.c.List(cl.ctx, &l)
 		return len(l.Items) == 1 && l.Items[0].Name == "x2"
 	})
 	// A state left behind while the operator was down is removed too.
-	if err := cl.c.Create(cl.ctx, &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}}); err != nil {
+	if err := cl.c.Create(cl.ctx, &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}}); err != nil {
 		t.Fatal(err)
 	}
 	cl.eventually(30*time.Second, "the orphan deleted", func() bool {
-		return cl.c.Get(cl.ctx, client.ObjectKey{Name: "ghost"}, &v1alpha1.NodeNetworkState{}) != nil
+		return cl.c.Get(cl.ctx, client.ObjectKey{Name: "ghost"}, &v1alpha1.NetshiftNodeState{}) != nil
 	})
 }
 
@@ -441,7 +441,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, pool string) floa
 	return -1
 }
 
-// TestAnInvalidStoredPoolHoldsOnlyTheNodesItMightOwn: a NodePool stored before
+// TestAnInvalidStoredPoolHoldsOnlyTheNodesItMightOwn: a NetshiftNodePool stored before
 // the API refused its selector value ("a b", as an older CRD allowed) cannot
 // be used. Its status says why, `netshift status` shows it, the node it might
 // own waits, and the pool that outranks it drains as usual; once fixed, the
@@ -454,17 +454,17 @@ func TestAnInvalidStoredPoolHoldsOnlyTheNodesItMightOwn(t *testing.T) {
 	all := append(slices.Clone(good), "loose") // loose: the implicit pool, which outranks nothing
 	cl.createNodes(all...)
 	cl.createPool("good", 1, intstr.FromInt32(1), good...)
-	bad := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: v1alpha1.NodePoolSpec{Priority: ptr.To[int32](50),
+	bad := &v1alpha1.NetshiftNodePool{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: v1alpha1.NetshiftNodePoolSpec{Priority: ptr.To[int32](50),
 		NodeSelectorTerms: []v1alpha1.NodeSelectorTerm{{MatchExpressions: []v1alpha1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a b"}}}}}}}
 	cl.storeWithoutTheValuePattern(bad)
 	cl.startAgents(all...)
 	cl.startOperation("op", all...)
 	cl.waitFinished("op", good...)
 
-	var np v1alpha1.NodePool
-	cl.eventually(30*time.Second, "nodepool bad reported invalid", func() bool {
+	var np v1alpha1.NetshiftNodePool
+	cl.eventually(30*time.Second, "netshiftnodepool bad reported invalid", func() bool {
 		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: "bad"}, &np)
-		c := meta.FindStatusCondition(np.Status.Conditions, v1alpha1.NodePoolValid)
+		c := meta.FindStatusCondition(np.Status.Conditions, v1alpha1.NetshiftNodePoolValid)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonInvalidSpec &&
 			strings.Contains(c.Message, "spec.nodeSelectorTerms[0]")
 	})
@@ -472,28 +472,28 @@ func TestAnInvalidStoredPoolHoldsOnlyTheNodesItMightOwn(t *testing.T) {
 		t.Errorf("the node the invalid pool might own is %s, want it held in %s", s.DrainStatus, v1alpha1.DrainRequired)
 	}
 	r, err := status.Gather(cl.ctx, cl.c)
-	if err != nil || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], `nodepool "bad"`) {
+	if err != nil || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], `netshiftnodepool "bad"`) {
 		t.Errorf("netshift status problems %q (%v), want the invalid pool", r.Problems, err)
 	}
 
-	cl.update(&v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "bad"}}, func(o client.Object) {
-		o.(*v1alpha1.NodePool).Spec.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"ab"}
+	cl.update(&v1alpha1.NetshiftNodePool{ObjectMeta: metav1.ObjectMeta{Name: "bad"}}, func(o client.Object) {
+		o.(*v1alpha1.NetshiftNodePool).Spec.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{"ab"}
 	})
 	cl.waitFinished("op", "loose")
-	cl.eventually(30*time.Second, "nodepool bad valid again", func() bool {
+	cl.eventually(30*time.Second, "netshiftnodepool bad valid again", func() bool {
 		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: "bad"}, &np)
-		return meta.IsStatusConditionTrue(np.Status.Conditions, v1alpha1.NodePoolValid)
+		return meta.IsStatusConditionTrue(np.Status.Conditions, v1alpha1.NetshiftNodePoolValid)
 	})
 }
 
 // storeWithoutTheValuePattern stores a pool whose selector values the CRD's
 // schema refuses, as a cluster upgraded from an older CRD may hold one: the
 // pattern is lifted from the CRD for the write and put back at once.
-func (cl *cluster) storeWithoutTheValuePattern(np *v1alpha1.NodePool) {
+func (cl *cluster) storeWithoutTheValuePattern(np *v1alpha1.NetshiftNodePool) {
 	cl.t.Helper()
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	key := client.ObjectKey{Name: "nodepools.netshift.io"}
+	key := client.ObjectKey{Name: "netshiftnodepools.netshift.io"}
 	if err := cl.c.Get(cl.ctx, key, crd); err != nil {
 		cl.t.Fatal(err)
 	}
@@ -510,7 +510,7 @@ func (cl *cluster) storeWithoutTheValuePattern(np *v1alpha1.NodePool) {
 			return cl.c.Update(cl.ctx, cur)
 		})
 		if err != nil {
-			cl.t.Errorf("put the NodePool CRD back: %v", err)
+			cl.t.Errorf("put the NetshiftNodePool CRD back: %v", err)
 		}
 	}
 	cl.t.Cleanup(restore)
@@ -524,7 +524,7 @@ func (cl *cluster) storeWithoutTheValuePattern(np *v1alpha1.NodePool) {
 		cl.t.Fatal(err)
 	}
 	// The API server takes the new schema up asynchronously.
-	cl.eventually(30*time.Second, "the relaxed NodePool schema to store "+np.Name, func() bool {
+	cl.eventually(30*time.Second, "the relaxed NetshiftNodePool schema to store "+np.Name, func() bool {
 		return cl.c.Create(cl.ctx, np.DeepCopy()) == nil
 	})
 	restore()

@@ -57,7 +57,7 @@ func TestExampleCDEStartAtOnce(t *testing.T) {
 		}
 	}
 	cl.eventually(10*time.Second, "pool statuses", func() bool {
-		var p1, p2 v1alpha1.NodePool
+		var p1, p2 v1alpha1.NetshiftNodePool
 		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: "pool1"}, &p1)
 		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: "pool2"}, &p2)
 		return reflect.DeepEqual(p1.Status.Nodes, []string{"a", "b", "c"}) && p1.Status.Draining == 1 && p1.Status.Limit == 1 &&

@@ -74,20 +74,20 @@ func (cl *cluster) wipe() {
 	zero := client.GracePeriodSeconds(0)
 	_ = cl.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(testNS), zero)
 	_ = cl.c.DeleteAllOf(ctx, &policyv1.PodDisruptionBudget{}, client.InNamespace(testNS))
-	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NodePool{})
-	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.ClusterNetwork{})
+	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NetshiftNodePool{})
+	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NetshiftNetwork{})
 	_ = cl.c.DeleteAllOf(ctx, &corev1.Node{})
-	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NodeNetworkState{})
+	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NetshiftNodeState{})
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		var pods corev1.PodList
-		var nns v1alpha1.NodeNetworkStateList
+		var nns v1alpha1.NetshiftNodeStateList
 		_ = cl.c.List(ctx, &pods, client.InNamespace(testNS))
 		_ = cl.c.List(ctx, &nns)
 		if len(pods.Items) == 0 && len(nns.Items) == 0 {
 			return
 		}
-		_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NodeNetworkState{})
+		_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NetshiftNodeState{})
 		time.Sleep(50 * time.Millisecond)
 	}
 	cl.t.Errorf("cleanup: objects left after 30s")
@@ -163,9 +163,9 @@ func (cl *cluster) createNodes(names ...string) {
 			cl.t.Fatal(err)
 		}
 	}
-	cl.eventually(30*time.Second, "a NodeNetworkState for every node", func() bool {
+	cl.eventually(30*time.Second, "a NetshiftNodeState for every node", func() bool {
 		for _, n := range names {
-			if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &v1alpha1.NodeNetworkState{}); err != nil {
+			if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &v1alpha1.NetshiftNodeState{}); err != nil {
 				return false
 			}
 		}
@@ -175,7 +175,7 @@ func (cl *cluster) createNodes(names ...string) {
 
 func (cl *cluster) createPool(name string, priority int32, maxParallel intstr.IntOrString, nodes ...string) {
 	cl.t.Helper()
-	np := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodePoolSpec{
+	np := &v1alpha1.NetshiftNodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NetshiftNodePoolSpec{
 		Priority: ptr.To(priority), MaxParallel: &maxParallel,
 		NodeSelectorTerms: []v1alpha1.NodeSelectorTerm{{MatchExpressions: []v1alpha1.NodeSelectorRequirement{
 			{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: nodes}}}},
@@ -209,9 +209,9 @@ func (cl *cluster) startOperation(id string, nodes ...string) {
 	}
 }
 
-func (cl *cluster) state(node string) v1alpha1.NodeNetworkStateStatus {
+func (cl *cluster) state(node string) v1alpha1.NetshiftNodeStateStatus {
 	cl.t.Helper()
-	var nns v1alpha1.NodeNetworkState
+	var nns v1alpha1.NetshiftNodeState
 	if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: node}, &nns); err != nil {
 		cl.t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func (cl *cluster) node(name string) *corev1.Node {
 // finished reports whether the node's operation is over and its slot released.
 func (cl *cluster) finished(node, op string) bool { return isFinished(cl.state(node), op) }
 
-func isFinished(s v1alpha1.NodeNetworkStateStatus, op string) bool {
+func isFinished(s v1alpha1.NetshiftNodeStateStatus, op string) bool {
 	return s.SyncOperation == op && (s.SyncStatus == v1alpha1.SyncSucceeded || s.SyncStatus == v1alpha1.SyncFailed) &&
 		s.DrainStatus == v1alpha1.DrainIdle
 }
@@ -243,11 +243,11 @@ func (cl *cluster) waitFinished(op string, nodes ...string) {
 	cl.t.Helper()
 	var left []string
 	cl.eventually(4*time.Minute, fmt.Sprintf("operation %s finished on %d nodes", op, len(nodes)), func() bool {
-		var list v1alpha1.NodeNetworkStateList
+		var list v1alpha1.NetshiftNodeStateList
 		if err := cl.c.List(cl.ctx, &list); err != nil {
 			return false
 		}
-		byName := map[string]v1alpha1.NodeNetworkStateStatus{}
+		byName := map[string]v1alpha1.NetshiftNodeStateStatus{}
 		for _, n := range list.Items {
 			byName[n.Name] = n.Status
 		}
@@ -279,7 +279,7 @@ func (cl *cluster) eventually(timeout time.Duration, what string, cond func() bo
 
 // holdingSlot lists the nodes that hold a slot now, sorted.
 func (cl *cluster) holdingSlot() []string {
-	var list v1alpha1.NodeNetworkStateList
+	var list v1alpha1.NetshiftNodeStateList
 	if err := cl.c.List(cl.ctx, &list); err != nil {
 		cl.t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func (g *gate) openAll() {
 	g.release()
 }
 
-// slotWatch follows every change of every NodeNetworkState in the order the
+// slotWatch follows every change of every NetshiftNodeState in the order the
 // API server made them, and records the most nodes of each pool that held a
 // slot at the same moment, and the order in which nodes were granted one.
 type slotWatch struct {
@@ -355,7 +355,7 @@ func (cl *cluster) watchSlots(owner map[string]string) *slotWatch {
 		cl.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(cl.ctx)
-	w, err := wc.Watch(ctx, &v1alpha1.NodeNetworkStateList{})
+	w, err := wc.Watch(ctx, &v1alpha1.NetshiftNodeStateList{})
 	if err != nil {
 		cl.t.Fatal(err)
 	}
@@ -363,7 +363,7 @@ func (cl *cluster) watchSlots(owner map[string]string) *slotWatch {
 	go func() {
 		defer w.Stop()
 		for ev := range w.ResultChan() {
-			nns, ok := ev.Object.(*v1alpha1.NodeNetworkState)
+			nns, ok := ev.Object.(*v1alpha1.NetshiftNodeState)
 			if !ok {
 				continue
 			}
@@ -416,7 +416,7 @@ func (sw *slotWatch) admissions() []string {
 func (cl *cluster) planWaves(nodes ...string) [][]string {
 	cl.t.Helper()
 	var nl corev1.NodeList
-	var pl v1alpha1.NodePoolList
+	var pl v1alpha1.NetshiftNodePoolList
 	if err := cl.c.List(cl.ctx, &nl); err != nil {
 		cl.t.Fatal(err)
 	}

@@ -29,8 +29,8 @@ func (l *Ledger) Unlock() { l.mu.Unlock() }
 // in the same patch (guarded by the state's resourceVersion), then cordons
 // the node if hold.Take says so: recorded first, so a crash in between
 // leaves a record whose next take cordons, never a cordon nobody owns.
-func takeHold(ctx context.Context, c client.Client, st *v1alpha1.NodeNetworkState, node *corev1.Node, h v1alpha1.NodeHold,
-	now time.Time, mutate func(*v1alpha1.NodeNetworkStateStatus)) error {
+func takeHold(ctx context.Context, c client.Client, st *v1alpha1.NetshiftNodeState, node *corev1.Node, h v1alpha1.NodeHold,
+	now time.Time, mutate func(*v1alpha1.NetshiftNodeStateStatus)) error {
 	patch := client.MergeFromWithOptions(st.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	cordon := hold.Take(&st.Status, h, node.Spec.Unschedulable, now)
 	if mutate != nil {
@@ -54,8 +54,8 @@ func takeHold(ctx context.Context, c client.Client, st *v1alpha1.NodeNetworkStat
 // forget a cordon. A write that fails after the uncordon puts the cordon
 // back (best effort: the next release finds the hold again). A node whose
 // cordon a remaining hold needs and someone lifted is cordoned again.
-func releaseHold(ctx context.Context, c client.Client, st *v1alpha1.NodeNetworkState, node *corev1.Node, k v1alpha1.HoldKind, id string,
-	mutate func(*v1alpha1.NodeNetworkStateStatus)) error {
+func releaseHold(ctx context.Context, c client.Client, st *v1alpha1.NetshiftNodeState, node *corev1.Node, k v1alpha1.HoldKind, id string,
+	mutate func(*v1alpha1.NetshiftNodeStateStatus)) error {
 	next := st.Status.DeepCopy()
 	unschedulable := node != nil && node.Spec.Unschedulable
 	cordon := hold.Release(next, k, id, unschedulable)
@@ -85,7 +85,7 @@ func releaseHold(ctx context.Context, c client.Client, st *v1alpha1.NodeNetworkS
 
 // adoptHolds writes, once, the holds an older operator recorded in its own
 // fields (hold.Adopt), so that every decision after it reads one ledger.
-func adoptHolds(ctx context.Context, c client.Client, st *v1alpha1.NodeNetworkState, now time.Time) error {
+func adoptHolds(ctx context.Context, c client.Client, st *v1alpha1.NetshiftNodeState, now time.Time) error {
 	patch := client.MergeFromWithOptions(st.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if !hold.Adopt(&st.Status, now) {
 		return nil
@@ -99,20 +99,20 @@ func adoptHolds(ctx context.Context, c client.Client, st *v1alpha1.NodeNetworkSt
 // freshNodes lists the nodes and their states past the cache, the older
 // operator's records adopted: what a ledger decision reads (call it with the
 // ledger held).
-func freshNodes(ctx context.Context, c client.Client, reader client.Reader, now time.Time) (map[string]*corev1.Node, map[string]*v1alpha1.NodeNetworkState, error) {
+func freshNodes(ctx context.Context, c client.Client, reader client.Reader, now time.Time) (map[string]*corev1.Node, map[string]*v1alpha1.NetshiftNodeState, error) {
 	var nodes corev1.NodeList
 	if err := reader.List(ctx, &nodes); err != nil {
 		return nil, nil, fmt.Errorf("list nodes: %w", err)
 	}
-	var states v1alpha1.NodeNetworkStateList
+	var states v1alpha1.NetshiftNodeStateList
 	if err := reader.List(ctx, &states); err != nil {
-		return nil, nil, fmt.Errorf("list NodeNetworkStates: %w", err)
+		return nil, nil, fmt.Errorf("list NetshiftNodeStates: %w", err)
 	}
 	byName := make(map[string]*corev1.Node, len(nodes.Items))
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	stateOf := make(map[string]*v1alpha1.NodeNetworkState, len(states.Items))
+	stateOf := make(map[string]*v1alpha1.NetshiftNodeState, len(states.Items))
 	for i := range states.Items {
 		if err := adoptHolds(ctx, c, &states.Items[i], now); err != nil {
 			return nil, nil, err

@@ -33,7 +33,7 @@ const (
 // rebooting nodes are given back to the drain controller with their Reboot
 // operation. Every other node is finished. Each write is idempotent: a pass
 // whose status write is lost does the same again.
-func (r *LiveChangeReconciler) leaveBehind(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState,
+func (r *LiveChangeReconciler) leaveBehind(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState,
 	ch *v1alpha1.NetworkChange, network v1alpha1.NodeNetworkConfig) error {
 	// A rebooting node gives its hold back: its drain cordons it once its pool has a slot, as
 	// any drain's. Cordoning every failed node until then could leave no node for the pods a
@@ -66,13 +66,13 @@ func (r *LiveChangeReconciler) leaveBehind(ctx context.Context, nodes []corev1.N
 // succeeded on it; a rebooting node whose reboot failed is held. Every
 // decision comes from the nodes' reports and operations, so a pass whose
 // status write is lost is run again alike.
-func (r *LiveChangeReconciler) converge(ctx context.Context, spec v1alpha1.ClusterNetworkSpec, st *v1alpha1.ClusterNetworkStatus) error {
+func (r *LiveChangeReconciler) converge(ctx context.Context, spec v1alpha1.NetshiftNetworkSpec, st *v1alpha1.NetshiftNetworkStatus) error {
 	ch := st.Change
 	policy := livechange.PolicyFromSpec(spec.OnFailure, 0)
 	network := livechange.NodeConfig(*st.Applied, livechange.FromSpec(spec).Encapsulation)
 	next := map[leftBehind][]string{}
 	for _, name := range slices.Concat(ch.Converging, ch.Held, ch.Rebooting) {
-		var nns v1alpha1.NodeNetworkState
+		var nns v1alpha1.NetshiftNodeState
 		var node corev1.Node
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &nns); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -106,16 +106,16 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, spec v1alpha1.Clust
 
 // convergeNode takes one left-behind node one step on; it returns where the
 // node stands and, when that changed, what happened in words.
-func (r *LiveChangeReconciler) convergeNode(ctx context.Context, ch *v1alpha1.NetworkChange, nns *v1alpha1.NodeNetworkState, node *corev1.Node,
+func (r *LiveChangeReconciler) convergeNode(ctx context.Context, ch *v1alpha1.NetworkChange, nns *v1alpha1.NetshiftNodeState, node *corev1.Node,
 	policy livechange.Policy, network v1alpha1.NodeNetworkConfig) (leftBehind, string, error) {
 	one := func() error {
-		return r.finish(ctx, []corev1.Node{*node}, map[string]*v1alpha1.NodeNetworkState{nns.Name: nns}, ch.ID)
+		return r.finish(ctx, []corev1.Node{*node}, map[string]*v1alpha1.NetshiftNodeState{nns.Name: nns}, ch.ID)
 	}
 	toHold := func() error {
 		if err := r.holdNode(ctx, nns.Name, ch.ID); err != nil {
 			return err
 		}
-		return r.removePlans(ctx, map[string]*v1alpha1.NodeNetworkState{nns.Name: nns}, []string{nns.Name})
+		return r.removePlans(ctx, map[string]*v1alpha1.NetshiftNodeState{nns.Name: nns}, []string{nns.Name})
 	}
 	switch {
 	case slices.Contains(ch.Converging, nns.Name):
@@ -153,7 +153,7 @@ func (r *LiveChangeReconciler) convergeNode(ctx context.Context, ch *v1alpha1.Ne
 func (r *LiveChangeReconciler) holdNode(ctx context.Context, name, id string) error {
 	r.Ledger.Lock()
 	defer r.Ledger.Unlock()
-	var nns v1alpha1.NodeNetworkState
+	var nns v1alpha1.NetshiftNodeState
 	var node corev1.Node
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &nns); err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
@@ -172,7 +172,7 @@ func (r *LiveChangeReconciler) holdNode(ctx context.Context, name, id string) er
 }
 
 // removePlans removes the live change plan of the named nodes.
-func (r *LiveChangeReconciler) removePlans(ctx context.Context, byNode map[string]*v1alpha1.NodeNetworkState, names []string) error {
+func (r *LiveChangeReconciler) removePlans(ctx context.Context, byNode map[string]*v1alpha1.NetshiftNodeState, names []string) error {
 	for _, n := range names {
 		nns := byNode[n]
 		if nns == nil || nns.Spec.LiveChange == nil {
@@ -190,7 +190,7 @@ func (r *LiveChangeReconciler) removePlans(ctx context.Context, byNode map[strin
 // startReboot gives the node change ch's Reboot operation into network,
 // unless it has it already or another operation is still at work on it (it
 // is tried again at the next pass).
-func (r *LiveChangeReconciler) startReboot(ctx context.Context, nns *v1alpha1.NodeNetworkState, ch *v1alpha1.NetworkChange, network v1alpha1.NodeNetworkConfig) error {
+func (r *LiveChangeReconciler) startReboot(ctx context.Context, nns *v1alpha1.NetshiftNodeState, ch *v1alpha1.NetworkChange, network v1alpha1.NodeNetworkConfig) error {
 	if nns == nil {
 		return nil
 	}
@@ -224,7 +224,7 @@ func isControlPlane(n *corev1.Node) bool {
 }
 
 // operationOver says whether the agent has ended operation id on the node.
-func operationOver(nns *v1alpha1.NodeNetworkState, id string) bool {
+func operationOver(nns *v1alpha1.NetshiftNodeState, id string) bool {
 	st := nns.Status
 	return st.SyncOperation == id && (st.SyncStatus == v1alpha1.SyncSucceeded || st.SyncStatus == v1alpha1.SyncFailed)
 }

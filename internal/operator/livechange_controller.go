@@ -25,19 +25,19 @@ import (
 	"netshift.io/netshift/internal/ovs"
 )
 
-// AbortAnnotation on ClusterNetwork asks to abort the change it names (`netshift abort`).
+// AbortAnnotation on NetshiftNetwork asks to abort the change it names (`netshift abort`).
 const AbortAnnotation = "netshift.io/abort"
 
 // abortMargin is how long before T0 an abort is still accepted: every agent
 // must see its plan gone before its first step.
 const abortMargin = 500 * time.Millisecond
 
-// Condition types of ClusterNetwork (api/v1alpha1 defines them).
+// Condition types of NetshiftNetwork (api/v1alpha1 defines them).
 const (
-	CondProgressing = v1alpha1.ClusterNetworkProgressing
-	CondDegraded    = v1alpha1.ClusterNetworkDegraded
-	CondUpgradeable = v1alpha1.ClusterNetworkUpgradeable
-	CondAvailable   = v1alpha1.ClusterNetworkAvailable
+	CondProgressing = v1alpha1.NetshiftNetworkProgressing
+	CondDegraded    = v1alpha1.NetshiftNetworkDegraded
+	CondUpgradeable = v1alpha1.NetshiftNetworkUpgradeable
+	CondAvailable   = v1alpha1.NetshiftNetworkAvailable
 )
 
 // LiveChangeReconciler carries out live MTU and tunnel port changes: it
@@ -70,7 +70,7 @@ type LiveChangeReconciler struct {
 	listening time.Time
 }
 
-var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.ClusterNetworkName}}
+var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}}
 
 func (r *LiveChangeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toCluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
@@ -78,19 +78,19 @@ func (r *LiveChangeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("livechange").
-		For(&v1alpha1.ClusterNetwork{}).
-		Watches(&v1alpha1.NodeNetworkState{}, toCluster).
+		For(&v1alpha1.NetshiftNetwork{}).
+		Watches(&v1alpha1.NetshiftNodeState{}, toCluster).
 		Complete(r)
 }
 
 func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if req.Name != v1alpha1.ClusterNetworkName {
+	if req.Name != v1alpha1.NetshiftNetworkName {
 		return ctrl.Result{}, nil
 	}
 	if r.listening.IsZero() {
 		r.listening = r.Now()
 	}
-	var cn v1alpha1.ClusterNetwork
+	var cn v1alpha1.NetshiftNetwork
 	if err := r.APIReader.Get(ctx, req.NamespacedName, &cn); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -132,7 +132,7 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			if apierrors.IsConflict(err) {
 				return ctrl.Result{RequeueAfter: 20 * time.Millisecond}, nil
 			}
-			return ctrl.Result{}, fmt.Errorf("ClusterNetwork %s: write status: %w", cn.Name, err)
+			return ctrl.Result{}, fmt.Errorf("NetshiftNetwork %s: write status: %w", cn.Name, err)
 		}
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
@@ -140,7 +140,7 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // startChange records change c, attempt attempt: in its preconditions, or
 // done at once for a port of an encapsulation the cluster does not use.
-func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.ClusterNetwork, c livechange.Change, attempt int32) time.Duration {
+func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.NetshiftNetwork, c livechange.Change, attempt int32) time.Duration {
 	st := &cn.Status
 	id := fmt.Sprintf("%s-%d-%d", strings.ToLower(string(c.Kind)), cn.Generation, attempt)
 	log.FromContext(ctx).Info("live change requested", "change", id, "from", c.From, "to", c.To)
@@ -163,16 +163,16 @@ func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.Clu
 // plan where it lacks it, and returns each node's report of this change (nil
 // where none yet).
 func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted) (
-	*corev1.NodeList, map[string]*v1alpha1.NodeNetworkState, map[string]*v1alpha1.LiveChangeReport, error) {
+	*corev1.NodeList, map[string]*v1alpha1.NetshiftNodeState, map[string]*v1alpha1.LiveChangeReport, error) {
 	var nodes corev1.NodeList
-	var states v1alpha1.NodeNetworkStateList
+	var states v1alpha1.NetshiftNodeStateList
 	if err := r.APIReader.List(ctx, &nodes); err != nil {
 		return nil, nil, nil, err
 	}
 	if err := r.APIReader.List(ctx, &states); err != nil {
 		return nil, nil, nil, err
 	}
-	byNode := map[string]*v1alpha1.NodeNetworkState{}
+	byNode := map[string]*v1alpha1.NetshiftNodeState{}
 	for i := range states.Items {
 		byNode[states.Items[i].Name] = &states.Items[i]
 	}
@@ -213,7 +213,7 @@ func (r *LiveChangeReconciler) deadlines(ch *v1alpha1.NetworkChange) livechange.
 	return d
 }
 
-func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.ClusterNetwork) (time.Duration, error) {
+func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.NetshiftNetwork) (time.Duration, error) {
 	ch := cn.Status.Change
 	if ch.Phase == v1alpha1.PhaseRollingBack {
 		return r.advanceRollback(ctx, cn)
@@ -304,7 +304,7 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Cluster
 // arriving and no deadline sooner.
 const activeHeartbeat = time.Second
 
-func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.NodeNetworkState, plan *v1alpha1.LiveChangePlan) error {
+func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.NetshiftNodeState, plan *v1alpha1.LiveChangePlan) error {
 	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	nns.Spec.LiveChange = plan
 	if err := r.Client.Patch(ctx, nns, patch); err != nil {
@@ -316,7 +316,7 @@ func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.NodeNe
 // schedule holds every node for an MTU change (a LiveChange hold that
 // cordons it: no new pods during the change; a tunnel-port change holds
 // nothing), sets T0 and writes each node's steps.
-func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.ClusterNetwork, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState) error {
+func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.NetshiftNetwork, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState) error {
 	ch := cn.Status.Change
 	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
 	if c.Cordons() {
@@ -349,7 +349,7 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Cluste
 // holdAll takes every node's LiveChange hold for change id, under the
 // ledger and from fresh reads (another controller may have cordoned or
 // uncordoned a node since the pass read it); byNode gets the states written.
-func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState, id string) error {
+func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState, id string) error {
 	r.Ledger.Lock()
 	defer r.Ledger.Unlock()
 	now := r.Now()
@@ -374,7 +374,7 @@ func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node,
 // finish gives back the nodes' holds of this change (each uncordoned unless
 // another hold still needs the cordon; under the ledger, from fresh reads)
 // and removes the plans.
-func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState, id string, keep ...string) error {
+func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState, id string, keep ...string) error {
 	if err := r.releaseAll(ctx, nodes, byNode, id, keep); err != nil {
 		return err
 	}
@@ -398,7 +398,7 @@ func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, 
 // releaseAll gives back the LiveChange holds of change id of every node but
 // keep's, under the ledger and from fresh reads; byNode gets the states
 // written.
-func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NodeNetworkState, id string, keep []string) error {
+func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState, id string, keep []string) error {
 	held := false
 	for _, n := range nodes {
 		if nns := byNode[n.Name]; nns != nil && !slices.Contains(keep, n.Name) {
@@ -432,7 +432,7 @@ func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.No
 
 // keepSouthbound, in OVN mode with Geneve, puts the applied port back on the
 // Encap records that lost it, and comes back to check every southboundResync.
-func (r *LiveChangeReconciler) keepSouthbound(ctx context.Context, cn *v1alpha1.ClusterNetwork, requeue time.Duration) time.Duration {
+func (r *LiveChangeReconciler) keepSouthbound(ctx context.Context, cn *v1alpha1.NetshiftNetwork, requeue time.Duration) time.Duration {
 	if r.OVNSouthbound == nil || livechange.FromSpec(cn.Spec).Encapsulation != v1alpha1.EncapGeneve || cn.Status.Applied == nil {
 		return requeue
 	}
@@ -449,7 +449,7 @@ func (r *LiveChangeReconciler) keepSouthbound(ctx context.Context, cn *v1alpha1.
 }
 
 // setConditions keeps the four conditions present and current.
-func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.ClusterNetwork) {
+func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.NetshiftNetwork) {
 	gen := cn.Generation
 	ch := cn.Status.Change
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
@@ -486,11 +486,11 @@ func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.ClusterNetwork) {
 
 // stillWanted reports whether the spec still asks for the last change (a
 // failed change the user reverted degrades nothing).
-func (r *LiveChangeReconciler) stillWanted(cn *v1alpha1.ClusterNetwork) bool {
+func (r *LiveChangeReconciler) stillWanted(cn *v1alpha1.NetshiftNetwork) bool {
 	c, ok := livechange.Next(livechange.FromSpec(cn.Spec), *cn.Status.Applied)
 	return ok && c.Kind == cn.Status.Change.Kind && c.To == cn.Status.Change.To
 }
 
-func equalStatus(a, b v1alpha1.ClusterNetworkStatus) bool {
+func equalStatus(a, b v1alpha1.NetshiftNetworkStatus) bool {
 	return apiequality.Semantic.DeepEqual(a, b)
 }

@@ -54,7 +54,7 @@ func TestClockCheckStopsALiveChange(t *testing.T) {
 		go func() { defer close(adone); _ = m.Start(actx) }()
 		defer func() { acancel(); <-adone }()
 	}
-	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450)}}
+	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.NetshiftNetworkSpec{MTU: ptr.To[int32](1450)}}
 	if err := cl.c.Create(cl.ctx, cn); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestClockCheckStopsALiveChange(t *testing.T) {
 		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
 		return cn.Status.Applied != nil
 	})
-	cl.update(cn, func(o client.Object) { o.(*v1alpha1.ClusterNetwork).Spec.MTU = ptr.To[int32](1400) })
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
 	cl.eventually(30*time.Second, "the change to fail its preconditions", func() bool {
 		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
 		return cn.Status.Change != nil && cn.Status.Change.Phase == v1alpha1.PhaseFailed
@@ -76,7 +76,7 @@ func TestClockCheckStopsALiveChange(t *testing.T) {
 		t.Fatalf("a failed precondition must stop the change before T0: %+v, applied %d", cn.Status.Change, cn.Status.Applied.MTU)
 	}
 	for _, n := range []string{"k1", "k2"} {
-		var nns v1alpha1.NodeNetworkState
+		var nns v1alpha1.NetshiftNodeState
 		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &nns)
 		if nns.Spec.LiveChange != nil || cl.node(n).Spec.Unschedulable {
 			t.Errorf("node %s: plan %+v, cordoned %v: nothing may be left of a failed change", n, nns.Spec.LiveChange, cl.node(n).Spec.Unschedulable)

@@ -44,7 +44,7 @@ func NewDrainMetrics(reg prometheus.Registerer) *DrainMetrics {
 	return m
 }
 
-func (m *DrainMetrics) observePass(mem rollout.Membership, states map[string]*v1alpha1.NodeNetworkState) {
+func (m *DrainMetrics) observePass(mem rollout.Membership, states map[string]*v1alpha1.NetshiftNodeState) {
 	counts := map[string]float64{}
 	for pool := range mem.Members {
 		counts[pool] = 0

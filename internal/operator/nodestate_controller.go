@@ -21,10 +21,10 @@ import (
 )
 
 // LegacyDrainAnnotation is where the SR-IOV network operator kept a node's
-// drain state. netshift moves it into the node's NodeNetworkState status.
+// drain state. netshift moves it into the node's NetshiftNodeState status.
 const LegacyDrainAnnotation = "sriovnetwork.openshift.io/state"
 
-// NodeStateReconciler keeps exactly one NodeNetworkState per Node: it creates
+// NodeStateReconciler keeps exactly one NetshiftNodeState per Node: it creates
 // the missing ones, deletes those whose Node is gone (the test API server runs
 // no garbage collector, and owner references would not remove an object whose
 // node is deleted while the operator is down any sooner), and adopts the
@@ -38,7 +38,7 @@ func (r *NodeStateReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodestate").
 		For(&corev1.Node{}).
-		Watches(&v1alpha1.NodeNetworkState{}, handler.EnqueueRequestsFromMapFunc(
+		Watches(&v1alpha1.NetshiftNodeState{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 			})).
@@ -51,27 +51,27 @@ func (r *NodeStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if nodeErr != nil && !apierrors.IsNotFound(nodeErr) {
 		return ctrl.Result{}, fmt.Errorf("node %s: get: %w", req.Name, nodeErr)
 	}
-	var nns v1alpha1.NodeNetworkState
+	var nns v1alpha1.NetshiftNodeState
 	nnsErr := r.Client.Get(ctx, req.NamespacedName, &nns)
 	if nnsErr != nil && !apierrors.IsNotFound(nnsErr) {
-		return ctrl.Result{}, fmt.Errorf("node %s: get NodeNetworkState: %w", req.Name, nnsErr)
+		return ctrl.Result{}, fmt.Errorf("node %s: get NetshiftNodeState: %w", req.Name, nnsErr)
 	}
 	nodeGone := apierrors.IsNotFound(nodeErr) || !node.DeletionTimestamp.IsZero()
 	switch {
 	case nodeGone && nnsErr == nil:
-		log.FromContext(ctx).Info("deleting NodeNetworkState of a node that is gone", "node", req.Name)
+		log.FromContext(ctx).Info("deleting NetshiftNodeState of a node that is gone", "node", req.Name)
 		if err := r.Client.Delete(ctx, &nns, client.Preconditions{UID: &nns.UID}); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("node %s: delete NodeNetworkState: %w", req.Name, err)
+			return ctrl.Result{}, fmt.Errorf("node %s: delete NetshiftNodeState: %w", req.Name, err)
 		}
 		return ctrl.Result{}, nil
 	case nodeGone:
 		return ctrl.Result{}, nil
 	case apierrors.IsNotFound(nnsErr):
-		nns = v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
+		nns = v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
 		if err := r.Client.Create(ctx, &nns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, fmt.Errorf("node %s: create NodeNetworkState: %w", req.Name, err)
+			return ctrl.Result{}, fmt.Errorf("node %s: create NetshiftNodeState: %w", req.Name, err)
 		}
-		log.FromContext(ctx).Info("created NodeNetworkState", "node", node.Name)
+		log.FromContext(ctx).Info("created NetshiftNodeState", "node", node.Name)
 		return ctrl.Result{RequeueAfter: 10 * time.Millisecond}, nil // adopt the legacy annotation on the next pass, from fresh state
 	}
 	if err := r.adoptLegacyDrain(ctx, &node, &nns); err != nil {
@@ -81,11 +81,11 @@ func (r *NodeStateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 }
 
 // adoptLegacyDrain moves the SR-IOV operator's node annotation into the
-// NodeNetworkState: status first, annotation removed after, so a crash in
+// NetshiftNodeState: status first, annotation removed after, so a crash in
 // between only repeats the (idempotent) first write. An in-flight legacy drain
 // keeps its slot, and its cordon is netshift's to undo, until the node's agent
 // releases it.
-func (r *NodeStateReconciler) adoptLegacyDrain(ctx context.Context, node *corev1.Node, nns *v1alpha1.NodeNetworkState) error {
+func (r *NodeStateReconciler) adoptLegacyDrain(ctx context.Context, node *corev1.Node, nns *v1alpha1.NetshiftNodeState) error {
 	value, ok := node.Annotations[LegacyDrainAnnotation]
 	if !ok {
 		return nil
@@ -104,7 +104,7 @@ func (r *NodeStateReconciler) adoptLegacyDrain(ctx context.Context, node *corev1
 		hold.Adopt(&nns.Status, now.Time)
 		nns.Status.DrainMessage = fmt.Sprintf("adopted drain state %q from the node annotation %s", value, LegacyDrainAnnotation)
 		if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {
-			return fmt.Errorf("node %s: move annotation %s=%q into NodeNetworkState status: %w", node.Name, LegacyDrainAnnotation, value, err)
+			return fmt.Errorf("node %s: move annotation %s=%q into NetshiftNodeState status: %w", node.Name, LegacyDrainAnnotation, value, err)
 		}
 	}
 	patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -112,6 +112,6 @@ func (r *NodeStateReconciler) adoptLegacyDrain(ctx context.Context, node *corev1
 	if err := r.Client.Patch(ctx, node, patch); err != nil {
 		return fmt.Errorf("node %s: remove annotation %s: %w", node.Name, LegacyDrainAnnotation, err)
 	}
-	log.FromContext(ctx).Info("moved legacy drain annotation into NodeNetworkState", "node", node.Name, "value", value)
+	log.FromContext(ctx).Info("moved legacy drain annotation into NetshiftNodeState", "node", node.Name, "value", value)
 	return nil
 }

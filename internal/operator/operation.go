@@ -18,9 +18,9 @@ func StartOperation(ctx context.Context, c client.Client, op v1alpha1.NodeOperat
 		return fmt.Errorf("operation %s: no nodes given", op.ID)
 	}
 	for _, n := range nodes {
-		var nns v1alpha1.NodeNetworkState
+		var nns v1alpha1.NetshiftNodeState
 		if err := c.Get(ctx, client.ObjectKey{Name: n}, &nns); err != nil {
-			return fmt.Errorf("node %s: no NodeNetworkState (is the node's name right, and the operator running?): %w", n, err)
+			return fmt.Errorf("node %s: no NetshiftNodeState (is the node's name right, and the operator running?): %w", n, err)
 		}
 		// An ID already used on a node would be taken as done (or as the one in
 		// progress) and nothing would happen: refuse it before writing anything.
@@ -30,7 +30,7 @@ func StartOperation(ctx context.Context, c client.Client, op v1alpha1.NodeOperat
 	}
 	for _, n := range nodes {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var nns v1alpha1.NodeNetworkState
+			var nns v1alpha1.NetshiftNodeState
 			if err := c.Get(ctx, client.ObjectKey{Name: n}, &nns); err != nil {
 				return err
 			}
@@ -45,7 +45,7 @@ func StartOperation(ctx context.Context, c client.Client, op v1alpha1.NodeOperat
 }
 
 // usedOperationID says whether the node has seen the operation ID.
-func usedOperationID(nns *v1alpha1.NodeNetworkState, id string) bool {
+func usedOperationID(nns *v1alpha1.NetshiftNodeState, id string) bool {
 	return nns.Spec.Operation != nil && nns.Spec.Operation.ID == id ||
 		nns.Status.SyncOperation == id || nns.Status.DrainOperation == id
 }

@@ -15,8 +15,8 @@ import (
 	"netshift.io/netshift/internal/rollout"
 )
 
-// writePoolStatus records each NodePool's members and slot count, and each
-// NodeNetworkState's owning pool, where they changed.
+// writePoolStatus records each NetshiftNodePool's members and slot count, and each
+// NetshiftNodeState's owning pool, where they changed.
 func (r *DrainReconciler) writePoolStatus(ctx context.Context, s *snapshot, m rollout.Membership) error {
 	holding := map[string]int32{}
 	for name, st := range s.states {
@@ -30,7 +30,7 @@ func (r *DrainReconciler) writePoolStatus(ctx context.Context, s *snapshot, m ro
 	}
 	for i := range s.pools {
 		np := &s.pools[i]
-		want := v1alpha1.NodePoolStatus{
+		want := v1alpha1.NetshiftNodePoolStatus{
 			Nodes:              m.Members[np.Name],
 			NodeCount:          int32(len(m.Members[np.Name])),
 			Draining:           holding[np.Name],
@@ -50,7 +50,7 @@ func (r *DrainReconciler) writePoolStatus(ctx context.Context, s *snapshot, m ro
 		patch := client.MergeFrom(np.DeepCopy())
 		np.Status = want
 		if err := r.Client.Status().Patch(ctx, np, patch); err != nil {
-			return fmt.Errorf("nodepool %s: write status: %w", np.Name, err)
+			return fmt.Errorf("netshiftnodepool %s: write status: %w", np.Name, err)
 		}
 	}
 	for name, st := range s.states {
@@ -58,7 +58,7 @@ func (r *DrainReconciler) writePoolStatus(ctx context.Context, s *snapshot, m ro
 		if !ok || st.Status.Pool == pool {
 			continue
 		}
-		if err := r.updateStatus(ctx, st, func(s *v1alpha1.NodeNetworkStateStatus) { s.Pool = pool }); err != nil {
+		if err := r.updateStatus(ctx, st, func(s *v1alpha1.NetshiftNodeStateStatus) { s.Pool = pool }); err != nil {
 			return fmt.Errorf("node %s: record pool %s: %w", name, pool, err)
 		}
 	}
@@ -67,8 +67,8 @@ func (r *DrainReconciler) writePoolStatus(ctx context.Context, s *snapshot, m ro
 
 // validCondition says whether the pool's spec can be used, naming the field
 // when not.
-func validCondition(np *v1alpha1.NodePool, err error) metav1.Condition {
-	c := metav1.Condition{Type: v1alpha1.NodePoolValid, ObservedGeneration: np.Generation,
+func validCondition(np *v1alpha1.NetshiftNodePool, err error) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.NetshiftNodePoolValid, ObservedGeneration: np.Generation,
 		Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSpecValid, Message: "the spec is valid"}
 	if err != nil {
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec
@@ -79,8 +79,8 @@ func validCondition(np *v1alpha1.NodePool, err error) metav1.Condition {
 
 // overlapCondition reports the nodes the pool selects that another pool of
 // the same priority owns.
-func overlapCondition(np *v1alpha1.NodePool, lost []rollout.LostTie) metav1.Condition {
-	c := metav1.Condition{Type: v1alpha1.NodePoolOverlapping, ObservedGeneration: np.Generation,
+func overlapCondition(np *v1alpha1.NetshiftNodePool, lost []rollout.LostTie) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.NetshiftNodePoolOverlapping, ObservedGeneration: np.Generation,
 		Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoOverlap, Message: "no pool of the same priority owns a node this pool selects"}
 	if len(lost) == 0 {
 		return c

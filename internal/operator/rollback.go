@@ -28,17 +28,17 @@ func (r *LiveChangeReconciler) decideRollback(ch *v1alpha1.NetworkChange, p live
 // follows their reports and, once every node has reported (or its deadline
 // passed), ends the change: the nodes back in step are finished, the others
 // are left behind (held, rebooting or silent) as the policy says.
-func (r *LiveChangeReconciler) advanceRollback(ctx context.Context, cn *v1alpha1.ClusterNetwork) (time.Duration, error) {
+func (r *LiveChangeReconciler) advanceRollback(ctx context.Context, cn *v1alpha1.NetshiftNetwork) (time.Duration, error) {
 	ch, rb := cn.Status.Change, cn.Status.Change.Rollback
 	var nodes corev1.NodeList
-	var states v1alpha1.NodeNetworkStateList
+	var states v1alpha1.NetshiftNodeStateList
 	if err := r.APIReader.List(ctx, &nodes); err != nil {
 		return 0, err
 	}
 	if err := r.APIReader.List(ctx, &states); err != nil {
 		return 0, err
 	}
-	byNode := map[string]*v1alpha1.NodeNetworkState{}
+	byNode := map[string]*v1alpha1.NetshiftNodeState{}
 	for i := range states.Items {
 		byNode[states.Items[i].Name] = &states.Items[i]
 	}
@@ -86,7 +86,7 @@ func (r *LiveChangeReconciler) advanceRollback(ctx context.Context, cn *v1alpha1
 
 // planRollback writes the rollback plan of every node of the rollback that
 // still has its plan of the change.
-func (r *LiveChangeReconciler) planRollback(ctx context.Context, cn *v1alpha1.ClusterNetwork, byNode map[string]*v1alpha1.NodeNetworkState) error {
+func (r *LiveChangeReconciler) planRollback(ctx context.Context, cn *v1alpha1.NetshiftNetwork, byNode map[string]*v1alpha1.NetshiftNodeState) error {
 	ch := cn.Status.Change
 	// The values from before the change: what a rolled-back node's new pods get.
 	network := livechange.NodeConfig(*cn.Status.Applied, livechange.FromSpec(cn.Spec).Encapsulation)

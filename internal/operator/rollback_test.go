@@ -43,8 +43,8 @@ func TestASystematicFailureRebootsUnderThePoolLimit(t *testing.T) {
 	slots := cl.watchSlots(map[string]string{"k1": "default", "k2": "default", "k3": "default"})
 	reboots := startRebootableAgents(t, cl, "k1", "k2", "k3")
 
-	cn := createClusterNetwork(cl, v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450), OnFailure: v1alpha1.FailurePolicy{Action: v1alpha1.FailureReboot}})
-	cl.update(cn, func(o client.Object) { o.(*v1alpha1.ClusterNetwork).Spec.MTU = ptr.To[int32](1400) })
+	cn := createNetshiftNetwork(cl, v1alpha1.NetshiftNetworkSpec{MTU: ptr.To[int32](1450), OnFailure: v1alpha1.FailurePolicy{Action: v1alpha1.FailureReboot}})
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
 	explain := func() string { return fmt.Sprintf("change %+v", cn.Status.Change) }
 	cl.eventually(2*time.Minute, "k2 and k3 rebooted through the drain controller", func() bool {
 		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
@@ -79,7 +79,7 @@ func TestASystematicFailureRebootsUnderThePoolLimit(t *testing.T) {
 	if peak := slots.peaks()["default"]; peak != 1 {
 		t.Errorf("at most %d nodes of the default pool (maxParallel 1) held a drain slot at once, want exactly 1", peak)
 	}
-	if deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded); deg == nil || deg.Reason != v1alpha1.ReasonChangeRolledBack {
+	if deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.NetshiftNetworkDegraded); deg == nil || deg.Reason != v1alpha1.ReasonChangeRolledBack {
 		t.Errorf("Degraded %+v: the spec still asks for the MTU that was rolled back", deg)
 	}
 	if cn.Status.Applied.MTU != 1450 {
@@ -96,8 +96,8 @@ func TestASystematicFailureUnderRollbackRebootsNothing(t *testing.T) {
 	startLiveChangeOperator(t, cl)
 	cl.createNodes("k1", "k2")
 	reboots := startRebootableAgents(t, cl, "k1", "k2")
-	cn := createClusterNetwork(cl, v1alpha1.ClusterNetworkSpec{MTU: ptr.To[int32](1450)})
-	cl.update(cn, func(o client.Object) { o.(*v1alpha1.ClusterNetwork).Spec.MTU = ptr.To[int32](1400) })
+	cn := createNetshiftNetwork(cl, v1alpha1.NetshiftNetworkSpec{MTU: ptr.To[int32](1450)})
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
 	cl.eventually(time.Minute, "the change to end", func() bool {
 		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
 		return cn.Status.Change != nil && cn.Status.Change.Rollback != nil && !cn.Status.Change.Phase.Active()
@@ -116,11 +116,11 @@ func TestASystematicFailureUnderRollbackRebootsNothing(t *testing.T) {
 	}
 }
 
-// createClusterNetwork creates ClusterNetwork "cluster" and waits for the
+// createNetshiftNetwork creates NetshiftNetwork "cluster" and waits for the
 // operator to record its values as applied.
-func createClusterNetwork(cl *cluster, spec v1alpha1.ClusterNetworkSpec) *v1alpha1.ClusterNetwork {
+func createNetshiftNetwork(cl *cluster, spec v1alpha1.NetshiftNetworkSpec) *v1alpha1.NetshiftNetwork {
 	cl.t.Helper()
-	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterNetworkName}, Spec: spec}
+	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NetshiftNetworkName}, Spec: spec}
 	if err := cl.c.Create(cl.ctx, cn); err != nil {
 		cl.t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func TestAgentMayChangeOnlyItsOwnNodeAndFields(t *testing.T) {
 	for name, cfg := range identities {
 		t.Run(name, func(t *testing.T) {
 			ac := clientFor(t, cfg)
-			var own, other v1alpha1.NodeNetworkState
+			var own, other v1alpha1.NetshiftNodeState
 			if err := ac.Get(cl.ctx, client.ObjectKey{Name: "s1"}, &own); err != nil {
 				t.Fatalf("agent cannot read its own state: %v", err)
 			}
@@ -86,23 +86,23 @@ func TestAgentMayChangeOnlyItsOwnNodeAndFields(t *testing.T) {
 			}
 
 			if err := ac.Delete(cl.ctx, &other); !apierrors.IsForbidden(err) {
-				t.Fatalf("agent deleting a NodeNetworkState: err = %v, want Forbidden", err)
+				t.Fatalf("agent deleting a NetshiftNodeState: err = %v, want Forbidden", err)
 			}
-			if err := ac.Create(cl.ctx, &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "s9"}}); !apierrors.IsForbidden(err) {
-				t.Fatalf("agent creating a NodeNetworkState: err = %v, want Forbidden", err)
+			if err := ac.Create(cl.ctx, &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: "s9"}}); !apierrors.IsForbidden(err) {
+				t.Fatalf("agent creating a NetshiftNodeState: err = %v, want Forbidden", err)
 			}
 		})
 	}
 	// An agent identity without a node name may change nothing.
 	anon := clientFor(t, env.As(testenv.AgentUser, []string{"system:serviceaccounts", "system:authenticated"}, nil))
-	var own v1alpha1.NodeNetworkState
+	var own v1alpha1.NetshiftNodeState
 	if err := anon.Get(cl.ctx, client.ObjectKey{Name: "s1"}, &own); err != nil {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(own.DeepCopy())
 	own.Status.DrainRequest = &v1alpha1.DrainRequest{Operation: "x", State: v1alpha1.DrainRequestIdle}
 	if err := anon.Status().Patch(cl.ctx, &own, patch); err == nil {
-		t.Fatal("an agent token not bound to a node changed a NodeNetworkState")
+		t.Fatal("an agent token not bound to a node changed a NetshiftNodeState")
 	}
 }
 
@@ -114,10 +114,10 @@ func TestLeastPrivilege(t *testing.T) {
 	operatorNeeds := []access{
 		{"list", "", "nodes", "", "", ""}, {"patch", "", "nodes", "", "", ""}, {"watch", "", "pods", "", "", ""},
 		{"create", "", "pods", "eviction", "any", ""}, {"create", "events.k8s.io", "events", "", "any", ""},
-		{"create", "netshift.io", "nodenetworkstates", "", "", ""}, {"delete", "netshift.io", "nodenetworkstates", "", "", ""},
-		{"patch", "netshift.io", "nodenetworkstates", "status", "", ""}, {"patch", "netshift.io", "nodepools", "status", "", ""},
-		{"watch", "netshift.io", "clusternetworks", "", "", ""}, {"patch", "netshift.io", "clusternetworks", "status", "", ""},
-		{"patch", "netshift.io", "nodenetworkstates", "", "", ""},
+		{"create", "netshift.io", "netshiftnodestates", "", "", ""}, {"delete", "netshift.io", "netshiftnodestates", "", "", ""},
+		{"patch", "netshift.io", "netshiftnodestates", "status", "", ""}, {"patch", "netshift.io", "netshiftnodepools", "status", "", ""},
+		{"watch", "netshift.io", "netshiftnetworks", "", "", ""}, {"patch", "netshift.io", "netshiftnetworks", "status", "", ""},
+		{"patch", "netshift.io", "netshiftnodestates", "", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", operator.Namespace, ""},
 		{"patch", "", "pods", "", "any", ""}, {"watch", "", "namespaces", "", "", ""}, // port pools: the ownership record
 		// OVN zones (config/components/ovn-zones): the plugin's DaemonSet pods (narrowed
@@ -129,9 +129,9 @@ func TestLeastPrivilege(t *testing.T) {
 	operatorMustNot := []access{
 		{"get", "", "secrets", "", "any", ""}, {"update", "", "pods", "", "any", ""}, {"patch", "", "namespaces", "", "", ""}, {"delete", "", "nodes", "", "", ""},
 		{"patch", "apps", "deployments", "", "any", ""}, {"delete", "apps", "deployments", "", "any", ""},
-		{"update", "netshift.io", "nodepools", "", "", ""}, {"update", "netshift.io", "clusternetworks", "", "", ""},
+		{"update", "netshift.io", "netshiftnodepools", "", "", ""}, {"update", "netshift.io", "netshiftnetworks", "", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system", ""}, {"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", ""},
-		{"update", "netshift.io", "nodenetworkstates", "", "", ""}, {"patch", "netshift.io", "clusternetworks", "", "", ""},
+		{"update", "netshift.io", "netshiftnodestates", "", "", ""}, {"patch", "netshift.io", "netshiftnetworks", "", "", ""},
 		// Rights it once had in every namespace: delete any pod (kube-proxy's, a CSI
 		// node plugin's), scale and read any Deployment (CoreDNS to 0).
 		{"delete", "", "pods", "", "kube-system", ""}, {"delete", "", "pods", "", "any", ""},
@@ -141,15 +141,15 @@ func TestLeastPrivilege(t *testing.T) {
 		{"patch", "apps", "deployments", "", "ovn-kubernetes", "ovnkube-central"},
 	}
 	agentNeeds := []access{
-		{"watch", "netshift.io", "nodenetworkstates", "", "", ""}, {"patch", "netshift.io", "nodenetworkstates", "status", "", ""},
+		{"watch", "netshift.io", "netshiftnodestates", "", "", ""}, {"patch", "netshift.io", "netshiftnodestates", "status", "", ""},
 		{"watch", "", "pods", "", "any", ""}, {"patch", "", "pods", "status", "any", ""}, {"watch", "", "nodes", "", "", ""}, // port plugging
 	}
 	agentMustNot := []access{
-		{"update", "netshift.io", "nodenetworkstates", "", "", ""}, {"create", "netshift.io", "nodenetworkstates", "", "", ""},
-		{"delete", "netshift.io", "nodenetworkstates", "", "", ""}, {"update", "", "nodes", "status", "", ""}, {"delete", "", "nodes", "", "", ""}, {"patch", "", "nodes", "", "", ""},
+		{"update", "netshift.io", "netshiftnodestates", "", "", ""}, {"create", "netshift.io", "netshiftnodestates", "", "", ""},
+		{"delete", "netshift.io", "netshiftnodestates", "", "", ""}, {"update", "", "nodes", "status", "", ""}, {"delete", "", "nodes", "", "", ""}, {"patch", "", "nodes", "", "", ""},
 		{"create", "", "pods", "eviction", "any", ""}, {"get", "", "secrets", "", "any", ""}, {"patch", "", "pods", "", "any", ""},
 		{"update", "", "pods", "status", "any", ""}, {"delete", "", "pods", "", "any", ""},
-		{"patch", "netshift.io", "nodepools", "status", "", ""}, {"update", "netshift.io", "nodenetworkstates", "status", "", ""},
+		{"patch", "netshift.io", "netshiftnodepools", "status", "", ""}, {"update", "netshift.io", "netshiftnodestates", "status", "", ""},
 	}
 	check := func(user string, list []access, want bool) {
 		for _, a := range list {
@@ -680,7 +680,7 @@ func TestPeopleRoles(t *testing.T) {
 		return sar.Status.Allowed
 	}
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return may("people-viewer", "list", "nodepools") && may("people-editor", "patch", "clusternetworks") && may("people-admin", "create", "portpools"), nil
+		return may("people-viewer", "list", "netshiftnodepools") && may("people-editor", "patch", "netshiftnetworks") && may("people-admin", "create", "portpools"), nil
 	})
 	if err != nil {
 		t.Fatalf("the aggregated roles never granted their rights: %v", err)
@@ -689,19 +689,19 @@ func TestPeopleRoles(t *testing.T) {
 		user, verb, resource string
 		allowed              bool
 	}{
-		{"people-viewer", "get", "clusternetworks", true},
-		{"people-viewer", "watch", "nodenetworkstates", true},
-		{"people-viewer", "patch", "clusternetworks", false},
-		{"people-viewer", "delete", "nodepools", false},
+		{"people-viewer", "get", "netshiftnetworks", true},
+		{"people-viewer", "watch", "netshiftnodestates", true},
+		{"people-viewer", "patch", "netshiftnetworks", false},
+		{"people-viewer", "delete", "netshiftnodepools", false},
 		{"people-viewer", "get", "portpools", false},
-		{"people-editor", "list", "nodepools", true},
-		{"people-editor", "create", "nodepools", true},
-		{"people-editor", "patch", "nodenetworkstates", true},
-		{"people-editor", "patch", "nodenetworkstates/status", false},
+		{"people-editor", "list", "netshiftnodepools", true},
+		{"people-editor", "create", "netshiftnodepools", true},
+		{"people-editor", "patch", "netshiftnodestates", true},
+		{"people-editor", "patch", "netshiftnodestates/status", false},
 		{"people-editor", "create", "portpools", false},
-		{"people-admin", "patch", "clusternetworks", true},
+		{"people-admin", "patch", "netshiftnetworks", true},
 		{"people-admin", "delete", "portpools", true},
-		{"people-admin", "patch", "clusternetworks/status", false},
+		{"people-admin", "patch", "netshiftnetworks/status", false},
 	} {
 		resource, sub, _ := strings.Cut(c.resource, "/")
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: c.user,

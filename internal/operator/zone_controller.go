@@ -58,7 +58,7 @@ type ZonePlugin struct {
 // reports.
 type ZoneReconciler struct {
 	Client client.Client
-	// APIReader reads the ClusterNetwork past the cache, so a status write
+	// APIReader reads the NetshiftNetwork past the cache, so a status write
 	// never goes back to an older one.
 	APIReader client.Reader
 	// Namespace holds the ConfigMap ovn-interconnect-configuration.
@@ -91,9 +91,9 @@ func (r *ZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, all).
 		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(ourConfigMap)).
 		Watches(&corev1.Pod{}, all, builder.WithPredicates(pluginPods)).
-		Watches(&v1alpha1.NodeNetworkState{}, all).
-		Watches(&v1alpha1.NodePool{}, all).
-		Watches(&v1alpha1.ClusterNetwork{}, all)
+		Watches(&v1alpha1.NetshiftNodeState{}, all).
+		Watches(&v1alpha1.NetshiftNodePool{}, all).
+		Watches(&v1alpha1.NetshiftNetwork{}, all)
 	if r.Enabled && r.Plugin.Central != "" {
 		// Only an operator that moves zones may read the plugin's Deployment
 		// (config/components/ovn-zones grants it); a cluster without
@@ -107,8 +107,8 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	if r.Passes != nil {
 		defer r.Passes.Inc()
 	}
-	var cn v1alpha1.ClusterNetwork
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil {
+	var cn v1alpha1.NetshiftNetwork
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	st := &v1alpha1.ZonesStatus{}
@@ -256,7 +256,7 @@ func heldNodes(nodes []zones.Node) []v1alpha1.ZoneHold {
 // cluster is what a pass reads.
 type cluster struct {
 	state      zones.State
-	nodeStates map[string]*v1alpha1.NodeNetworkState
+	nodeStates map[string]*v1alpha1.NetshiftNodeState
 	// pods are the plugin pods by node.
 	pods map[string][]corev1.Pod
 	// central is the central side's Deployment, nil when there is none.
@@ -265,18 +265,18 @@ type cluster struct {
 	steps map[string]zones.PluginStep
 }
 
-// read builds the decision's state from the nodes, their NodeNetworkStates,
+// read builds the decision's state from the nodes, their NetshiftNodeStates,
 // the pools and the network plugin's objects.
 func (r *ZoneReconciler) read(ctx context.Context) (*cluster, error) {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes); err != nil {
 		return nil, err
 	}
-	var states v1alpha1.NodeNetworkStateList
+	var states v1alpha1.NetshiftNodeStateList
 	if err := r.Client.List(ctx, &states); err != nil {
 		return nil, err
 	}
-	cl := &cluster{nodeStates: map[string]*v1alpha1.NodeNetworkState{}, pods: map[string][]corev1.Pod{}, steps: map[string]zones.PluginStep{}}
+	cl := &cluster{nodeStates: map[string]*v1alpha1.NetshiftNodeState{}, pods: map[string][]corev1.Pod{}, steps: map[string]zones.PluginStep{}}
 	for i := range states.Items {
 		cl.nodeStates[states.Items[i].Name] = &states.Items[i]
 	}
@@ -287,7 +287,7 @@ func (r *ZoneReconciler) read(ctx context.Context) (*cluster, error) {
 		cl.state.Nodes = append(cl.state.Nodes, zones.Node{Name: n.Name, Zone: n.Annotations[zones.ZoneAnnotation], Ready: nodeReady(&n),
 			Target: n.Labels[zones.ZoneLabel]})
 	}
-	var nps v1alpha1.NodePoolList
+	var nps v1alpha1.NetshiftNodePoolList
 	if err := r.Client.List(ctx, &nps); err != nil {
 		return nil, err
 	}
@@ -422,7 +422,7 @@ func (r *ZoneReconciler) startMoves(ctx context.Context, cl *cluster, moves map[
 	if err != nil {
 		return fmt.Errorf("zones: %w", err)
 	}
-	fresh := make(map[string]v1alpha1.NodeNetworkStateStatus, len(states))
+	fresh := make(map[string]v1alpha1.NetshiftNodeStateStatus, len(states))
 	for name, nns := range states {
 		fresh[name] = nns.Status
 		cl.nodeStates[name] = nns
@@ -469,9 +469,9 @@ func (r *ZoneReconciler) startMoves(ctx context.Context, cl *cluster, moves map[
 // and labels it for its zone in one patch; its plugin pod is restarted by
 // restartPlugin in the same pass. The caller holds the ledger and read n and
 // nns past the cache.
-func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NodeNetworkState, n *corev1.Node, zone string) error {
+func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NetshiftNodeState, n *corev1.Node, zone string) error {
 	if nns == nil {
-		return fmt.Errorf("node %s: no NodeNetworkState yet to record its move to zone %s", n.Name, zone)
+		return fmt.Errorf("node %s: no NetshiftNodeState yet to record its move to zone %s", n.Name, zone)
 	}
 	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	cordon := hold.Take(&nns.Status, v1alpha1.NodeHold{Kind: v1alpha1.HoldZoneMove, ID: zone, Cordon: true}, n.Spec.Unschedulable, r.Now())
@@ -492,9 +492,9 @@ func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NodeNetwor
 
 // restartPlugin records the restart (when the step says so) and deletes the
 // node's plugin pod; the DaemonSet starts the one that joins the zone.
-func (r *ZoneReconciler) restartPlugin(ctx context.Context, nns *v1alpha1.NodeNetworkState, node, zone string, step zones.PluginStep) error {
+func (r *ZoneReconciler) restartPlugin(ctx context.Context, nns *v1alpha1.NetshiftNodeState, node, zone string, step zones.PluginStep) error {
 	if nns == nil {
-		return fmt.Errorf("node %s: no NodeNetworkState to record its plugin pod's restart", node)
+		return fmt.Errorf("node %s: no NetshiftNodeState to record its plugin pod's restart", node)
 	}
 	if step.Record {
 		patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -519,11 +519,11 @@ func (r *ZoneReconciler) restartPlugin(ctx context.Context, nns *v1alpha1.NodeNe
 	return nil
 }
 
-// statusOf is a node's NodeNetworkState status; the zero status when it has
+// statusOf is a node's NetshiftNodeState status; the zero status when it has
 // none yet.
-func statusOf(nns *v1alpha1.NodeNetworkState) v1alpha1.NodeNetworkStateStatus {
+func statusOf(nns *v1alpha1.NetshiftNodeState) v1alpha1.NetshiftNodeStateStatus {
 	if nns == nil {
-		return v1alpha1.NodeNetworkStateStatus{}
+		return v1alpha1.NetshiftNodeStateStatus{}
 	}
 	return nns.Status
 }
@@ -536,7 +536,7 @@ func nodeMoving(n *corev1.Node) bool {
 // movedInto says whether the node's state records a move into zone (its
 // ZoneMove hold, or the plugin pod restart of an older operator's move): a
 // hold for another zone is a move that has only begun.
-func movedInto(s v1alpha1.NodeNetworkStateStatus, zone string) bool {
+func movedInto(s v1alpha1.NetshiftNodeStateStatus, zone string) bool {
 	if zone == "" {
 		return false
 	}
@@ -557,7 +557,7 @@ func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error 
 	defer r.Ledger.Unlock()
 	for _, name := range names {
 		var n corev1.Node
-		var nns v1alpha1.NodeNetworkState
+		var nns v1alpha1.NetshiftNodeState
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &n); err != nil {
 			return client.IgnoreNotFound(err)
 		}
@@ -571,7 +571,7 @@ func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error 
 		if !movedInto(nns.Status, zone) || n.Labels[zones.ZoneLabel] != zone {
 			continue // the cache was behind
 		}
-		err := releaseHold(ctx, r.Client, &nns, &n, v1alpha1.HoldZoneMove, "", func(s *v1alpha1.NodeNetworkStateStatus) { s.ZoneRestart = nil })
+		err := releaseHold(ctx, r.Client, &nns, &n, v1alpha1.HoldZoneMove, "", func(s *v1alpha1.NetshiftNodeStateStatus) { s.ZoneRestart = nil })
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
@@ -585,7 +585,7 @@ func (r *ZoneReconciler) setCondition(st *v1alpha1.ZonesStatus, typ string, stat
 		LastTransitionTime: metav1.NewTime(r.Now())})
 }
 
-func (r *ZoneReconciler) writeStatus(ctx context.Context, cn *v1alpha1.ClusterNetwork, st *v1alpha1.ZonesStatus) error {
+func (r *ZoneReconciler) writeStatus(ctx context.Context, cn *v1alpha1.NetshiftNetwork, st *v1alpha1.ZonesStatus) error {
 	if equality.Semantic.DeepEqual(cn.Status.Zones, st) {
 		return nil // nothing new: no write
 	}

@@ -1,6 +1,6 @@
 // Package plan answers "what would netshift do": which pool owns each node
 // and in which waves the nodes that need configuration would go. It reads
-// Nodes and NodePools from files or from a cluster and calls the same core
+// Nodes and NetshiftNodePools from files or from a cluster and calls the same core
 // the drain controller calls.
 package plan
 
@@ -41,18 +41,18 @@ func LoadNodes(path string) ([]corev1.Node, error) {
 	return out, err
 }
 
-// LoadPools reads NodePool objects the same way.
-func LoadPools(path string) ([]v1alpha1.NodePool, error) {
-	var out []v1alpha1.NodePool
+// LoadPools reads NetshiftNodePool objects the same way.
+func LoadPools(path string) ([]v1alpha1.NetshiftNodePool, error) {
+	var out []v1alpha1.NetshiftNodePool
 	err := eachObject(path, func(i int, kind string, raw []byte) error {
-		if kind != "NodePool" {
-			return fmt.Errorf("object %d: kind %q, want NodePool", i, kind)
+		if kind != "NetshiftNodePool" {
+			return fmt.Errorf("object %d: kind %q, want NetshiftNodePool", i, kind)
 		}
-		var p v1alpha1.NodePool
+		var p v1alpha1.NetshiftNodePool
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&p); err != nil {
-			return fmt.Errorf("object %d (NodePool %q): %w", i, p.Name, err)
+			return fmt.Errorf("object %d (NetshiftNodePool %q): %w", i, p.Name, err)
 		}
 		out = append(out, p)
 		return nil

@@ -23,7 +23,7 @@ type Plan struct {
 
 // Compute resolves pool ownership for every node and the waves of the nodes
 // in only (every node when only is empty). Unknown names in only are an error.
-func Compute(nodes []corev1.Node, pools []v1alpha1.NodePool, only []string) (Plan, error) {
+func Compute(nodes []corev1.Node, pools []v1alpha1.NetshiftNodePool, only []string) (Plan, error) {
 	m, err := operator.Membership(nodes, pools)
 	if err != nil {
 		return Plan{}, err

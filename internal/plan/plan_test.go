@@ -71,10 +71,10 @@ func TestFileForms(t *testing.T) {
 func TestBadInputNamesTheProblem(t *testing.T) {
 	cases := map[string]struct{ nodes, pools, want string }{
 		"pod in node file":   {`[{"kind":"Pod","metadata":{"name":"x"}}]`, `[]`, `kind "Pod", want Node`},
-		"bad maxParallel":    {`[]`, `[{"kind":"NodePool","metadata":{"name":"p"},"spec":{"maxParallel":"150%"}}]`, `spec.maxParallel`},
-		"reserved pool":      {`[]`, `[{"kind":"NodePool","metadata":{"name":"default"}}]`, `reserved`},
-		"bad operator":       {`[]`, `[{"kind":"NodePool","metadata":{"name":"p"},"spec":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","operator":"Near","values":["a"]}]}]}}]`, `operator`},
-		"unknown pool field": {`[]`, `[{"kind":"NodePool","metadata":{"name":"p"},"spec":{"maxParalel":2}}]`, `maxParalel`},
+		"bad maxParallel":    {`[]`, `[{"kind":"NetshiftNodePool","metadata":{"name":"p"},"spec":{"maxParallel":"150%"}}]`, `spec.maxParallel`},
+		"reserved pool":      {`[]`, `[{"kind":"NetshiftNodePool","metadata":{"name":"default"}}]`, `reserved`},
+		"bad operator":       {`[]`, `[{"kind":"NetshiftNodePool","metadata":{"name":"p"},"spec":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","operator":"Near","values":["a"]}]}]}}]`, `operator`},
+		"unknown pool field": {`[]`, `[{"kind":"NetshiftNodePool","metadata":{"name":"p"},"spec":{"maxParalel":2}}]`, `maxParalel`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

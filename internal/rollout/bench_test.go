@@ -25,12 +25,12 @@ func benchCluster(b *testing.B, n int) (nodes []Node, pools []Pool, drains []Nod
 	for i := range n {
 		name := fmt.Sprintf("node-%05d", i)
 		nodes = append(nodes, Node{Name: name, Labels: map[string]string{"rack": fmt.Sprint(i % nPools), "zone": "z1"}})
-		st := v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainIdle}
+		st := v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainIdle}
 		switch {
 		case i%10 == 0:
-			st = v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}
+			st = v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}
 		case i%3 == 0:
-			st = v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}
+			st = v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}
 		}
 		drains = append(drains, NodeDrain{Name: name, Status: st, PodsLeft: i % 2})
 	}

@@ -8,7 +8,7 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 )
 
-// DrainPolicy is ClusterNetwork.spec.drain resolved to its defaults.
+// DrainPolicy is NetshiftNetwork.spec.drain resolved to its defaults.
 type DrainPolicy struct {
 	Disabled  bool
 	Timeout   time.Duration
@@ -23,13 +23,13 @@ type DrainPolicy struct {
 // DefaultSettle is the operator's default DrainPolicy.Settle.
 const DefaultSettle = 500 * time.Millisecond
 
-// DefaultDrainPolicy is the policy of a cluster with no ClusterNetwork.
+// DefaultDrainPolicy is the policy of a cluster with no NetshiftNetwork.
 var DefaultDrainPolicy = DrainPolicy{Timeout: 10 * time.Minute, OnTimeout: v1alpha1.DrainTimeoutWait, Settle: DefaultSettle}
 
 // NodeDrain is one node as the drain controller sees it in a pass.
 type NodeDrain struct {
 	Name   string
-	Status v1alpha1.NodeNetworkStateStatus
+	Status v1alpha1.NetshiftNodeStateStatus
 	// PodsLeft counts the node's pods that a drain must still see gone (evictable ones, including
 	// those already terminating). Only read for nodes in Draining.
 	PodsLeft int

@@ -23,31 +23,31 @@ func TestDecideNode(t *testing.T) {
 	fresh := metav1.NewTime(t0.Add(-time.Second))
 	cases := []struct {
 		name   string
-		status v1alpha1.NodeNetworkStateStatus
+		status v1alpha1.NetshiftNodeStateStatus
 		pods   int
 		policy DrainPolicy
 		want   Action // "" = nothing to do
 		to     v1alpha1.DrainStatus
 	}{
-		{"idle, no request", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainIdle}, 0, DefaultDrainPolicy, "", ""},
-		{"empty status, request", v1alpha1.NodeNetworkStateStatus{DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, ActionQueue, v1alpha1.DrainRequired},
-		{"idle, same op already drained", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainIdle, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
-		{"idle, op whose drain failed", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainIdle, DrainFailure: &v1alpha1.DrainFailure{Operation: "op2"}, DrainRequest: req("op2", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
-		{"idle, new op", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainIdle, DrainOperation: "op1", DrainRequest: req("op2", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, ActionQueue, v1alpha1.DrainRequired},
-		{"required, request withdrawn", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestIdle)}, 0, DefaultDrainPolicy, ActionCancel, v1alpha1.DrainIdle},
-		{"required, waits", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
-		{"draining, pods left", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "op1", DrainStartedAt: &fresh, DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 2, DefaultDrainPolicy, ActionEvict, v1alpha1.Draining},
-		{"draining, none left", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "op1", DrainStartedAt: &fresh, DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, ActionComplete, v1alpha1.DrainingComplete},
-		{"draining past timeout, wait", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "op1", DrainStartedAt: &started, DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 1, DefaultDrainPolicy, ActionTimeoutWait, v1alpha1.Draining},
-		{"draining past timeout, fail", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "op1", DrainStartedAt: &started, DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 1, DrainPolicy{Timeout: time.Minute, OnTimeout: v1alpha1.DrainTimeoutFail}, ActionTimeoutFail, v1alpha1.DrainIdle},
-		{"complete, agent still working", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
-		{"complete, agent done", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestIdle)}, 0, DefaultDrainPolicy, ActionRelease, v1alpha1.DrainIdle},
-		{"complete, stale Idle for an older op keeps the slot", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op2", DrainRequest: req("op2", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
-		{"disabled, agent done", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainDisabled, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestIdle)}, 0, DefaultDrainPolicy, ActionRelease, v1alpha1.DrainIdle},
-		{"MCP paused (external hook) holds its slot", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingMCPPaused, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
-		{"legacy adopted drain released by the agent", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: v1alpha1.LegacyDrainOperation, DrainRequest: req(v1alpha1.LegacyDrainOperation, v1alpha1.DrainRequestIdle)}, 3, DefaultDrainPolicy, ActionRelease, v1alpha1.DrainIdle},
-		{"adopted legacy drain waits for the agent", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: v1alpha1.LegacyDrainOperation}, 0, DefaultDrainPolicy, "", ""},
-		{"slot holder whose agent moved to another op", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op1", DrainRequest: req("op9", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, ActionRelease, v1alpha1.DrainIdle},
+		{"idle, no request", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainIdle}, 0, DefaultDrainPolicy, "", ""},
+		{"empty status, request", v1alpha1.NetshiftNodeStateStatus{DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, ActionQueue, v1alpha1.DrainRequired},
+		{"idle, same op already drained", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainIdle, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
+		{"idle, op whose drain failed", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainIdle, DrainFailure: &v1alpha1.DrainFailure{Operation: "op2"}, DrainRequest: req("op2", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
+		{"idle, new op", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainIdle, DrainOperation: "op1", DrainRequest: req("op2", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, ActionQueue, v1alpha1.DrainRequired},
+		{"required, request withdrawn", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestIdle)}, 0, DefaultDrainPolicy, ActionCancel, v1alpha1.DrainIdle},
+		{"required, waits", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
+		{"draining, pods left", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "op1", DrainStartedAt: &fresh, DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 2, DefaultDrainPolicy, ActionEvict, v1alpha1.Draining},
+		{"draining, none left", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "op1", DrainStartedAt: &fresh, DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, ActionComplete, v1alpha1.DrainingComplete},
+		{"draining past timeout, wait", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "op1", DrainStartedAt: &started, DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 1, DefaultDrainPolicy, ActionTimeoutWait, v1alpha1.Draining},
+		{"draining past timeout, fail", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "op1", DrainStartedAt: &started, DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 1, DrainPolicy{Timeout: time.Minute, OnTimeout: v1alpha1.DrainTimeoutFail}, ActionTimeoutFail, v1alpha1.DrainIdle},
+		{"complete, agent still working", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
+		{"complete, agent done", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestIdle)}, 0, DefaultDrainPolicy, ActionRelease, v1alpha1.DrainIdle},
+		{"complete, stale Idle for an older op keeps the slot", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op2", DrainRequest: req("op2", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
+		{"disabled, agent done", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainDisabled, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestIdle)}, 0, DefaultDrainPolicy, ActionRelease, v1alpha1.DrainIdle},
+		{"MCP paused (external hook) holds its slot", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainingMCPPaused, DrainOperation: "op1", DrainRequest: req("op1", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, "", ""},
+		{"legacy adopted drain released by the agent", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: v1alpha1.LegacyDrainOperation, DrainRequest: req(v1alpha1.LegacyDrainOperation, v1alpha1.DrainRequestIdle)}, 3, DefaultDrainPolicy, ActionRelease, v1alpha1.DrainIdle},
+		{"adopted legacy drain waits for the agent", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: v1alpha1.LegacyDrainOperation}, 0, DefaultDrainPolicy, "", ""},
+		{"slot holder whose agent moved to another op", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op1", DrainRequest: req("op9", v1alpha1.DrainRequestRequired)}, 0, DefaultDrainPolicy, ActionRelease, v1alpha1.DrainIdle},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestDecideDrainsExample(t *testing.T) {
 	m := Resolve(nodes("A", "B", "C", "D", "E"), examplePools(t))
 	var ns []NodeDrain
 	for _, n := range []string{"C", "D", "E"} {
-		ns = append(ns, NodeDrain{Name: n, Status: v1alpha1.NodeNetworkStateStatus{
+		ns = append(ns, NodeDrain{Name: n, Status: v1alpha1.NetshiftNodeStateStatus{
 			DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}})
 	}
 	got := DecideDrains(m, ns, DefaultDrainPolicy, t0)
@@ -84,8 +84,8 @@ func TestDecideDrainsExample(t *testing.T) {
 func TestReleaseFreesSlotInSamePass(t *testing.T) {
 	m := Resolve(nodes("a", "b"), []Pool{pool(t, "p", 1, intstr.FromInt32(1))})
 	ns := []NodeDrain{
-		{Name: "a", Status: v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestIdle)}},
-		{Name: "b", Status: v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}},
+		{Name: "a", Status: v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestIdle)}},
+		{Name: "b", Status: v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}},
 	}
 	got := DecideDrains(m, ns, DefaultDrainPolicy, t0)
 	if len(got) != 2 || got[0].Action != ActionRelease || got[0].Node != "a" || got[1].Action != ActionAdmit || got[1].Node != "b" {
@@ -98,7 +98,7 @@ func TestReleaseFreesSlotInSamePass(t *testing.T) {
 // at once, in the slot it holds.
 func TestANodeBusyWithAZoneMoveCountsAgainstThePool(t *testing.T) {
 	m := Resolve(nodes("a", "b"), []Pool{pool(t, "p", 1, intstr.FromInt32(1))})
-	waiting := v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}
+	waiting := v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}
 	got := DecideDrains(m, []NodeDrain{{Name: "a", Busy: true}, {Name: "b", Status: waiting}}, DefaultDrainPolicy, t0)
 	if len(got) != 0 {
 		t.Fatalf("decisions = %+v, want none: a's move holds the pool's one slot", got)
@@ -112,8 +112,8 @@ func TestANodeBusyWithAZoneMoveCountsAgainstThePool(t *testing.T) {
 func TestDrainDisabledAdmitsToDrainDisabled(t *testing.T) {
 	m := Resolve(nodes("a", "b"), nil)
 	ns := []NodeDrain{
-		{Name: "a", Status: v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}},
-		{Name: "b", Status: v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}},
+		{Name: "a", Status: v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}},
+		{Name: "b", Status: v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}},
 	}
 	got := DecideDrains(m, ns, DrainPolicy{Disabled: true}, t0)
 	if len(got) != 1 || got[0].To != v1alpha1.DrainDisabled || got[0].Node != "a" {
@@ -147,7 +147,7 @@ func TestPropertyLimitsHoldAndEveryNodeFinishes(t *testing.T) {
 		policy := DrainPolicy{Disabled: rng.IntN(4) == 0}
 		state := map[string]*NodeDrain{}
 		for _, n := range ns {
-			st := v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainIdle}
+			st := v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainIdle}
 			if rng.IntN(3) > 0 {
 				st.DrainRequest = req("op", v1alpha1.DrainRequestRequired)
 			}
@@ -200,7 +200,7 @@ func TestSettleGrantsABurstInNameOrder(t *testing.T) {
 	m := Resolve(nodes("a", "b", "c"), []Pool{pool(t, "p", 1, intstr.FromInt32(2))})
 	queued := func(name string, ago time.Duration) NodeDrain {
 		at := metav1.NewTime(t0.Add(-ago))
-		return NodeDrain{Name: name, Status: v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op",
+		return NodeDrain{Name: name, Status: v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op",
 			DrainQueuedAt: &at, DrainRequest: req("op", v1alpha1.DrainRequestRequired)}}
 	}
 	policy := DefaultDrainPolicy

@@ -20,7 +20,7 @@ func TestHoldKeepsOnlyWhatAnInvalidPoolMightTake(t *testing.T) {
 		pool(t, "equal-a", 50, intstr.FromInt32(1), namesIn("B")...), // "equal-a" < "equal-z": outranks it
 		pool(t, "late", 90, intstr.FromInt32(1), namesIn("C")...),
 	}
-	bad := errors.New(`nodepool "equal-z": spec.nodeSelectorTerms[0]: bad`)
+	bad := errors.New(`netshiftnodepool "equal-z": spec.nodeSelectorTerms[0]: bad`)
 	for _, c := range []struct {
 		name    string
 		invalid InvalidPool
@@ -67,8 +67,8 @@ func TestHeldNodeStillReleasesItsSlot(t *testing.T) {
 	m := Resolve(nodes("a", "b"), pools)
 	m.Hold(pools, []InvalidPool{{Name: "bad", Priority: 0, Err: errors.New("bad")}})
 	ns := []NodeDrain{
-		{Name: "a", Status: v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestIdle)}},
-		{Name: "b", Status: v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}},
+		{Name: "a", Status: v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestIdle)}},
+		{Name: "b", Status: v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainRequired, DrainOperation: "op", DrainRequest: req("op", v1alpha1.DrainRequestRequired)}},
 	}
 	got := DecideDrains(m, ns, DefaultDrainPolicy, t0)
 	if len(got) != 1 || got[0].Action != ActionRelease || got[0].Node != "a" {

@@ -13,7 +13,7 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 )
 
-// DefaultPriority is the priority of a NodePool that sets none.
+// DefaultPriority is the priority of a NetshiftNodePool that sets none.
 const DefaultPriority = 99
 
 // MaxParallelCount is the largest count maxParallel takes (the API's bound).
@@ -21,7 +21,7 @@ const MaxParallelCount = 10000
 
 var percentage = regexp.MustCompile(`^([1-9]|[1-9][0-9]|100)%$`)
 
-// Pool is a NodePool reduced to what the decisions need.
+// Pool is a NetshiftNodePool reduced to what the decisions need.
 type Pool struct {
 	Name     string
 	Priority int32
@@ -38,23 +38,23 @@ type Node struct {
 	Labels map[string]string
 }
 
-// NewPool compiles a NodePool. An error names the pool and the field.
-func NewPool(np *v1alpha1.NodePool) (Pool, error) {
+// NewPool compiles a NetshiftNodePool. An error names the pool and the field.
+func NewPool(np *v1alpha1.NetshiftNodePool) (Pool, error) {
 	p := Pool{Name: np.Name, Priority: DefaultPriority, MaxParallel: intstr.FromInt32(1)}
 	if np.Name == v1alpha1.DefaultPoolName {
-		return Pool{}, fmt.Errorf("nodepool %q: metadata.name: %q is reserved for the implicit pool", np.Name, v1alpha1.DefaultPoolName)
+		return Pool{}, fmt.Errorf("netshiftnodepool %q: metadata.name: %q is reserved for the implicit pool", np.Name, v1alpha1.DefaultPoolName)
 	}
 	if np.Spec.Priority != nil {
 		p.Priority = *np.Spec.Priority
 	}
 	if p.Priority < 0 || p.Priority > 99 {
-		return Pool{}, fmt.Errorf("nodepool %q: spec.priority: %d is outside 0..99", np.Name, p.Priority)
+		return Pool{}, fmt.Errorf("netshiftnodepool %q: spec.priority: %d is outside 0..99", np.Name, p.Priority)
 	}
 	if np.Spec.MaxParallel != nil {
 		p.MaxParallel = *np.Spec.MaxParallel
 	}
 	if _, err := ResolveLimit(p.MaxParallel, 1); err != nil {
-		return Pool{}, fmt.Errorf("nodepool %q: spec.maxParallel: %w", np.Name, err)
+		return Pool{}, fmt.Errorf("netshiftnodepool %q: spec.maxParallel: %w", np.Name, err)
 	}
 	if len(np.Spec.NodeSelectorTerms) == 0 {
 		p.selectsAll = true
@@ -63,7 +63,7 @@ func NewPool(np *v1alpha1.NodePool) (Pool, error) {
 	for i, t := range np.Spec.NodeSelectorTerms {
 		ct, err := compileTerm(t)
 		if err != nil {
-			return Pool{}, fmt.Errorf("nodepool %q: spec.nodeSelectorTerms[%d]: %w", np.Name, i, err)
+			return Pool{}, fmt.Errorf("netshiftnodepool %q: spec.nodeSelectorTerms[%d]: %w", np.Name, i, err)
 		}
 		p.terms = append(p.terms, ct)
 	}
@@ -123,7 +123,7 @@ type LostTie struct {
 	Node, Owner string
 }
 
-// InvalidPool is a NodePool whose spec cannot be compiled (one stored before
+// InvalidPool is a NetshiftNodePool whose spec cannot be compiled (one stored before
 // the API refused such specs). Its selector is unknown, so it might own any
 // node that the pool owning it now does not outrank.
 type InvalidPool struct {
@@ -154,7 +154,7 @@ func (m *Membership) Hold(pools []Pool, invalid []InvalidPool) {
 			if p, ok := byName[owner]; ok && outranks(p, ip) {
 				continue
 			}
-			m.Held[node] = fmt.Sprintf("nodepool %s is invalid and might own this node: %v", ip.Name, ip.Err)
+			m.Held[node] = fmt.Sprintf("netshiftnodepool %s is invalid and might own this node: %v", ip.Name, ip.Err)
 			break
 		}
 	}

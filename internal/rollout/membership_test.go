@@ -14,9 +14,9 @@ import (
 
 func pool(t testing.TB, name string, prio int32, maxParallel intstr.IntOrString, terms ...v1alpha1.NodeSelectorTerm) Pool {
 	t.Helper()
-	p, err := NewPool(&v1alpha1.NodePool{
+	p, err := NewPool(&v1alpha1.NetshiftNodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       v1alpha1.NodePoolSpec{Priority: ptr.To(prio), MaxParallel: &maxParallel, NodeSelectorTerms: terms},
+		Spec:       v1alpha1.NetshiftNodePoolSpec{Priority: ptr.To(prio), MaxParallel: &maxParallel, NodeSelectorTerms: terms},
 	})
 	if err != nil {
 		t.Fatalf("NewPool(%s): %v", name, err)
@@ -152,11 +152,11 @@ func TestResolveLimit(t *testing.T) {
 }
 
 func TestNewPoolRefusesBadInput(t *testing.T) {
-	cases := map[string]v1alpha1.NodePool{
+	cases := map[string]v1alpha1.NetshiftNodePool{
 		"reserved name":    {ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-		"priority 100":     {ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.NodePoolSpec{Priority: ptr.To[int32](100)}},
-		"maxParallel 150%": {ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.NodePoolSpec{MaxParallel: ptr.To(intstr.FromString("150%"))}},
-		"bad operator": {ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.NodePoolSpec{NodeSelectorTerms: []v1alpha1.NodeSelectorTerm{
+		"priority 100":     {ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.NetshiftNodePoolSpec{Priority: ptr.To[int32](100)}},
+		"maxParallel 150%": {ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.NetshiftNodePoolSpec{MaxParallel: ptr.To(intstr.FromString("150%"))}},
+		"bad operator": {ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.NetshiftNodePoolSpec{NodeSelectorTerms: []v1alpha1.NodeSelectorTerm{
 			{MatchExpressions: []v1alpha1.NodeSelectorRequirement{{Key: "k", Operator: "Near"}}}}}},
 	}
 	for name, np := range cases {

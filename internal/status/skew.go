@@ -26,7 +26,7 @@ type Skew struct {
 
 // changeSkew reads the worst skew of change id from the nodes' reports; nil
 // when no node reported a timed step of it.
-func changeSkew(states []v1alpha1.NodeNetworkState, id string) *Skew {
+func changeSkew(states []v1alpha1.NetshiftNodeState, id string) *Skew {
 	var worst *Skew
 	starts := map[v1alpha1.StepAction][]int64{}
 	steps := 0

@@ -16,12 +16,12 @@ func TestChangeSkew(t *testing.T) {
 		return v1alpha1.StepResult{Action: a, At: metav1.NewMicroTime(at.Add(late)), ScheduledAt: &metav1.MicroTime{Time: at},
 			LateMicros: late.Microseconds(), WaitedMicros: late.Microseconds() / 2}
 	}
-	node := func(name, id string, steps ...v1alpha1.StepResult) v1alpha1.NodeNetworkState {
-		st := v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	node := func(name, id string, steps ...v1alpha1.StepResult) v1alpha1.NetshiftNodeState {
+		st := v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		st.Status.LiveChange = &v1alpha1.LiveChangeReport{ID: id, Steps: steps}
 		return st
 	}
-	states := []v1alpha1.NodeNetworkState{
+	states := []v1alpha1.NetshiftNodeState{
 		node("n1", "c1", step(v1alpha1.StepTunnelPort, 0, 300*time.Microsecond)),
 		node("n2", "c1", step(v1alpha1.StepTunnelPort, 0, 1200*time.Microsecond)),
 		node("n3", "c1", step(v1alpha1.StepTunnelPort, 0, -100*time.Microsecond)),
@@ -34,7 +34,7 @@ func TestChangeSkew(t *testing.T) {
 		t.Errorf("skew %+v, want %+v", got, want)
 	}
 	// Two steps: the spread is the widest of either, never across steps.
-	states = []v1alpha1.NodeNetworkState{
+	states = []v1alpha1.NetshiftNodeState{
 		node("n1", "c2", step(v1alpha1.StepPodMTU, 0, 0), step(v1alpha1.StepHostVethMTU, 500*time.Millisecond, 2*time.Millisecond)),
 		node("n2", "c2", step(v1alpha1.StepPodMTU, 0, 500*time.Microsecond), step(v1alpha1.StepHostVethMTU, 500*time.Millisecond, 0)),
 	}

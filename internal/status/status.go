@@ -26,14 +26,14 @@ import (
 
 // Report is the JSON form of `netshift status`.
 type Report struct {
-	// Applied is the network in force (ClusterNetwork status.applied).
+	// Applied is the network in force (NetshiftNetwork status.applied).
 	Applied *v1alpha1.AppliedNetwork `json:"applied,omitempty"`
 	// Change is the live change in progress, or the last one.
 	Change *Change `json:"change,omitempty"`
-	// Zones is the OVN interconnect layout and its rollout (ClusterNetwork status.zones).
+	// Zones is the OVN interconnect layout and its rollout (NetshiftNetwork status.zones).
 	Zones *v1alpha1.ZonesStatus `json:"zones,omitempty"`
 	Pools []Pool                `json:"pools"`
-	// Problems are what holds netshift back and needs a person: a NodePool whose spec cannot be used.
+	// Problems are what holds netshift back and needs a person: a NetshiftNodePool whose spec cannot be used.
 	Problems []string `json:"problems,omitempty"`
 }
 
@@ -76,27 +76,27 @@ type Node struct {
 	Zone string `json:"zone,omitempty"`
 }
 
-// Gather reads nodes, pools and NodeNetworkStates and builds the report.
+// Gather reads nodes, pools and NetshiftNodeStates and builds the report.
 func Gather(ctx context.Context, c client.Reader) (Report, error) {
 	var nodes corev1.NodeList
-	var pools v1alpha1.NodePoolList
-	var states v1alpha1.NodeNetworkStateList
+	var pools v1alpha1.NetshiftNodePoolList
+	var states v1alpha1.NetshiftNodeStateList
 	if err := c.List(ctx, &nodes); err != nil {
 		return Report{}, fmt.Errorf("list nodes: %w", err)
 	}
 	if err := c.List(ctx, &pools); err != nil {
-		return Report{}, fmt.Errorf("list NodePools: %w", err)
+		return Report{}, fmt.Errorf("list NetshiftNodePools: %w", err)
 	}
 	if err := c.List(ctx, &states); err != nil {
-		return Report{}, fmt.Errorf("list NodeNetworkStates: %w", err)
+		return Report{}, fmt.Errorf("list NetshiftNodeStates: %w", err)
 	}
 	m, invalid := operator.MembershipHolding(nodes.Items, pools.Items)
 	var r Report
 	for _, ip := range invalid {
 		r.Problems = append(r.Problems, ip.Err.Error()+" (the nodes it might own are held: no slot, no zone move)")
 	}
-	var cn v1alpha1.ClusterNetwork
-	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err == nil {
+	var cn v1alpha1.NetshiftNetwork
+	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err == nil {
 		r.Applied = cn.Status.Applied
 		r.Zones = cn.Status.Zones
 		if ch := cn.Status.Change; ch != nil {
@@ -110,7 +110,7 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 	if r.Change != nil {
 		r.Change.Skew = changeSkew(states.Items, r.Change.ID)
 	}
-	byName := map[string]*v1alpha1.NodeNetworkState{}
+	byName := map[string]*v1alpha1.NetshiftNodeState{}
 	for i := range states.Items {
 		byName[states.Items[i].Name] = &states.Items[i]
 	}
@@ -120,7 +120,7 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 		cordoned[n.Name] = n.Spec.Unschedulable
 		zoneOf[n.Name] = nodeZone(n, r.Zones)
 	}
-	spec := map[string]v1alpha1.NodePool{}
+	spec := map[string]v1alpha1.NetshiftNodePool{}
 	for _, p := range pools.Items {
 		spec[p.Name] = p
 	}
@@ -193,7 +193,7 @@ func nodeZone(n corev1.Node, z *v1alpha1.ZonesStatus) string {
 
 // liveChangeProgress summarizes a node's part in the live change, or in its
 // rollback, or its reboot after it.
-func liveChangeProgress(nns *v1alpha1.NodeNetworkState, ch *Change) string {
+func liveChangeProgress(nns *v1alpha1.NetshiftNodeState, ch *Change) string {
 	if ch == nil {
 		return ""
 	}
@@ -247,7 +247,7 @@ func failedStep(rep *v1alpha1.LiveChangeReport) string {
 }
 
 // rebootProgress is where the node's Reboot operation id stands.
-func rebootProgress(nns *v1alpha1.NodeNetworkState, id string) string {
+func rebootProgress(nns *v1alpha1.NetshiftNodeState, id string) string {
 	st := nns.Status
 	switch {
 	case nns.Spec.Operation == nil || nns.Spec.Operation.ID != id:

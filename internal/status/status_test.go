@@ -42,7 +42,7 @@ func TestLiveChangeProgress(t *testing.T) {
 		{"its rollback failed", rollingBack, &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Done: true, Failed: true, Steps: failed}, active, "rollback FAILED: PodMTU: no such device"},
 		{"another node of an ended change", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Done: true}, &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseFailed, Converging: []string{"m"}}}, ""},
 	} {
-		nns := &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+		nns := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 		nns.Spec.LiveChange, nns.Status.LiveChange = tc.plan, tc.rep
 		if got := liveChangeProgress(nns, tc.ch); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
@@ -83,8 +83,8 @@ func TestNodeZone(t *testing.T) {
 
 func TestRebootProgress(t *testing.T) {
 	ch := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseFailed, Rebooting: []string{"n"}}}
-	state := func(op string, st v1alpha1.NodeNetworkStateStatus) *v1alpha1.NodeNetworkState {
-		nns := &v1alpha1.NodeNetworkState{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: st}
+	state := func(op string, st v1alpha1.NetshiftNodeStateStatus) *v1alpha1.NetshiftNodeState {
+		nns := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: st}
 		if op != "" {
 			nns.Spec.Operation = &v1alpha1.NodeOperation{ID: op, Kind: v1alpha1.OperationReboot}
 		}
@@ -92,29 +92,29 @@ func TestRebootProgress(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		nns  *v1alpha1.NodeNetworkState
+		nns  *v1alpha1.NetshiftNodeState
 		want string
 	}{
-		{"another operation still at work", state("reconfigure-1", v1alpha1.NodeNetworkStateStatus{}), "reboot: waiting to start"},
-		{"waiting for its pool's slot", state("c-reboot", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainRequired}), "reboot: Drain_Required"},
-		{"draining", state("c-reboot", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "c-reboot", SyncOperation: "c-reboot"}), "reboot: Draining"},
-		{"rebooting", state("c-reboot", v1alpha1.NodeNetworkStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "c-reboot", SyncOperation: "c-reboot", RebootFromBoot: "b1"}), "rebooting"},
-		{"done", state("c-reboot", v1alpha1.NodeNetworkStateStatus{SyncOperation: "c-reboot", SyncStatus: v1alpha1.SyncSucceeded}), "rebooted and checked"},
-		{"failed", state("c-reboot", v1alpha1.NodeNetworkStateStatus{SyncOperation: "c-reboot", SyncStatus: v1alpha1.SyncFailed, LastSyncError: "no --reboot-command"}), "reboot FAILED: no --reboot-command"},
+		{"another operation still at work", state("reconfigure-1", v1alpha1.NetshiftNodeStateStatus{}), "reboot: waiting to start"},
+		{"waiting for its pool's slot", state("c-reboot", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainRequired}), "reboot: Drain_Required"},
+		{"draining", state("c-reboot", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.Draining, DrainOperation: "c-reboot", SyncOperation: "c-reboot"}), "reboot: Draining"},
+		{"rebooting", state("c-reboot", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.DrainingComplete, DrainOperation: "c-reboot", SyncOperation: "c-reboot", RebootFromBoot: "b1"}), "rebooting"},
+		{"done", state("c-reboot", v1alpha1.NetshiftNodeStateStatus{SyncOperation: "c-reboot", SyncStatus: v1alpha1.SyncSucceeded}), "rebooted and checked"},
+		{"failed", state("c-reboot", v1alpha1.NetshiftNodeStateStatus{SyncOperation: "c-reboot", SyncStatus: v1alpha1.SyncFailed, LastSyncError: "no --reboot-command"}), "reboot FAILED: no --reboot-command"},
 	} {
 		if got := liveChangeProgress(tc.nns, ch); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 	held := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseFailed, Held: []string{"n"}}}
-	failed := state("c-reboot", v1alpha1.NodeNetworkStateStatus{SyncOperation: "c-reboot", SyncStatus: v1alpha1.SyncFailed, LastSyncError: "exit 1"})
+	failed := state("c-reboot", v1alpha1.NetshiftNodeStateStatus{SyncOperation: "c-reboot", SyncStatus: v1alpha1.SyncFailed, LastSyncError: "exit 1"})
 	if got := liveChangeProgress(failed, held); got != "held for a person: reboot FAILED: exit 1" {
 		t.Errorf("held after its reboot failed: %q", got)
 	}
-	if got := liveChangeProgress(state("", v1alpha1.NodeNetworkStateStatus{}), held); !strings.HasPrefix(got, "held for a person: reboot it") {
+	if got := liveChangeProgress(state("", v1alpha1.NetshiftNodeStateStatus{}), held); !strings.HasPrefix(got, "held for a person: reboot it") {
 		t.Errorf("held: %q", got)
 	}
-	person := state("reboot-1", v1alpha1.NodeNetworkStateStatus{SyncOperation: "reboot-1", DrainStatus: v1alpha1.Draining, DrainOperation: "reboot-1"})
+	person := state("reboot-1", v1alpha1.NetshiftNodeStateStatus{SyncOperation: "reboot-1", DrainStatus: v1alpha1.Draining, DrainOperation: "reboot-1"})
 	if got := liveChangeProgress(person, held); got != "held for a person; reboot: Draining" {
 		t.Errorf("held, a person's reboot draining: %q", got)
 	}

@@ -84,7 +84,7 @@ func pools(t *testing.T, ns []Node, maxParallel int) rollout.Membership {
 		rn = append(rn, rollout.Node{Name: n.Name})
 	}
 	mp := intstr.FromInt32(int32(maxParallel))
-	p, err := rollout.NewPool(&v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "all"}, Spec: v1alpha1.NodePoolSpec{MaxParallel: &mp}})
+	p, err := rollout.NewPool(&v1alpha1.NetshiftNodePool{ObjectMeta: metav1.ObjectMeta{Name: "all"}, Spec: v1alpha1.NetshiftNodePoolSpec{MaxParallel: &mp}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -232,8 +232,8 @@ func noteNotTheNetwork(gaps map[string]float64, r probe.Report) {
 // logGapAtT0 says when the longest gap of the last change began, from its
 // T0: a gap at T0 is the steps', one seconds away is the control plane's.
 func logGapAtT0(b *testing.B, c client.Client, what string, r probe.Report) {
-	var cn v1alpha1.ClusterNetwork
-	if err := c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil || cn.Status.Change == nil || cn.Status.Change.T0 == nil {
+	var cn v1alpha1.NetshiftNetwork
+	if err := c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil || cn.Status.Change == nil || cn.Status.Change.T0 == nil {
 		return
 	}
 	var worst probe.LongLived
@@ -279,11 +279,11 @@ func setOVSDBPath(b *testing.B, c client.Client, path string) {
 // milliseconds; it logs the slowest commit with its own lateness and wait.
 func tunnelStepTimes(b *testing.B, c client.Client) (commit, late, waited []float64) {
 	b.Helper()
-	var cn v1alpha1.ClusterNetwork
-	if err := c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil || cn.Status.Change == nil {
+	var cn v1alpha1.NetshiftNetwork
+	if err := c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil || cn.Status.Change == nil {
 		b.Fatalf("the change: %v", err)
 	}
-	var states v1alpha1.NodeNetworkStateList
+	var states v1alpha1.NetshiftNodeStateList
 	if err := c.List(context.Background(), &states); err != nil {
 		b.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func drainBlockedByABudget(t *testing.T, name string) {
 	db := pacedWorkloadOnNode2(t, c)
 
 	mustNetshift(t, "--kubeconfig", s.Kubeconfig, "reconfigure", "--nodes", "node-2", "--id", "pdb-op")
-	var nns v1alpha1.NodeNetworkState
+	var nns v1alpha1.NetshiftNodeState
 	waitFor(t, "the drain to wait on the budget", func() bool {
 		return c.Get(ctx, client.ObjectKey{Name: "node-2"}, &nns) == nil && nns.Status.DrainStatus == v1alpha1.Draining &&
 			strings.Contains(nns.Status.DrainMessage, "web/web-")

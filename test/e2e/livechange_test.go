@@ -30,22 +30,22 @@ import (
 	"netshift.io/netshift/internal/testenv"
 )
 
-// edit patches ClusterNetwork "cluster" of a lab.
+// edit patches NetshiftNetwork "cluster" of a lab.
 func edit(t *testing.T, c client.Client, patch string) {
 	t.Helper()
-	cn := &v1alpha1.ClusterNetwork{}
-	cn.Name = v1alpha1.ClusterNetworkName
+	cn := &v1alpha1.NetshiftNetwork{}
+	cn.Name = v1alpha1.NetshiftNetworkName
 	if err := c.Patch(context.Background(), cn, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 		t.Fatalf("patch %s: %v", patch, err)
 	}
 }
 
 // waitChange waits for the change to end and returns it.
-func waitChange(t *testing.T, c client.Client) *v1alpha1.ClusterNetwork {
+func waitChange(t *testing.T, c client.Client) *v1alpha1.NetshiftNetwork {
 	t.Helper()
-	var cn v1alpha1.ClusterNetwork
+	var cn v1alpha1.NetshiftNetwork
 	waitFor(t, "the live change to end", func() bool {
-		if c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn) != nil || cn.Status.Change == nil {
+		if c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn) != nil || cn.Status.Change == nil {
 			return false
 		}
 		return !cn.Status.Change.Phase.Active() && cn.Status.ObservedGeneration == cn.Generation
@@ -55,12 +55,12 @@ func waitChange(t *testing.T, c client.Client) *v1alpha1.ClusterNetwork {
 
 // waitChangeSeeingCordons is waitChange that also says whether a node was
 // seen cordoned while the change was scheduled (T0 set, not yet ended).
-func waitChangeSeeingCordons(t *testing.T, c client.Client) (*v1alpha1.ClusterNetwork, bool) {
+func waitChangeSeeingCordons(t *testing.T, c client.Client) (*v1alpha1.NetshiftNetwork, bool) {
 	t.Helper()
-	var cn v1alpha1.ClusterNetwork
+	var cn v1alpha1.NetshiftNetwork
 	cordoned := false
 	waitFor(t, "the live change to end", func() bool {
-		if c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn) != nil || cn.Status.Change == nil {
+		if c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn) != nil || cn.Status.Change == nil {
 			return false
 		}
 		if cn.Status.Change.Phase.Active() && cn.Status.Change.T0 != nil && !cordoned {
@@ -177,7 +177,7 @@ func TestLiveChanges(t *testing.T) {
 				changes = append(changes, struct{ what, patch string }{f, fmt.Sprintf(`{"spec":{%q:%d}}`, f, newPort[f])})
 			}
 			for _, ch := range changes {
-				var cn *v1alpha1.ClusterNetwork
+				var cn *v1alpha1.NetshiftNetwork
 				var cordoned bool
 				r := underProbe(t, name, func() {
 					edit(t, c, ch.patch)
@@ -198,12 +198,12 @@ func TestLiveChanges(t *testing.T) {
 					t.Errorf("%s: probe failed: %v", ch.what, r.Failed())
 				}
 				t.Logf("%s (%s): longest gap %.1f ms; probe %d short-lived, %d HTTPS", ch.what, cn.Status.Change.ID, maxGap(r), r.ShortLived.Attempts, r.HTTPS.Attempts)
-				if !meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.ClusterNetworkProgressing) || !meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded) {
+				if !meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.NetshiftNetworkProgressing) || !meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
 					t.Errorf("%s: conditions %+v", ch.what, cn.Status.Conditions)
 				}
 				// Each node's steps carry when they were due, when they began and ended; a
 				// tunnel port step when its transaction was committed. Status shows the worst skew.
-				var states v1alpha1.NodeNetworkStateList
+				var states v1alpha1.NetshiftNodeStateList
 				if err := c.List(context.Background(), &states); err != nil {
 					t.Fatal(err)
 				}
@@ -300,7 +300,7 @@ func portHeldOnOneNode(t *testing.T, name string) {
 	}
 	edit(t, c, `{"spec":{"vxlanPort":4791}}`)
 	cn := waitChange(t, c)
-	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
+	deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.NetshiftNetworkDegraded)
 	if cn.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" ||
 		!strings.Contains(deg.Message, "node node-2") || !strings.Contains(deg.Message, "UDP port 4791 is in use") {
 		t.Fatalf("change %+v, Degraded %+v", cn.Status.Change, deg)
@@ -320,7 +320,7 @@ func portHeldOnOneNode(t *testing.T, name string) {
 	}
 	squatter.Close()
 	waitFor(t, "the retried change to go through", func() bool {
-		var cur v1alpha1.ClusterNetwork
+		var cur v1alpha1.NetshiftNetwork
 		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cur) == nil &&
 			cur.Status.Applied != nil && cur.Status.Applied.VXLANPort == 4791
 	})
@@ -360,7 +360,7 @@ func abortBeforeT0(t *testing.T, name string) {
 	if !strings.Contains(out, "aborted before T0") {
 		t.Fatalf("abort: %s", out)
 	}
-	var cn v1alpha1.ClusterNetwork
+	var cn v1alpha1.NetshiftNetwork
 	if err := c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn); err != nil {
 		t.Fatal(err)
 	}
@@ -410,8 +410,8 @@ func timedChangeUnderProbe(name string, c client.Client, patch string) (probe.Re
 		return r, 0, fmt.Errorf("%w: %s", err, out)
 	}
 	time.Sleep(probeQuiet)
-	cn := &v1alpha1.ClusterNetwork{}
-	cn.Name = v1alpha1.ClusterNetworkName
+	cn := &v1alpha1.NetshiftNetwork{}
+	cn.Name = v1alpha1.NetshiftNetworkName
 	start := time.Now()
 	if err := c.Patch(context.Background(), cn, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 		return r, 0, err
@@ -469,7 +469,7 @@ func restartsDuringAChange(t *testing.T, name string) {
 	oldOperator, oldAgent := pid("operator"), pid("agent:node-2")
 	r := underProbe(t, name, func() {
 		edit(t, c, `{"spec":{"mtu":1350}}`)
-		var cn v1alpha1.ClusterNetwork
+		var cn v1alpha1.NetshiftNetwork
 		waitFor(t, "T0 to be set", func() bool {
 			return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
 		})
@@ -491,7 +491,7 @@ func restartsDuringAChange(t *testing.T, name string) {
 	if got := podMTUs(t, s); got[1350] != s.Options.Nodes*s.Options.PodsPerNode {
 		t.Errorf("pod MTUs: %v, want all 1350", got)
 	}
-	var nns v1alpha1.NodeNetworkState
+	var nns v1alpha1.NetshiftNodeState
 	if err := c.Get(context.Background(), client.ObjectKey{Name: "node-2"}, &nns); err != nil || nns.Status.LiveChange == nil {
 		t.Fatalf("node-2 report: %v", err)
 	}
@@ -545,7 +545,7 @@ func restartsBeforeT0(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	edit(t, c, `{"spec":{"mtu":1400}}`)
-	var cn v1alpha1.ClusterNetwork
+	var cn v1alpha1.NetshiftNetwork
 	waitFor(t, "the preconditions phase", func() bool {
 		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil &&
 			cn.Status.Change.Phase == v1alpha1.PhasePreconditions
@@ -619,7 +619,7 @@ func silentNodeConverges(t *testing.T, name string) {
 	c := labClient(t, name)
 	agentPid := livePid(t, s.Options.Name, "agent:node-2")
 	edit(t, c, `{"spec":{"mtu":1350}}`)
-	var cn v1alpha1.ClusterNetwork
+	var cn v1alpha1.NetshiftNetwork
 	waitFor(t, "T0 to be set", func() bool {
 		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
 	})
@@ -628,7 +628,7 @@ func silentNodeConverges(t *testing.T, name string) {
 	}
 	defer func() { _ = syscall.Kill(agentPid, syscall.SIGCONT) }()
 	end := waitChange(t, c)
-	deg := meta.FindStatusCondition(end.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
+	deg := meta.FindStatusCondition(end.Status.Conditions, v1alpha1.NetshiftNetworkDegraded)
 	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || deg.Status != "True" || !strings.Contains(deg.Message, "node-2") ||
 		end.Status.Applied.MTU != 1350 || len(end.Status.Change.Converging) != 1 {
 		t.Fatalf("change %+v, Degraded %+v, applied %+v", end.Status.Change, deg, end.Status.Applied)
@@ -642,9 +642,9 @@ func silentNodeConverges(t *testing.T, name string) {
 	}
 	_ = syscall.Kill(agentPid, syscall.SIGCONT)
 	waitFor(t, "node-2 to converge", func() bool {
-		var cur v1alpha1.ClusterNetwork
+		var cur v1alpha1.NetshiftNetwork
 		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cur) == nil && len(cur.Status.Change.Converging) == 0 &&
-			meta.IsStatusConditionFalse(cur.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
+			meta.IsStatusConditionFalse(cur.Status.Conditions, v1alpha1.NetshiftNetworkDegraded)
 	})
 	if got := podMTUs(t, s); got[1350] != 3 {
 		t.Fatalf("pod MTUs after node-2 came back: %v", got)
@@ -674,13 +674,13 @@ func TestAFailedStepIsRolledBackLive(t *testing.T) {
 		"--agent-arg", "node-2:--fail-step-once=TunnelPort")
 	s, _ := lab.LoadState(name)
 	c := labClient(t, name)
-	rolledBack := func(what string, r probe.Report, cn *v1alpha1.ClusterNetwork, failed string, nothingFails bool) {
+	rolledBack := func(what string, r probe.Report, cn *v1alpha1.NetshiftNetwork, failed string, nothingFails bool) {
 		t.Helper()
 		ch := cn.Status.Change
 		if ch.Phase != v1alpha1.PhaseRolledBack || ch.Rollback == nil || !ch.Rollback.All || !strings.Contains(ch.Message, failed) {
 			t.Fatalf("%s: change %+v, rollback %+v: want it rolled back everywhere, naming %q", what, ch, ch.Rollback, failed)
 		}
-		if deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded); deg == nil || deg.Status != metav1.ConditionTrue ||
+		if deg := meta.FindStatusCondition(cn.Status.Conditions, v1alpha1.NetshiftNetworkDegraded); deg == nil || deg.Status != metav1.ConditionTrue ||
 			deg.Reason != v1alpha1.ReasonChangeRolledBack {
 			t.Errorf("%s: Degraded %+v: the spec asks for what was rolled back", what, deg)
 		}
@@ -692,7 +692,7 @@ func TestAFailedStepIsRolledBackLive(t *testing.T) {
 			t.Errorf("%s: cordons after the rollback: %v", what, on)
 		}
 		for _, n := range []string{"node-1", "node-2"} {
-			var nns v1alpha1.NodeNetworkState
+			var nns v1alpha1.NetshiftNodeState
 			if err := c.Get(context.Background(), client.ObjectKey{Name: n}, &nns); err != nil {
 				t.Fatal(err)
 			}
@@ -703,7 +703,7 @@ func TestAFailedStepIsRolledBackLive(t *testing.T) {
 		t.Logf("%s: %s; longest gap %.1f ms", what, ch.Message, maxGap(r))
 	}
 
-	var cn *v1alpha1.ClusterNetwork
+	var cn *v1alpha1.NetshiftNetwork
 	r := underProbe(t, name, func() {
 		edit(t, c, `{"spec":{"mtu":1350}}`)
 		cn = waitChange(t, c)
@@ -725,7 +725,7 @@ func TestAFailedStepIsRolledBackLive(t *testing.T) {
 	// between them are cut off for that long (the change's lead and a step), as from a node that
 	// did not take its step; a new connection tried then may fail, an established one waits.
 	rolledBack("VXLAN port 4789 -> 4790", r, cn, "node node-2: TunnelPort", false)
-	var node1 v1alpha1.NodeNetworkState
+	var node1 v1alpha1.NetshiftNodeState
 	if err := c.Get(context.Background(), client.ObjectKey{Name: "node-1"}, &node1); err != nil || node1.Status.LiveChange == nil ||
 		node1.Status.LiveChange.ID != cn.Status.Change.ID+"-rollback" || node1.Status.LiveChange.Failed {
 		t.Fatalf("node-1's report %+v (%v): want its rollback done", node1.Status.LiveChange, err)
@@ -745,7 +745,7 @@ func TestAFailedStepIsRolledBackLive(t *testing.T) {
 	edit(t, c, `{"spec":{"vxlanPort":4789}}`)
 	edit(t, c, `{"spec":{"vxlanPort":4790}}`)
 	if cn = waitChange(t, c); cn.Status.Change.Phase != v1alpha1.PhaseSucceeded || cn.Status.Applied.VXLANPort != 4790 ||
-		!meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.ClusterNetworkDegraded) {
+		!meta.IsStatusConditionFalse(cn.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
 		t.Fatalf("asked again: change %+v, applied %+v", cn.Status.Change, cn.Status.Applied)
 	}
 }
@@ -784,14 +784,14 @@ func TestClockCheckedAgainstTheElectedOperator(t *testing.T) {
 	c := labClient(t, "e2eck")
 	edit(t, c, `{"spec":{"mtu":1400}}`)
 	end := waitChange(t, c)
-	deg := meta.FindStatusCondition(end.Status.Conditions, v1alpha1.ClusterNetworkDegraded)
+	deg := meta.FindStatusCondition(end.Status.Conditions, v1alpha1.NetshiftNetworkDegraded)
 	if end.Status.Change.Phase != v1alpha1.PhaseFailed || deg == nil || !strings.Contains(deg.Message, "node node-2") ||
 		!strings.Contains(deg.Message, "clock differs from the operator's") || strings.Contains(deg.Message, "node node-1") {
 		t.Fatalf("change %+v, Degraded %+v; want node-2's clock named, and only it", end.Status.Change, deg)
 	}
 	// node-2's answer ends the attempt, perhaps before node-1's came: the
 	// change is tried again (every 15 s), and node-1 answers one of the tries.
-	var nns v1alpha1.NodeNetworkState
+	var nns v1alpha1.NetshiftNodeState
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(250 * time.Millisecond) {
 		err := c.Get(context.Background(), client.ObjectKey{Name: "node-1"}, &nns)
 		if err == nil && nns.Status.LiveChange != nil && nns.Status.LiveChange.ClockOffsetMicros != nil {

@@ -184,8 +184,8 @@ func TestRealNodeLab(t *testing.T) {
 		edit(t, c, `{"spec":{"mtu":1350}}`)
 		// A pod deleted between the plan and its step (T0 is a lead ahead of the schedule).
 		waitFor(t, "the change to be scheduled", func() bool {
-			var cn v1alpha1.ClusterNetwork
-			return c.Get(ctx, client.ObjectKey{Name: v1alpha1.ClusterNetworkName}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
+			var cn v1alpha1.NetshiftNetwork
+			return c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
 		})
 		doomed := tenantPod("doomed", "", nil)
 		if err := c.Delete(ctx, doomed, client.GracePeriodSeconds(0)); err != nil {
@@ -203,7 +203,7 @@ func TestRealNodeLab(t *testing.T) {
 	}
 	t.Logf("MTU 1450 -> 1350 on real nodes: longest gap %.1f ms, %d pods created during the change", maxGap(report), len(created))
 
-	var states v1alpha1.NodeNetworkStateList
+	var states v1alpha1.NetshiftNodeStateList
 	if err := c.List(ctx, &states); err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestRealNodesRebootedThroughTheDrainController(t *testing.T) {
 	busy := watchBusyNodes(t, c)
 
 	edit(t, c, `{"spec":{"mtu":1350,"onFailure":{"action":"Reboot"}}}`)
-	var cn v1alpha1.ClusterNetwork
+	var cn v1alpha1.NetshiftNetwork
 	waitFor(t, "node-2 and node-3 to be rebooted and checked", func() bool {
 		return c.Get(ctx, client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil &&
 			cn.Status.Change.Rollback != nil && !cn.Status.Change.Phase.Active() && len(cn.Status.Change.Rebooting) == 0
@@ -449,24 +449,24 @@ func TestRealNodesRebootedThroughTheDrainController(t *testing.T) {
 	}
 }
 
-// watchBusyNodes follows the NodeNetworkStates in the order the API server
+// watchBusyNodes follows the NetshiftNodeStates in the order the API server
 // changed them; busy returns the most nodes that held a pool's slot at once,
 // and which.
 func watchBusyNodes(t *testing.T, c client.WithWatch) (busy func() (int, []string)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.Watch(ctx, &v1alpha1.NodeNetworkStateList{})
+	w, err := c.Watch(ctx, &v1alpha1.NetshiftNodeStateList{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	states := map[string]v1alpha1.NodeNetworkStateStatus{}
+	states := map[string]v1alpha1.NetshiftNodeStateStatus{}
 	peak, worst := 0, []string(nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
-			nns, ok := ev.Object.(*v1alpha1.NodeNetworkState)
+			nns, ok := ev.Object.(*v1alpha1.NetshiftNodeState)
 			if !ok {
 				continue
 			}

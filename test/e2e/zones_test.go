@@ -36,8 +36,8 @@ func waitZones(t *testing.T, c client.Client, name string, layout zones.Mode) *v
 	var st *v1alpha1.ZonesStatus
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
-		var cn v1alpha1.ClusterNetwork
-		if err := c.Get(context.Background(), types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn); err == nil {
+		var cn v1alpha1.NetshiftNetwork
+		if err := c.Get(context.Background(), types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}, &cn); err == nil {
 			st = cn.Status.Zones
 			if st != nil && st.Current == string(layout) && meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ZonesConverged) {
 				return st
@@ -45,7 +45,7 @@ func waitZones(t *testing.T, c client.Client, name string, layout zones.Mode) *v
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	var states v1alpha1.NodeNetworkStateList
+	var states v1alpha1.NetshiftNodeStateList
 	_ = c.List(context.Background(), &states)
 	for _, n := range states.Items {
 		t.Logf("node %s: holds %+v, zoneRestart %+v", n.Name, n.Status.Holds, n.Status.ZoneRestart)
@@ -141,22 +141,22 @@ func TestZoneMigrations(t *testing.T) {
 				n.Annotations[zones.ZoneAnnotation] == "" && newPluginPodRunning(c, "node-2") && runningPid("zon", "plugin:node-2") != 0
 		})
 		// While node-2's plugin pod is held unready, the rollout is not
-		// blocked: a NodePool that lets 3 nodes move at once shows in the
+		// blocked: a NetshiftNodePool that lets 3 nodes move at once shows in the
 		// status within 2 s (node-3 starts beside node-2).
-		pool := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "zones"}, Spec: v1alpha1.NodePoolSpec{MaxParallel: ptr.To(intstr.FromInt32(3))}}
+		pool := &v1alpha1.NetshiftNodePool{ObjectMeta: metav1.ObjectMeta{Name: "zones"}, Spec: v1alpha1.NetshiftNodePoolSpec{MaxParallel: ptr.To(intstr.FromInt32(3))}}
 		if err := c.Create(context.Background(), pool); err != nil {
 			t.Fatal(err)
 		}
 		created := time.Now()
-		waitFor(t, "node-3 moving beside the held node-2 after the NodePool's edit", func() bool {
-			var cn v1alpha1.ClusterNetwork
-			return c.Get(context.Background(), types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn) == nil && cn.Status.Zones != nil &&
+		waitFor(t, "node-3 moving beside the held node-2 after the NetshiftNodePool's edit", func() bool {
+			var cn v1alpha1.NetshiftNetwork
+			return c.Get(context.Background(), types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}, &cn) == nil && cn.Status.Zones != nil &&
 				slices.Contains(cn.Status.Zones.Moving, "node-2") && slices.Contains(cn.Status.Zones.Moving, "node-3")
 		})
 		if took := time.Since(created); took > 2*time.Second {
-			t.Errorf("the NodePool's edit took %s to show in status.zones.moving while node-2 was held (want under 2 s)", took)
+			t.Errorf("the NetshiftNodePool's edit took %s to show in status.zones.moving while node-2 was held (want under 2 s)", took)
 		} else {
-			t.Logf("the NodePool's edit was in status.zones.moving %d ms after it was written, node-2 held", took.Milliseconds())
+			t.Logf("the NetshiftNodePool's edit was in status.zones.moving %d ms after it was written, node-2 held", took.Milliseconds())
 		}
 		if err := c.Delete(context.Background(), pool); err != nil {
 			t.Fatal(err)

@@ -34,7 +34,7 @@ func TestADrainAndAZoneMoveShareTheNodeAndThePool(t *testing.T) {
 
 	cl.askDrain("z1", "op-1", v1alpha1.DrainRequestRequired)
 	cl.askDrain("z2", "op-1", v1alpha1.DrainRequestRequired)
-	cl.waitState("z1", "its drain admitted in the slot its move holds", func(s v1alpha1.NodeNetworkStateStatus) bool {
+	cl.waitState("z1", "its drain admitted in the slot its move holds", func(s v1alpha1.NetshiftNodeStateStatus) bool {
 		_, drain := hold.Of(s, v1alpha1.HoldDrain)
 		_, move := hold.Of(s, v1alpha1.HoldZoneMove)
 		return s.DrainStatus == v1alpha1.DrainingComplete && drain && move && s.CordonedByNetshift
@@ -46,7 +46,7 @@ func TestADrainAndAZoneMoveShareTheNodeAndThePool(t *testing.T) {
 	// z1's move ends; its drain holds it still.
 	cl.stall("z1", false)
 	cl.waitMoved("z1", "global")
-	cl.waitState("z1", "its move's hold given back, its drain's kept", func(s v1alpha1.NodeNetworkStateStatus) bool {
+	cl.waitState("z1", "its move's hold given back, its drain's kept", func(s v1alpha1.NetshiftNodeStateStatus) bool {
 		_, drain := hold.Of(s, v1alpha1.HoldDrain)
 		_, move := hold.Of(s, v1alpha1.HoldZoneMove)
 		return drain && !move
@@ -60,10 +60,10 @@ func TestADrainAndAZoneMoveShareTheNodeAndThePool(t *testing.T) {
 	}
 	w.drainOver()
 	cl.askDrain("z1", "op-1", v1alpha1.DrainRequestIdle)
-	cl.waitState("z1", "free", func(s v1alpha1.NodeNetworkStateStatus) bool { return len(s.Holds) == 0 && !s.CordonedByNetshift })
+	cl.waitState("z1", "free", func(s v1alpha1.NetshiftNodeStateStatus) bool { return len(s.Holds) == 0 && !s.CordonedByNetshift })
 
 	// z2's drain and its move share the next slot, in either order; its agent is done once drained.
-	cl.waitState("z2", "drained", func(s v1alpha1.NodeNetworkStateStatus) bool { return s.DrainStatus == v1alpha1.DrainingComplete })
+	cl.waitState("z2", "drained", func(s v1alpha1.NetshiftNodeStateStatus) bool { return s.DrainStatus == v1alpha1.DrainingComplete })
 	cl.askDrain("z2", "op-1", v1alpha1.DrainRequestIdle)
 	cl.waitConverged(zones.Multi)
 	cl.uncordonedAll()
@@ -80,7 +80,7 @@ func TestADrainAndAZoneMoveShareTheNodeAndThePool(t *testing.T) {
 func (cl *cluster) askDrain(node, op string, state v1alpha1.DrainRequestState) {
 	cl.t.Helper()
 	err := wait.PollUntilContextTimeout(cl.ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var nns v1alpha1.NodeNetworkState
+		var nns v1alpha1.NetshiftNodeState
 		if err := cl.c.Get(ctx, types.NamespacedName{Name: node}, &nns); err != nil {
 			return false, nil // the operator creates it
 		}
@@ -93,20 +93,20 @@ func (cl *cluster) askDrain(node, op string, state v1alpha1.DrainRequestState) {
 	}
 }
 
-func (cl *cluster) nodeState(node string) v1alpha1.NodeNetworkStateStatus {
+func (cl *cluster) nodeState(node string) v1alpha1.NetshiftNodeStateStatus {
 	cl.t.Helper()
-	var nns v1alpha1.NodeNetworkState
+	var nns v1alpha1.NetshiftNodeState
 	if err := cl.c.Get(cl.ctx, types.NamespacedName{Name: node}, &nns); err != nil {
 		cl.t.Fatal(err)
 	}
 	return nns.Status
 }
 
-func (cl *cluster) waitState(node, what string, ok func(v1alpha1.NodeNetworkStateStatus) bool) {
+func (cl *cluster) waitState(node, what string, ok func(v1alpha1.NetshiftNodeStateStatus) bool) {
 	cl.t.Helper()
-	var last v1alpha1.NodeNetworkStateStatus
+	var last v1alpha1.NetshiftNodeStateStatus
 	err := wait.PollUntilContextTimeout(cl.ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		var nns v1alpha1.NodeNetworkState
+		var nns v1alpha1.NetshiftNodeState
 		if err := cl.c.Get(ctx, types.NamespacedName{Name: node}, &nns); err != nil {
 			return false, nil
 		}
@@ -128,7 +128,7 @@ func (cl *cluster) unschedulable(node string) bool {
 	return n.Spec.Unschedulable
 }
 
-// busyWatch follows the NodeNetworkStates in the order the API server
+// busyWatch follows the NetshiftNodeStates in the order the API server
 // changed them (one watch: one order) and records the most nodes busy at once
 // (a drain holding its slot, a zone move's hold: a move is recorded before
 // its node is labelled and given back after the node joined its zone); and,
@@ -136,7 +136,7 @@ func (cl *cluster) unschedulable(node string) bool {
 // first cordon and before the test ended its drain.
 type busyWatch struct {
 	mu        sync.Mutex
-	states    map[string]v1alpha1.NodeNetworkStateStatus
+	states    map[string]v1alpha1.NetshiftNodeStateStatus
 	cordoned  bool // z1 was cordoned once
 	drainDone bool
 	peak      int
@@ -153,8 +153,8 @@ func (cl *cluster) watchBusy() *busyWatch {
 		cl.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(cl.ctx)
-	bw := &busyWatch{states: map[string]v1alpha1.NodeNetworkStateStatus{}, cancel: cancel}
-	for _, list := range []client.ObjectList{&corev1.NodeList{}, &v1alpha1.NodeNetworkStateList{}} {
+	bw := &busyWatch{states: map[string]v1alpha1.NetshiftNodeStateStatus{}, cancel: cancel}
+	for _, list := range []client.ObjectList{&corev1.NodeList{}, &v1alpha1.NetshiftNodeStateList{}} {
 		w, err := wc.Watch(ctx, list)
 		if err != nil {
 			cl.t.Fatal(err)
@@ -185,7 +185,7 @@ func (bw *busyWatch) observe(o any) {
 				bw.early = append(bw.early, "z1 schedulable at resourceVersion "+o.ResourceVersion)
 			}
 		}
-	case *v1alpha1.NodeNetworkState:
+	case *v1alpha1.NetshiftNodeState:
 		bw.states[o.Name] = o.Status
 		var busy []string
 		for name, s := range bw.states {

@@ -84,7 +84,7 @@ func setup(t *testing.T, zonesOf []string, cm map[string]string, tweaks ...func(
 	cl := &cluster{t: t, ctx: ctx, c: env.Client, down: map[string]bool{}, stalled: map[string]bool{}, crashing: map[string]bool{},
 		moveTimeout: 20 * time.Second}
 	_ = cl.c.DeleteAllOf(ctx, &corev1.Node{})
-	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NodeNetworkState{})
+	_ = cl.c.DeleteAllOf(ctx, &v1alpha1.NetshiftNodeState{})
 	_ = cl.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(pluginNS), client.GracePeriodSeconds(0))
 	_ = cl.c.DeleteAllOf(ctx, &appsv1.Deployment{}, client.InNamespace(pluginNS))
 	_ = cl.c.DeleteAllOf(ctx, &appsv1.DaemonSet{}, client.InNamespace(pluginNS))
@@ -94,7 +94,7 @@ func setup(t *testing.T, zonesOf []string, cm map[string]string, tweaks ...func(
 			t.Fatal(err)
 		}
 	}
-	cn := &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterNetworkName}}
+	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NetshiftNetworkName}}
 	if err := cl.c.Get(ctx, client.ObjectKeyFromObject(cn), cn); err == nil {
 		cn.Status.Zones = nil
 		if err := cl.c.Status().Update(ctx, cn); err != nil {
@@ -335,7 +335,7 @@ func (cl *cluster) standInsCaughtUp() {
 
 // operatorCaughtUp waits until the zone controller has decided on the state
 // now, and the stand-ins have carried out what it asked: twice it nudges the
-// ClusterNetwork (an annotation, which the controller watches) and waits for
+// NetshiftNetwork (an annotation, which the controller watches) and waits for
 // a pass to complete after each, so the second pass started after the call.
 func (cl *cluster) operatorCaughtUp() {
 	cl.t.Helper()
@@ -343,7 +343,7 @@ func (cl *cluster) operatorCaughtUp() {
 	for i := 0; i < 2; i++ {
 		want := passes() + 1
 		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"test.netshift.io/nudge":"%d"}}}`, time.Now().UnixNano()))
-		if err := cl.c.Patch(cl.ctx, &v1alpha1.ClusterNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.ClusterNetworkName}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if err := cl.c.Patch(cl.ctx, &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NetshiftNetworkName}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			cl.t.Fatal(err)
 		}
 		for deadline := time.Now().Add(30 * time.Second); passes() < want; time.Sleep(5 * time.Millisecond) {
@@ -390,8 +390,8 @@ func (cl *cluster) waitConverged(layout zones.Mode) *v1alpha1.ZonesStatus {
 	cl.t.Helper()
 	var st *v1alpha1.ZonesStatus
 	err := wait.PollUntilContextTimeout(cl.ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		var cn v1alpha1.ClusterNetwork
-		if err := cl.c.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil {
+		var cn v1alpha1.NetshiftNetwork
+		if err := cl.c.Get(ctx, types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
 			return false, err
 		}
 		st = cn.Status.Zones
@@ -567,8 +567,8 @@ func TestInvalidValuesChangeNothing(t *testing.T) {
 	cl := setup(t, []string{"global", "global"}, map[string]string{zones.KeyZoneMode: "zoned"})
 	var st *v1alpha1.ZonesStatus
 	err := wait.PollUntilContextTimeout(cl.ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		var cn v1alpha1.ClusterNetwork
-		if err := cl.c.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil {
+		var cn v1alpha1.NetshiftNetwork
+		if err := cl.c.Get(ctx, types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
 			return false, err
 		}
 		st = cn.Status.Zones
@@ -602,8 +602,8 @@ func TestADownNodeHoldsTheRollout(t *testing.T) {
 	cl.setReady("z2", false)
 	var st *v1alpha1.ZonesStatus
 	err := wait.PollUntilContextTimeout(cl.ctx, 50*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
-		var cn v1alpha1.ClusterNetwork
-		if err := cl.c.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil {
+		var cn v1alpha1.NetshiftNetwork
+		if err := cl.c.Get(ctx, types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
 			return false, err
 		}
 		st = cn.Status.Zones
@@ -633,7 +633,7 @@ func TestAPluginPodThatNeverGetsReadyHoldsTheRollout(t *testing.T) {
 		cl.moveTimeout = time.Second
 		cl.stall("z1", true)
 		cl.crashing["z2"] = true
-		pool := &v1alpha1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "zones"}, Spec: v1alpha1.NodePoolSpec{MaxParallel: ptr.To(intstr.FromInt32(1))}}
+		pool := &v1alpha1.NetshiftNodePool{ObjectMeta: metav1.ObjectMeta{Name: "zones"}, Spec: v1alpha1.NetshiftNodePoolSpec{MaxParallel: ptr.To(intstr.FromInt32(1))}}
 		_ = cl.c.Delete(cl.ctx, pool)
 		if err := cl.c.Create(cl.ctx, pool); err != nil {
 			t.Fatal(err)
@@ -652,7 +652,7 @@ func TestAPluginPodThatNeverGetsReadyHoldsTheRollout(t *testing.T) {
 		t.Fatalf("z2 started moving while z1 held the pool's one slot: %v %v", n.Labels, err)
 	}
 
-	var pool v1alpha1.NodePool
+	var pool v1alpha1.NetshiftNodePool
 	if err := cl.c.Get(cl.ctx, types.NamespacedName{Name: "zones"}, &pool); err != nil {
 		t.Fatal(err)
 	}
@@ -694,8 +694,8 @@ func (cl *cluster) waitStatus(what string, ok func(*v1alpha1.ZonesStatus) bool, 
 	cl.t.Helper()
 	var st *v1alpha1.ZonesStatus
 	err := wait.PollUntilContextTimeout(cl.ctx, 20*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
-		var cn v1alpha1.ClusterNetwork
-		if err := cl.c.Get(ctx, types.NamespacedName{Name: v1alpha1.ClusterNetworkName}, &cn); err != nil {
+		var cn v1alpha1.NetshiftNetwork
+		if err := cl.c.Get(ctx, types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
 			return false, err
 		}
 		st = cn.Status.Zones

@@ -5,8 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// ClusterNetworkName is the name of the one ClusterNetwork a cluster has.
-const ClusterNetworkName = "cluster"
+// NetshiftNetworkName is the name of the one NetshiftNetwork a cluster has.
+const NetshiftNetworkName = "cluster"
 
 // OnDrainTimeout says what the drain controller does when a drain outlasts its timeout.
 //
@@ -51,7 +51,7 @@ const (
 	// fails stays cordoned and is reported, for a person.
 	FailureRollback FailureAction = "Rollback"
 	// FailureReboot: roll the node back live; a node that cannot be brought to the cluster's
-	// values live is rebooted into them through the drain controller, under its NodePool's limit.
+	// values live is rebooted into them through the drain controller, under its NetshiftNodePool's limit.
 	FailureReboot FailureAction = "Reboot"
 	// FailureNone: touch nothing more; the node stays cordoned and is reported, for a person.
 	FailureNone FailureAction = "None"
@@ -62,7 +62,7 @@ type FailurePolicy struct {
 	// Action is what happens to a node whose step failed: Rollback (roll it back live to the
 	// values it had, the default), Reboot (as Rollback, and a node that cannot be brought to the
 	// cluster's values live is rebooted into them through the drain controller, never more at
-	// once than its NodePool's maxParallel), or None (leave it cordoned for a person).
+	// once than its NetshiftNodePool's maxParallel), or None (leave it cordoned for a person).
 	// +optional
 	// +kubebuilder:default=Rollback
 	Action FailureAction `json:"action,omitempty"`
@@ -112,12 +112,12 @@ type UnderlaySettings struct {
 	MTU int32 `json:"mtu,omitempty"`
 }
 
-// ClusterNetworkSpec is the cluster's network as the user wants it. A change
+// NetshiftNetworkSpec is the cluster's network as the user wants it. A change
 // of mtu, vxlanPort or genevePort is carried out live on every node at once.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.mtu) || self.mtu <= self.underlay.mtu - (self.encapsulation == 'geneve' ? 58 : 50)",message="spec.mtu must be at most spec.underlay.mtu minus the tunnel overhead (VXLAN 50, Geneve 58)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.mtu) || !has(self.mtu) || self.mtu == oldSelf.mtu || (self.vxlanPort == oldSelf.vxlanPort && self.genevePort == oldSelf.genevePort)",message="spec.mtu and a tunnel port (spec.vxlanPort, spec.genevePort) cannot change in one edit: change one, let it finish, then the other"
-type ClusterNetworkSpec struct {
+type NetshiftNetworkSpec struct {
 	// MTU is the pod MTU: from 576 up to the underlay MTU minus the tunnel overhead (VXLAN 50,
 	// Geneve 58). Required: it is the MTU the cluster's pods have now, which netshift takes as
 	// applied. Changing it lowers or raises the MTU on every node at a synchronized time.
@@ -267,12 +267,12 @@ type NetworkChange struct {
 	Rollback *ChangeRollback `json:"rollback,omitempty"`
 	// Rebooting are the nodes the operator reboots through the drain controller because they could
 	// not be brought to the cluster's values live (spec.onFailure.action Reboot). Each is cordoned
-	// by its drain once its NodePool has a slot, and back in service once its agent checked it on
+	// by its drain once its NetshiftNodePool has a slot, and back in service once its agent checked it on
 	// its new boot; one whose reboot fails is cordoned again and moves to held, for a person.
 	// +optional
 	// +listType=atomic
 	Rebooting []string `json:"rebooting,omitempty"`
-	// Generation is the ClusterNetwork's metadata.generation that asked for the change: a change
+	// Generation is the NetshiftNetwork's metadata.generation that asked for the change: a change
 	// that failed in its steps is asked again only by a later edit of the spec.
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
@@ -302,8 +302,8 @@ type ChangeRollback struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// ClusterNetworkStatus is what is in force and what is going on.
-type ClusterNetworkStatus struct {
+// NetshiftNetworkStatus is what is in force and what is going on.
+type NetshiftNetworkStatus struct {
 	// Applied is what is in force on the nodes.
 	// +optional
 	Applied *AppliedNetwork `json:"applied,omitempty"`
@@ -385,40 +385,40 @@ type ZonesStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// ClusterNetwork is the cluster's network as the user wants it and, in status,
+// NetshiftNetwork is the cluster's network as the user wants it and, in status,
 // what is applied. There is one, named "cluster".
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=cn
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="metadata.name must be \"cluster\": a cluster has one ClusterNetwork"
+// +kubebuilder:resource:scope=Cluster,shortName=nsnet,categories=netshift
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="metadata.name must be \"cluster\": a cluster has one NetshiftNetwork"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || !(oldSelf.status.change.phase in ['Preconditions', 'Scheduled', 'RollingBack']) || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.encapsulation == oldSelf.spec.encapsulation && self.spec.underlay == oldSelf.spec.underlay)",message="a live change is in progress (status.change): wait for it to finish, or `netshift abort` it before T0, before changing spec.mtu, the tunnel ports, the encapsulation or the underlay"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || ((!has(oldSelf.status.change.converging) || size(oldSelf.status.change.converging) == 0) && (!has(oldSelf.status.change.held) || size(oldSelf.status.change.held) == 0) && (!has(oldSelf.status.change.rebooting) || size(oldSelf.status.change.rebooting) == 0)) || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.underlay == oldSelf.spec.underlay)",message="nodes are still converging to the last change (status.change.converging, held, rebooting): bring them back first, before changing spec.mtu, the tunnel ports or the underlay"
 // +kubebuilder:printcolumn:name="MTU",type=integer,JSONPath=`.status.applied.mtu`
 // +kubebuilder:printcolumn:name="Change",type=string,JSONPath=`.status.change.kind`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.change.phase`
 // +kubebuilder:printcolumn:name="Zones",type=string,JSONPath=`.status.zones.current`
-type ClusterNetwork struct {
+type NetshiftNetwork struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is the network as the user wants it.
 	// +required
-	Spec ClusterNetworkSpec `json:"spec"`
+	Spec NetshiftNetworkSpec `json:"spec"`
 	// Status is what is applied and the operation in progress.
 	// +optional
-	Status ClusterNetworkStatus `json:"status,omitempty"`
+	Status NetshiftNetworkStatus `json:"status,omitempty"`
 }
 
-// ClusterNetworkList is a list of ClusterNetworks.
+// NetshiftNetworkList is a list of NetshiftNetworks.
 //
 // +kubebuilder:object:root=true
-type ClusterNetworkList struct {
+type NetshiftNetworkList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ClusterNetwork `json:"items"`
+	Items           []NetshiftNetwork `json:"items"`
 }
 
 func init() {
-	SchemeBuilder.Register(&ClusterNetwork{}, &ClusterNetworkList{})
+	SchemeBuilder.Register(&NetshiftNetwork{}, &NetshiftNetworkList{})
 }

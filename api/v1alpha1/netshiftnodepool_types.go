@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// DefaultPoolName names the implicit pool of the nodes that no NodePool
-// selects. It is reserved: a NodePool may not use it.
+// DefaultPoolName names the implicit pool of the nodes that no NetshiftNodePool
+// selects. It is reserved: a NetshiftNodePool may not use it.
 const DefaultPoolName = "default"
 
 // NodeSelectorRequirement is Kubernetes' NodeSelectorRequirement with its
@@ -56,9 +56,9 @@ type NodeSelectorTerm struct {
 	MatchFields []NodeSelectorRequirement `json:"matchFields,omitempty"`
 }
 
-// NodePoolSpec selects a set of nodes and bounds how many of them netshift
+// NetshiftNodePoolSpec selects a set of nodes and bounds how many of them netshift
 // configures at once.
-type NodePoolSpec struct {
+type NetshiftNodePoolSpec struct {
 	// NodeSelectorTerms select the nodes of the pool: a node belongs to the pool when it matches any
 	// term. Empty selects every node.
 	// +optional
@@ -84,8 +84,8 @@ type NodePoolSpec struct {
 	MaxParallel *intstr.IntOrString `json:"maxParallel,omitempty"`
 }
 
-// NodePoolStatus is what the operator last computed for the pool.
-type NodePoolStatus struct {
+// NetshiftNodePoolStatus is what the operator last computed for the pool.
+type NetshiftNodePoolStatus struct {
 	// Nodes are the names of the nodes this pool owns, in name order.
 	// +optional
 	// +listType=atomic
@@ -113,14 +113,14 @@ type NodePoolStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// NodePool condition types and reasons.
+// NetshiftNodePool condition types and reasons.
 const (
-	// NodePoolValid is False when the pool's spec cannot be compiled (stored before the API
+	// NetshiftNodePoolValid is False when the pool's spec cannot be compiled (stored before the API
 	// refused it): netshift holds the nodes it might own.
-	NodePoolValid = "Valid"
-	// NodePoolOverlapping is True when nodes the pool selects are owned by another pool of the
+	NetshiftNodePoolValid = "Valid"
+	// NetshiftNodePoolOverlapping is True when nodes the pool selects are owned by another pool of the
 	// same priority (whose name sorts first).
-	NodePoolOverlapping = "Overlapping"
+	NetshiftNodePoolOverlapping = "Overlapping"
 
 	ReasonSpecValid     = "SpecValid"
 	ReasonInvalidSpec   = "InvalidSpec"
@@ -128,39 +128,39 @@ const (
 	ReasonNoOverlap     = "NoOverlap"
 )
 
-// NodePool groups nodes and limits how many of them are configured in parallel.
+// NetshiftNodePool groups nodes and limits how many of them are configured in parallel.
 // A node that no pool selects belongs to the implicit pool "default", which
 // configures one node at a time.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=np
+// +kubebuilder:resource:scope=Cluster,shortName=nsnp,categories=netshift
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="MaxParallel",type=string,JSONPath=`.spec.maxParallel`
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodeCount`
 // +kubebuilder:printcolumn:name="Draining",type=integer,JSONPath=`.status.draining`
-// +kubebuilder:validation:XValidation:rule="self.metadata.name != 'default'",message="metadata.name: \"default\" is reserved for the implicit pool of nodes that no NodePool selects"
-type NodePool struct {
+// +kubebuilder:validation:XValidation:rule="self.metadata.name != 'default'",message="metadata.name: \"default\" is reserved for the implicit pool of nodes that no NetshiftNodePool selects"
+type NetshiftNodePool struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec selects the pool's nodes and sets its priority and parallelism.
 	// +optional
-	Spec NodePoolSpec `json:"spec,omitempty"`
+	Spec NetshiftNodePoolSpec `json:"spec,omitempty"`
 	// Status is the pool's membership and drain count as the operator last computed them.
 	// +optional
-	Status NodePoolStatus `json:"status,omitempty"`
+	Status NetshiftNodePoolStatus `json:"status,omitempty"`
 }
 
-// NodePoolList is a list of NodePools.
+// NetshiftNodePoolList is a list of NetshiftNodePools.
 //
 // +kubebuilder:object:root=true
-type NodePoolList struct {
+type NetshiftNodePoolList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []NodePool `json:"items"`
+	Items           []NetshiftNodePool `json:"items"`
 }
 
 func init() {
-	SchemeBuilder.Register(&NodePool{}, &NodePoolList{})
+	SchemeBuilder.Register(&NetshiftNodePool{}, &NetshiftNodePoolList{})
 }

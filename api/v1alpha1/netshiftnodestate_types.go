@@ -137,7 +137,7 @@ type NodeNetworkConfig struct {
 
 // LiveChangePlan is the node's part of a live change.
 type LiveChangePlan struct {
-	// ID is the change's ID (ClusterNetwork status.change.id).
+	// ID is the change's ID (NetshiftNetwork status.change.id).
 	ID string `json:"id"`
 	// Kind is what changes.
 	Kind ChangeKind `json:"kind"`
@@ -174,8 +174,8 @@ type LiveChangePlan struct {
 	Steps []ScheduledStep `json:"steps,omitempty"`
 }
 
-// NodeNetworkStateSpec is the plan the operator wants run on the node.
-type NodeNetworkStateSpec struct {
+// NetshiftNodeStateSpec is the plan the operator wants run on the node.
+type NetshiftNodeStateSpec struct {
 	// Operation is the work the node's agent should do now; absent when none is pending.
 	// +optional
 	Operation *NodeOperation `json:"operation,omitempty"`
@@ -282,17 +282,17 @@ type LiveChangeReport struct {
 	// +optional
 	Failed bool `json:"failed,omitempty"`
 	// Restore is what an older agent recorded of the restore action it ran after a failed step.
-	// Deprecated: never written; the operator handles a failed step (ClusterNetwork
+	// Deprecated: never written; the operator handles a failed step (NetshiftNetwork
 	// spec.onFailure).
 	// +optional
 	Restore string `json:"restore,omitempty"`
 }
 
-// NodeNetworkStateStatus is what happened on the node. The drain fields are the
+// NetshiftNodeStateStatus is what happened on the node. The drain fields are the
 // drain controller's; the request and sync fields are the agent's. An agent may
 // never change the drain controller's fields (an admission policy refuses it).
-type NodeNetworkStateStatus struct {
-	// Pool is the NodePool that owns the node ("default" for the implicit pool). Written by the operator.
+type NetshiftNodeStateStatus struct {
+	// Pool is the NetshiftNodePool that owns the node ("default" for the implicit pool). Written by the operator.
 	// +optional
 	Pool string `json:"pool,omitempty"`
 	// DrainStatus is the drain controller's decision for the node. Written by the operator alone.
@@ -410,38 +410,38 @@ type ZoneRestart struct {
 	At metav1.Time `json:"at"`
 }
 
-// NodeNetworkState is netshift's record of one node, named after it: the plan
+// NetshiftNodeState is netshift's record of one node, named after it: the plan
 // the operator wants run there (spec) and what happened (status). The operator
 // creates one for every Node and deletes it when the Node goes.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=nns
+// +kubebuilder:resource:scope=Cluster,shortName=nsnode,categories=netshift
 // +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.status.pool`
 // +kubebuilder:printcolumn:name="Drain",type=string,JSONPath=`.status.drainStatus`
 // +kubebuilder:printcolumn:name="Sync",type=string,JSONPath=`.status.syncStatus`
 // +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.spec.operation.id`
-type NodeNetworkState struct {
+type NetshiftNodeState struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is the plan the operator wants run on the node.
 	// +optional
-	Spec NodeNetworkStateSpec `json:"spec,omitempty"`
+	Spec NetshiftNodeStateSpec `json:"spec,omitempty"`
 	// Status is what the drain controller decided and what the agent did.
 	// +optional
-	Status NodeNetworkStateStatus `json:"status,omitempty"`
+	Status NetshiftNodeStateStatus `json:"status,omitempty"`
 }
 
-// NodeNetworkStateList is a list of NodeNetworkStates.
+// NetshiftNodeStateList is a list of NetshiftNodeStates.
 //
 // +kubebuilder:object:root=true
-type NodeNetworkStateList struct {
+type NetshiftNodeStateList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []NodeNetworkState `json:"items"`
+	Items           []NetshiftNodeState `json:"items"`
 }
 
 func init() {
-	SchemeBuilder.Register(&NodeNetworkState{}, &NodeNetworkStateList{})
+	SchemeBuilder.Register(&NetshiftNodeState{}, &NetshiftNodeStateList{})
 }
