@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 out=${1:-bin}
 mkdir -p "$out"
 export CGO_ENABLED=0
-flags=(-trimpath -ldflags "-s -w")
+# -buildvcs=auto: `netshift version` names the commit when built from a checkout.
+flags=(-trimpath -buildvcs=auto -ldflags "-s -w")
 go build "${flags[@]}" -o "$out/netshift" ./cmd/netshift
 go build "${flags[@]}" -tags lab -o "$out/netshift-lab" ./cmd/netshift
 go build "${flags[@]}" -o "$out/netshift-cni" ./cmd/netshift-cni
