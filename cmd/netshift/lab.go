@@ -93,6 +93,9 @@ func labUpCmd(name *string) *cobra.Command {
 	f.IntVar(&o.UnderlayMTU, "underlay-mtu", o.UnderlayMTU, "underlay MTU (1280..9000)")
 	f.IntVar(&o.MTU, "mtu", 0, "pod MTU (default: underlay MTU minus the tunnel overhead, 50 for VXLAN, 58 for Geneve)")
 	f.StringArrayVar(&labels, "node-label", nil, "a label for a node, NODE:KEY=VALUE (repeatable)")
+	f.StringVar(&o.Layout, "node-layout", "containerd", "where the nodes' runtime socket and CNI files are: containerd, crio or k3s (the lab's containerd serves "+
+		"at that runtime's socket; netshift is installed with its config/components/runtime-* component)")
+	f.BoolVar(&o.CNIConf, "cni-conf", false, "the stand-in network plugin writes a single-plugin .conf, as OVN-Kubernetes and Multus do, instead of a .conflist")
 	f.StringArrayVar(&o.FailReboots, "fail-reboot", nil, "make this node's reboot, asked by its agent's --reboot-command, fail (repeatable; tests of a failed reboot)")
 	f.StringArrayVar(&agentArgs, "agent-arg", nil, "a test hook for a node's agent, NODE:--FLAG=VALUE, set as the node's label lab.netshift.io/FLAG (repeatable; --clock-offset=200ms or --fail-step-once=STEP)")
 	return cmd

@@ -132,7 +132,9 @@ func (s *State) kubeNode(n NodeSpec, assets string) kubenode.Node {
 	for k, v := range hooks {
 		labels[k] = v
 	}
+	layout, _ := kubenode.ParseLayout(s.Options.Layout) // validated with the options
 	return kubenode.Node{Name: n.Name, Netns: n.Netns, IP: n.UnderlayIP, Dir: s.Path("nodes", n.Name, "kube"),
+		Layout: layout, CNIConf: s.Options.CNIConf,
 		CgroupRoot: "/netshift-lab-" + s.Options.Name + "-" + n.Name,
 		Binds:      map[string]string{s.nodeDir(n.Name): "/run/openvswitch", s.labDir(n.Name): "/run/netshift-lab"},
 		Kubelet:    filepath.Join(assets, "kubelet"), Labels: labels,
@@ -515,7 +517,26 @@ func (s *State) installNetshift(ctx context.Context, cp *controlplane.ControlPla
 	case s.Options.OVN:
 		overlay = "lab-ovn-zones"
 	}
+	if s.Options.Layout != "" && s.Options.Layout != kubenode.ContainerdLayout.Name {
+		// As a user on that distribution does: an overlay of their own adding the runtime's component.
+		var err error
+		if overlay, err = s.writeRuntimeOverlay(overlay); err != nil {
+			return err
+		}
+	}
 	return s.applyOverlay(ctx, cp.AssetsDir, kubeconfig, overlay)
+}
+
+// writeRuntimeOverlay writes an overlay of base with the component of the
+// lab's node layout, and returns its name.
+func (s *State) writeRuntimeOverlay(base string) (string, error) {
+	name := base + "-" + s.Options.Layout
+	k := fmt.Sprintf("resources:\n- ../%s\ncomponents:\n- ../components/runtime-%s\n", base, s.Options.Layout)
+	dir := s.Path("config", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return name, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
 }
 
 // applyOverlay is `kubectl apply -k` of one of the lab's overlays, as written

@@ -13,6 +13,7 @@ import (
 	"regexp"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/lab/kubenode"
 )
 
 // Tunnel is the encapsulation between nodes: the API's, so the lab and the
@@ -50,9 +51,20 @@ type Options struct {
 	// only): a parent port bound to the node, its trunk, and a trunk bridge
 	// whose uplink carries the parent's VLANs; their pooled pods get subports.
 	TrunkNodes []string `json:"trunkNodes,omitempty"`
+	// Layout is where the nodes' runtime socket and CNI files are (containerd,
+	// crio or k3s; "" is containerd): the lab's containerd serves where that
+	// runtime would, and netshift goes in with that runtime's component.
+	Layout string `json:"layout,omitempty"`
+	// CNIConf makes the stand-in network plugin write a .conf, not a .conflist.
+	CNIConf bool `json:"cniConf,omitempty"`
 	// FailReboots are real nodes whose reboot, asked by their agent's node-restore action,
 	// fails (tests of a restore that fails).
 	FailReboots []string `json:"failReboots,omitempty"`
+}
+
+func layoutErr(name string) error {
+	_, err := kubenode.ParseLayout(name)
+	return err
 }
 
 // unknownNode is the first of names that is not a node of the lab ("" if none).
@@ -118,6 +130,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--neutron-trunk-node: %q is not a node of this lab (node-1..node-%d)", unknownNode(o, o.TrunkNodes), o.Nodes)
 	case unknownNode(o, o.FailReboots) != "":
 		return fmt.Errorf("--fail-reboot: %q is not a node of this lab (node-1..node-%d)", unknownNode(o, o.FailReboots), o.Nodes)
+	case layoutErr(o.Layout) != nil:
+		return fmt.Errorf("--node-layout: %w", layoutErr(o.Layout))
 	case hookLabelsErr(o.AgentArgs) != nil:
 		return hookLabelsErr(o.AgentArgs)
 	case o.OVN && o.Tunnel != Geneve:

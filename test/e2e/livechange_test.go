@@ -135,7 +135,8 @@ func podMTU(t testing.TB, p lab.PodSpec) int {
 	return m
 }
 
-// TestLiveChanges: in plain VXLAN, plain Geneve and OVN labs that came up
+// TestLiveChanges: in plain VXLAN (on nodes laid out as CRI-O's, netshift-cni
+// chained into a list the agent made of the plugin's .conf), plain Geneve and OVN labs that came up
 // whole (labCameUpWhole), with the probe running, the MTU goes down by 100
 // and back up, and the tunnel port of the encapsulation in use changes; after
 // each, every long-lived connection is alive and nothing failed. Then the lab
@@ -146,7 +147,9 @@ func TestLiveChanges(t *testing.T) {
 		name, args, portField string
 		mtu                   int
 	}{
-		{"vxlan", "--tunnel vxlan", "vxlanPort", 1450},
+		// Nodes laid out as CRI-O's, their plugin writing a .conf: netshift goes in with the
+		// runtime-crio component and chains netshift-cni into a list made of the .conf.
+		{"vxlan", "--tunnel vxlan --node-layout crio --cni-conf", "vxlanPort", 1450},
 		{"geneve", "--tunnel geneve", "genevePort", 1442},
 		{"ovn", "--ovn", "genevePort", 1442},
 	} {
@@ -156,6 +159,7 @@ func TestLiveChanges(t *testing.T) {
 			name := "e2ec" + mode.name[:2]
 			labCameUpWhole(t, name, up(t, name, strings.Fields(mode.args)...))
 			s, _ := lab.LoadState(name)
+			netshiftCNIChained(t, s)
 			c := labClient(t, name)
 			ofports := map[string]int{}
 			for _, n := range s.Topology.Nodes {

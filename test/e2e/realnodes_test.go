@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,9 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/cni"
 	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/images"
 	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/lab/kubenode"
+	"netshift.io/netshift/internal/lab/labcni"
 	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/nodeconfig"
 )
@@ -41,6 +46,56 @@ func mtuIn(t *testing.T, netns, link string) int {
 	return m
 }
 
+// netshiftCNIChained checks what a person would look at on each node: the
+// configuration the runtime uses is the list the agent made of the plugin's
+// (a .conf turned into a .conflist of the same name, nothing else beside
+// it), the plugin's entry first and netshift-cni's last, and netshift-cni's
+// binary where the runtime looks for plugins.
+func netshiftCNIChained(t *testing.T, s *lab.State) {
+	t.Helper()
+	layout, err := kubenode.ParseLayout(s.Options.Layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range s.Topology.Nodes {
+		dir, err := s.NodeFile(n.Name, layout.CNIConfDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var confs []string
+		for _, e := range entries {
+			if ext := filepath.Ext(e.Name()); ext == ".conf" || ext == ".conflist" || ext == ".json" {
+				confs = append(confs, e.Name())
+			}
+		}
+		if !slices.Equal(confs, []string{"10-lab.conflist"}) {
+			t.Errorf("node %s: %s holds %q, want only 10-lab.conflist (the plugin's, netshift-cni chained)", n.Name, layout.CNIConfDir, confs)
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "10-lab.conflist"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Plugins []struct{ Type string } `json:"plugins"`
+		}
+		if err := json.Unmarshal(data, &list); err != nil || len(list.Plugins) != 2 || list.Plugins[0].Type != labcni.Name || list.Plugins[1].Type != cni.PluginName {
+			t.Errorf("node %s: 10-lab.conflist (%v): want the plugin's entry, then netshift-cni's:\n%s", n.Name, err, data)
+		}
+		bin, err := s.NodeFile(n.Name, filepath.Join(layout.CNIBinDir, cni.PluginName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(bin); err != nil {
+			t.Errorf("node %s: netshift-cni is not installed: %v", n.Name, err)
+		}
+	}
+}
+
 func tenantPod(name, node string, mutate func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant"},
 		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: new(int64), Containers: []corev1.Container{{Name: "c",
@@ -51,19 +106,23 @@ func tenantPod(name, node string, mutate func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
-// TestRealNodeLab: a lab of real nodes (kubelet, containerd, the CNI chain)
-// with netshift installed from config/lab; a live MTU change under the probe,
+// TestRealNodeLab: a lab of real nodes (kubelet, containerd, the CNI chain),
+// laid out as k3s nodes are (runtime socket and CNI directories) with a
+// network plugin that writes a .conf, with netshift installed from config/lab
+// and the k3s component: the agents start and chain netshift-cni; a live MTU
+// change under the probe,
 // with tenants' hostile pods on the nodes and pods created on the nodes all
 // through the change, ends with every pod on the new MTU, the nodes' own
 // links untouched, no node restored; a pod created afterwards gets the new
 // MTU through the real chain; lab down leaves nothing.
 func TestRealNodeLab(t *testing.T) {
 	const name = "e2ern"
-	up(t, name)
+	up(t, name, "--node-layout", "k3s", "--cni-conf")
 	s, err := lab.LoadState(name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	netshiftCNIChained(t, s)
 	c, err := s.Client()
 	if err != nil {
 		t.Fatal(err)

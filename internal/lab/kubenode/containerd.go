@@ -9,25 +9,27 @@ import (
 	"time"
 )
 
-// containerdConfig is the node's containerd 1.6 configuration: the CRI
+// containerdConfig is the node's containerd 1.6 configuration, its socket and
+// CNI directories where its layout has them: the CRI
 // plugin with runc on cgroupfs (these machines have cgroup v1 and no
 // systemd), its sandbox image the lab's own pause, the pods' network
 // namespaces under its state directory (which is the node's own), and an
 // oom_score_adj it never raises (root here lacks CAP_SYS_RESOURCE).
 func (n Node) containerdConfig(pauseImage string) string {
+	l := n.layout()
 	return fmt.Sprintf(`version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs", "io.containerd.internal.v1.tracing"]
 
 [grpc]
-  address = "/run/containerd/containerd.sock"
+  address = %[2]q
 
 [ttrpc]
-  address = "/run/containerd/containerd.sock.ttrpc"
+  address = "%[2]s.ttrpc"
 
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = %q
+  sandbox_image = %[1]q
   restrict_oom_score_adj = true
   netns_mounts_under_state_dir = true
   enable_selinux = false
@@ -40,10 +42,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         SystemdCgroup = false
         Root = "/run/containerd/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/opt/cni/bin"
-    conf_dir = "/etc/cni/net.d"
+    bin_dir = %[3]q
+    conf_dir = %[4]q
     max_conf_num = 1
-`, pauseImage)
+`, pauseImage, l.Socket, l.CNIBinDir, l.CNIConfDir)
 }
 
 // StartContainerd writes the node's containerd configuration, starts it in

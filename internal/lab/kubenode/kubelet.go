@@ -24,7 +24,7 @@ failCgroupV1: false
 cgroupDriver: cgroupfs
 cgroupRoot: %s
 cgroupsPerQOS: true
-containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+containerRuntimeEndpoint: unix://%s
 address: %s
 port: 10250
 readOnlyPort: 0
@@ -55,7 +55,7 @@ nodeStatusUpdateFrequency: 4s
 nodeStatusReportFrequency: 10s
 syncFrequency: 10s
 runtimeRequestTimeout: 2m
-`, n.CgroupRoot, n.IP)
+`, n.CgroupRoot, n.layout().Socket, n.IP)
 }
 
 // StartKubelet writes the node's kubelet configuration and starts the

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 )
 
 // Node describes one lab node's Kubernetes side.
@@ -25,6 +26,11 @@ type Node struct {
 	Labels map[string]string
 	// Kubelet is the kubelet binary (hack/envtest-assets.sh builds it).
 	Kubelet string
+	// Layout is where its runtime's socket and the CNI files are (zero: containerd's).
+	Layout Layout
+	// CNIConf makes the node's network plugin write a single-plugin .conf, as
+	// OVN-Kubernetes and Multus do, instead of a .conflist.
+	CNIConf bool
 }
 
 var nodeName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
@@ -48,9 +54,10 @@ func (n Node) Validate() error {
 }
 
 // The standard paths a node's components use, each bound inside the node's
-// mount namespace to a directory of the node's own. They stay the standard
-// ones so that what is installed from config/ (the agent's hostPath volumes,
-// its CRI and OVS sockets) finds them where it would on any node.
+// mount namespace to a directory of the node's own (with its layout's socket
+// and CNI directories). They stay the standard ones so that what is installed
+// from config/ (the agent's hostPath volumes, its CRI and OVS sockets) finds
+// them where it would on any node.
 var nodePaths = []string{
 	"/var/lib/kubelet",
 	"/var/lib/containerd",
@@ -59,6 +66,7 @@ var nodePaths = []string{
 	"/var/log/pods",
 	"/var/log/containers",
 	"/run/containerd",
+	// containerd's CNI directories, the node's own whatever its layout: nothing reaches the machine's.
 	"/etc/cni/net.d",
 	"/opt/cni/bin",
 	"/usr/libexec/kubernetes/kubelet-plugins",
@@ -78,14 +86,20 @@ var kernelSettings = map[string]string{
 // Path is where a standard path of the node lives on the machine.
 func (n Node) Path(inside string) string { return filepath.Join(n.Dir, "root", inside) }
 
-// Socket is the node's containerd socket as seen from the machine.
-func (n Node) Socket() string { return n.Path("/run/containerd/containerd.sock") }
+// Socket is the node's CRI socket as seen from the machine.
+func (n Node) Socket() string { return n.Path(n.layout().Socket) }
 
 // binds lists every bind mount the node's mount namespace gets, creating the
 // directories and files they need on both sides.
 func (n Node) binds() ([][2]string, error) {
 	var out [][2]string
-	for _, p := range nodePaths {
+	paths := slices.Clone(nodePaths)
+	for _, p := range n.layoutPaths() {
+		if !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	for _, p := range paths {
 		src := n.Path(p)
 		for _, d := range []string{src, p} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
