@@ -105,7 +105,7 @@ func agentCmd(g *globals) *cobra.Command {
 	f.StringVar(&health, "health-probe-bind-address", "0", "address of /healthz and /readyz (\"0\" disables it)")
 	f.StringVar(&netns, "node-netns", "", "the node's network namespace, when the node is one (the lab); checked at start")
 	f.StringVar(&ovsdb, "ovsdb", "", "the node's OVSDB socket, unix:PATH; checked at start and by /readyz")
-	f.StringVar(&underlay, "underlay-interface", "", "the node's interface onto the underlay: a new pod MTU must fit under its MTU (empty: not checked)")
+	f.StringVar(&underlay, "underlay-interface", "", "the node's interface onto the underlay: a new pod MTU plus the tunnel overhead must fit under its MTU (empty: the interface holding the node's ovn-encap-ip in its OVS, else its InternalIP)")
 	f.StringVar(&timeURL, "operator-time-url", "", "the operator's /time endpoint; before a live change the agent checks its clock against it")
 	f.DurationVar(&maxSkew, "max-clock-skew", 50*time.Millisecond, "how far this node's clock may be from the operator's for a live change")
 	f.StringVar(&rebootCommand, "reboot-command", "", "how a Reboot operation reboots the node once the drain controller drained it, run with sh -c "+

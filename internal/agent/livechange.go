@@ -432,14 +432,8 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 		if _, _, err := a.Pods.PodNetworks(ctx); err != nil {
 			r.Problems = append(r.Problems, "cannot list the node's pods: "+err.Error())
 		}
-		need := int(plan.To) + int(plan.Encapsulation.Overhead())
-		if a.UnderlayInterface != "" {
-			if mtu, err := linkMTU(a.NodeNetns, a.UnderlayInterface); err != nil {
-				r.Problems = append(r.Problems, "underlay: "+err.Error())
-			} else if mtu < need {
-				r.Problems = append(r.Problems, fmt.Sprintf("MTU %d does not fit the underlay: %s has MTU %d, and %d + %d bytes of %s overhead = %d",
-					plan.To, a.UnderlayInterface, mtu, plan.To, plan.Encapsulation.Overhead(), plan.Encapsulation, need))
-			}
+		if problem := a.underlayFits(ctx, plan); problem != "" {
+			r.Problems = append(r.Problems, problem)
 		}
 	case v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort:
 		if owner, err := udpPortUser(a.NodeNetns, int(plan.To)); err != nil {
@@ -450,6 +444,28 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 	}
 	r.Ready = len(r.Problems) == 0
 	return r
+}
+
+// underlayFits says why the plan's MTU does not fit the node's underlay ("" when it does).
+func (a *Agent) underlayFits(ctx context.Context, plan *v1alpha1.LiveChangePlan) string {
+	link, err := a.underlayInterface(ctx)
+	if err != nil {
+		return "underlay: " + err.Error()
+	}
+	mtu, err := linkMTU(a.NodeNetns, link)
+	if err != nil {
+		return "underlay: " + err.Error()
+	}
+	need := int(plan.To) + int(plan.Encapsulation.Overhead())
+	if mtu >= need {
+		return ""
+	}
+	declared := ""
+	if plan.UnderlayMTU > 0 && int(plan.UnderlayMTU) > mtu {
+		declared = fmt.Sprintf(" (NetshiftNetwork spec.underlay.mtu says %d: this node's is smaller)", plan.UnderlayMTU)
+	}
+	return fmt.Sprintf("MTU %d does not fit the underlay: %s has MTU %d, and %d + %d bytes of %s overhead = %d%s",
+		plan.To, link, mtu, plan.To, plan.Encapsulation.Overhead(), plan.Encapsulation, need, declared)
 }
 
 // linkMTU reads a link's MTU in a network namespace ("": this process's own).

@@ -5,6 +5,7 @@ package netdev
 import (
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/vishvananda/netlink"
 )
@@ -132,4 +133,24 @@ func (h *Handle) Device(name string) (dev Device, found bool, err error) {
 		}
 	}
 	return dev, true, nil
+}
+
+// LinkWithAddress names the link that holds ip ("" when none does): the
+// node's interface onto the underlay is the one holding its tunnel address.
+func (h *Handle) LinkWithAddress(ip net.IP) (string, error) {
+	addrs, err := h.h.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return "", fmt.Errorf("addresses in %q: %w", h.netns, err)
+	}
+	for _, a := range addrs {
+		if !a.IP.Equal(ip) {
+			continue
+		}
+		l, err := h.h.LinkByIndex(a.LinkIndex)
+		if err != nil {
+			return "", fmt.Errorf("link %d holding %s in %q: %w", a.LinkIndex, ip, h.netns, err)
+		}
+		return l.Attrs().Name, nil
+	}
+	return "", nil
 }
