@@ -156,6 +156,35 @@ type NetshiftNetworkSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	OnFailure FailurePolicy `json:"onFailure,omitempty"`
+	// DryRun asks for a live change to be checked and not made: every node checks its
+	// preconditions and reports what its steps would change; nothing on a node is touched and no
+	// node is cordoned. The result is status.change (dryRun true, phase Checked) and each node's
+	// status.liveChange. The spec's own values stay as they are. A dry run runs once per edit of
+	// the spec; `netshift change ... --dry-run` sets it and removes it afterwards.
+	// +optional
+	DryRun *DryRunRequest `json:"dryRun,omitempty"`
+}
+
+// DryRunRequest is the change a dry run checks: exactly one value, in the range of the spec
+// field of the same name.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.mtu), has(self.vxlanPort), has(self.genevePort)].filter(x, x).size() == 1",message="spec.dryRun: give exactly one of mtu, vxlanPort, genevePort"
+type DryRunRequest struct {
+	// MTU is the pod MTU to check, 576 to 9158 (and under the underlay minus the tunnel overhead).
+	// +optional
+	// +kubebuilder:validation:Minimum=576
+	// +kubebuilder:validation:Maximum=9158
+	MTU *int32 `json:"mtu,omitempty"`
+	// VXLANPort is the VXLAN port to check, 1 to 65535.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	VXLANPort *int32 `json:"vxlanPort,omitempty"`
+	// GenevePort is the Geneve port to check, 1 to 65535.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	GenevePort *int32 `json:"genevePort,omitempty"`
 }
 
 // AppliedNetwork is what is in force on the nodes.
@@ -184,7 +213,7 @@ const (
 
 // ChangePhase is where a live change stands.
 //
-// +kubebuilder:validation:Enum=Preconditions;Scheduled;RollingBack;Succeeded;RolledBack;Failed;Aborted
+// +kubebuilder:validation:Enum=Preconditions;Scheduled;RollingBack;Succeeded;RolledBack;Failed;Aborted;Checked
 type ChangePhase string
 
 const (
@@ -204,6 +233,9 @@ const (
 	PhaseFailed ChangePhase = "Failed"
 	// PhaseAborted: cancelled before T0; nothing was touched.
 	PhaseAborted ChangePhase = "Aborted"
+	// PhaseChecked: a dry run is over; every node reported its preconditions (ready, failed
+	// counts them) and what its steps would change; nothing was touched.
+	PhaseChecked ChangePhase = "Checked"
 )
 
 // Active reports whether a change in this phase is still in progress.
@@ -223,6 +255,10 @@ type NetworkChange struct {
 	To int32 `json:"to"`
 	// Phase is where the change stands.
 	Phase ChangePhase `json:"phase"`
+	// DryRun is true for a dry run (spec.dryRun): it stops after the preconditions, in phase
+	// Checked, with nothing touched.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
 	// StartedAt is when the change was recorded.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
@@ -391,6 +427,7 @@ type ZonesStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=nsnet,categories=netshift
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.dryRun) || !has(self.spec.dryRun.mtu) || self.spec.dryRun.mtu <= self.spec.underlay.mtu - (self.spec.encapsulation == 'geneve' ? 58 : 50)",message="spec.dryRun.mtu must be at most spec.underlay.mtu minus the tunnel overhead (VXLAN 50, Geneve 58)"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="metadata.name must be \"cluster\": a cluster has one NetshiftNetwork"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || !(oldSelf.status.change.phase in ['Preconditions', 'Scheduled', 'RollingBack']) || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.encapsulation == oldSelf.spec.encapsulation && self.spec.underlay == oldSelf.spec.underlay)",message="a live change is in progress (status.change): wait for it to finish, or `netshift abort` it before T0, before changing spec.mtu, the tunnel ports, the encapsulation or the underlay"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.change) || ((!has(oldSelf.status.change.converging) || size(oldSelf.status.change.converging) == 0) && (!has(oldSelf.status.change.held) || size(oldSelf.status.change.held) == 0) && (!has(oldSelf.status.change.rebooting) || size(oldSelf.status.change.rebooting) == 0)) || (self.spec.?mtu == oldSelf.spec.?mtu && self.spec.vxlanPort == oldSelf.spec.vxlanPort && self.spec.genevePort == oldSelf.spec.genevePort && self.spec.underlay == oldSelf.spec.underlay)",message="nodes are still converging to the last change (status.change.converging, held, rebooting): bring them back first, before changing spec.mtu, the tunnel ports or the underlay"

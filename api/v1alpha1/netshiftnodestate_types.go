@@ -271,6 +271,12 @@ type LiveChangeReport struct {
 	// (positive: the node is ahead).
 	// +optional
 	ClockOffsetMicros *int64 `json:"clockOffsetMicros,omitempty"`
+	// WouldChange is what the node's steps would change, found when the preconditions were
+	// checked (how many pods, which of the node's own ports and tunnels): a dry run shows it.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	WouldChange []string `json:"wouldChange,omitempty"`
 	// Steps are the results of the steps run so far.
 	// +optional
 	// +listType=atomic

@@ -429,43 +429,97 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 	}
 	switch plan.Kind {
 	case v1alpha1.ChangeMTU:
-		if _, _, err := a.Pods.PodNetworks(ctx); err != nil {
+		if pods, _, err := a.Pods.PodNetworks(ctx); err != nil {
 			r.Problems = append(r.Problems, "cannot list the node's pods: "+err.Error())
+		} else {
+			r.WouldChange = append(r.WouldChange, fmt.Sprintf("%d pods' eth0 and their node ends: MTU %d -> %d", len(pods), plan.From, plan.To))
 		}
-		if problem := a.underlayFits(ctx, plan); problem != "" {
+		if a.Switch != nil {
+			r.WouldChange = append(r.WouldChange, fmt.Sprintf("the node's own ports on %s: MTU %d -> %d", a.bridge(), plan.From, plan.To))
+		}
+		switch problem, unchecked := a.underlayFits(ctx, plan); {
+		case problem != "":
 			r.Problems = append(r.Problems, problem)
+		case unchecked != "":
+			r.Warnings = append(r.Warnings, unchecked)
 		}
 	case v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort:
+		if tunnels, err := a.tunnelsOf(ctx, plan.Encapsulation); err != nil {
+			r.Problems = append(r.Problems, "cannot list the node's tunnels: "+err.Error())
+		} else {
+			r.WouldChange = append(r.WouldChange, fmt.Sprintf("%d %s tunnels (%s): port %d -> %d", len(tunnels), plan.Encapsulation,
+				clipList(tunnels, 4), plan.From, plan.To))
+		}
 		if owner, err := udpPortUser(a.NodeNetns, int(plan.To)); err != nil {
 			r.Problems = append(r.Problems, "cannot check UDP port use: "+err.Error())
 		} else if owner != "" {
 			r.Problems = append(r.Problems, fmt.Sprintf("UDP port %d is in use on the node by %s", plan.To, owner))
 		}
 	}
+	if a.NetworkConfig != "" {
+		r.WouldChange = append(r.WouldChange, "the node's network configuration for new pods: "+a.NetworkConfig)
+	}
 	r.Ready = len(r.Problems) == 0
 	return r
 }
 
-// underlayFits says why the plan's MTU does not fit the node's underlay ("" when it does).
-func (a *Agent) underlayFits(ctx context.Context, plan *v1alpha1.LiveChangePlan) string {
+// tunnelsOf names the node's tunnel interfaces of an encapsulation.
+func (a *Agent) tunnelsOf(ctx context.Context, encap v1alpha1.Encapsulation) ([]string, error) {
+	sw, err := a.ovsdb()
+	if err != nil {
+		return nil, err
+	}
+	all, err := sw.Tunnels(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, t := range all {
+		if t.Type == string(encap) {
+			names = append(names, t.Name)
+		}
+	}
+	return names, nil
+}
+
+// clipList shows at most n names and how many more there are.
+func clipList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// bridge is the integration bridge the node's own pod-network ports are on.
+func (a *Agent) bridge() string {
+	if a.IntegrationBridge == "" {
+		return "br-int"
+	}
+	return a.IntegrationBridge
+}
+
+// underlayFits says why the plan's MTU does not fit the node's underlay
+// (problem), or why it could not be checked (unchecked: a warning, since a
+// node whose underlay cannot be found is no reason to stop a change).
+func (a *Agent) underlayFits(ctx context.Context, plan *v1alpha1.LiveChangePlan) (problem, unchecked string) {
 	link, err := a.underlayInterface(ctx)
 	if err != nil {
-		return "underlay: " + err.Error()
+		return "", "the underlay's MTU was not checked: " + err.Error()
 	}
 	mtu, err := linkMTU(a.NodeNetns, link)
 	if err != nil {
-		return "underlay: " + err.Error()
+		return "underlay: " + err.Error(), ""
 	}
 	need := int(plan.To) + int(plan.Encapsulation.Overhead())
 	if mtu >= need {
-		return ""
+		return "", ""
 	}
 	declared := ""
 	if plan.UnderlayMTU > 0 && int(plan.UnderlayMTU) > mtu {
 		declared = fmt.Sprintf(" (NetshiftNetwork spec.underlay.mtu says %d: this node's is smaller)", plan.UnderlayMTU)
 	}
 	return fmt.Sprintf("MTU %d does not fit the underlay: %s has MTU %d, and %d + %d bytes of %s overhead = %d%s",
-		plan.To, link, mtu, plan.To, plan.Encapsulation.Overhead(), plan.Encapsulation, need, declared)
+		plan.To, link, mtu, plan.To, plan.Encapsulation.Overhead(), plan.Encapsulation, need, declared), ""
 }
 
 // linkMTU reads a link's MTU in a network namespace ("": this process's own).

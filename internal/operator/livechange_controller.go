@@ -112,6 +112,10 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, err
 		}
 	default:
+		if c, ok := livechange.DryRun(cn.Spec, cn.Generation, *st.Applied, st.Change); ok {
+			requeue = r.startDryRun(ctx, &cn, c)
+			break
+		}
 		c, ok := livechange.Next(wanted, *st.Applied)
 		if !ok {
 			break
@@ -155,6 +159,44 @@ func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.Net
 	st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhasePreconditions,
 		Message: "checking preconditions on every node", Attempt: attempt, StartedAt: &started, Generation: cn.Generation}
 	return 100 * time.Millisecond
+}
+
+// startDryRun records dry run c: in its preconditions, or checked at once
+// when no node would take a step.
+func (r *LiveChangeReconciler) startDryRun(ctx context.Context, cn *v1alpha1.NetshiftNetwork, c livechange.Change) time.Duration {
+	id := fmt.Sprintf("dryrun-%s-%d", strings.ToLower(string(c.Kind)), cn.Generation)
+	log.FromContext(ctx).Info("dry run requested", "change", id, "from", c.From, "to", c.To)
+	started := metav1.NewTime(r.Now())
+	ch := &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, DryRun: true, Phase: v1alpha1.PhasePreconditions,
+		Message: "dry run: checking preconditions on every node", Attempt: 1, StartedAt: &started, Generation: cn.Generation}
+	cn.Status.Change = ch
+	switch {
+	case c.From == c.To:
+		ch.Phase, ch.Message = v1alpha1.PhaseChecked, fmt.Sprintf("dry run: %d is the value in force; nothing would change", c.To)
+	case !c.NodeSteps:
+		ch.Phase, ch.Message = v1alpha1.PhaseChecked, fmt.Sprintf("dry run: the cluster uses %s, so the change would be recorded with no node step",
+			livechange.FromSpec(cn.Spec).Encapsulation)
+	default:
+		return 100 * time.Millisecond
+	}
+	return 0
+}
+
+// advanceDryRun evaluates a dry run's reports and, once every node answered,
+// withdraws its plans: nothing was touched, no node was cordoned.
+func (r *LiveChangeReconciler) advanceDryRun(ctx context.Context, ch *v1alpha1.NetworkChange, nodes []corev1.Node,
+	byNode map[string]*v1alpha1.NetshiftNodeState, reports map[string]*v1alpha1.LiveChangeReport) (time.Duration, error) {
+	d := r.deadlines(ch)
+	p := livechange.EvaluateDryRun(reports, r.Now(), d)
+	ch.Ready, ch.Failed, ch.Message = p.Ready, p.Failed, p.Message
+	if p.Phase != v1alpha1.PhaseChecked {
+		return livechange.NextLook(r.Now(), time.Time{}, d, activeHeartbeat), nil
+	}
+	if err := r.finish(ctx, nodes, byNode, ch.ID); err != nil {
+		return 0, err
+	}
+	ch.Phase = v1alpha1.PhaseChecked
+	return 0, nil
 }
 
 // advance moves an active change: it distributes the plans, evaluates the
@@ -232,6 +274,9 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 			return 0, nil
 		}
 		ch.Message = "abort refused: T0 has passed (or is too close); edit the value back to change it again"
+	}
+	if ch.DryRun {
+		return r.advanceDryRun(ctx, ch, nodes.Items, byNode, reports)
 	}
 	now := r.Now()
 	d := r.deadlines(ch)

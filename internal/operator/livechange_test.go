@@ -96,3 +96,104 @@ type nodeWithoutPods struct{}
 func (nodeWithoutPods) PodNetworks(context.Context) ([]agent.PodNetwork, []string, error) {
 	return nil, nil, nil
 }
+
+// TestADryRunTouchesNothing: a dry run of an MTU change (spec.dryRun) goes to
+// every node, waits for every answer even after one node's problem, ends
+// Checked with each node's preconditions and what its steps would change,
+// and leaves no plan, no cordon, the applied value and the spec's own MTU as
+// they were; it runs once per edit, and a bad request is refused naming the
+// field.
+func TestADryRunTouchesNothing(t *testing.T) {
+	cl := newCluster(t)
+	bound := make(chan string, 1)
+	ctx, cancel := context.WithCancel(cl.ctx)
+	defer cancel()
+	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0",
+		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: operator.Namespace,
+		EvictionRetry: 200 * time.Millisecond, Registry: prometheus.NewRegistry(), ManyInProcess: true,
+		TimeAddr: "127.0.0.1:0", TimeBound: bound, ChangeRetry: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	cl.createNodes("d1", "d2")
+	var addr string
+	select {
+	case addr = <-bound:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the time endpoint did not start (leader election?)")
+	}
+	for node, offset := range map[string]time.Duration{"d1": 0, "d2": 200 * time.Millisecond} {
+		m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
+			OperatorTimeURL: "http://" + addr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		actx, acancel := context.WithCancel(ctx)
+		adone := make(chan struct{})
+		go func() { defer close(adone); _ = m.Start(actx) }()
+		defer func() { acancel(); <-adone }()
+	}
+	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.NetshiftNetworkSpec{MTU: ptr.To[int32](1450)}}
+	if err := cl.c.Create(cl.ctx, cn); err != nil {
+		t.Fatal(err)
+	}
+	cl.eventually(30*time.Second, "the applied values recorded", func() bool {
+		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
+		return cn.Status.Applied != nil
+	})
+	for _, bad := range []struct {
+		req  v1alpha1.DryRunRequest
+		says string
+	}{
+		{v1alpha1.DryRunRequest{MTU: ptr.To[int32](1400), VXLANPort: ptr.To[int32](4790)}, "exactly one of mtu, vxlanPort, genevePort"},
+		{v1alpha1.DryRunRequest{}, "exactly one of mtu, vxlanPort, genevePort"},
+		{v1alpha1.DryRunRequest{MTU: ptr.To[int32](1460)}, "spec.dryRun.mtu must be at most spec.underlay.mtu minus the tunnel overhead"},
+		{v1alpha1.DryRunRequest{GenevePort: ptr.To[int32](0)}, "spec.dryRun.genevePort"},
+	} {
+		edit := cn.DeepCopy()
+		edit.Spec.DryRun = &bad.req
+		if err := cl.c.Update(cl.ctx, edit); err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("dry run %+v: %v, want a refusal saying %q", bad.req, err, bad.says)
+		}
+	}
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.DryRun = &v1alpha1.DryRunRequest{MTU: ptr.To[int32](1400)} })
+	cl.eventually(30*time.Second, "the dry run to be checked", func() bool {
+		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
+		return cn.Status.Change != nil && cn.Status.Change.DryRun && cn.Status.Change.Phase == v1alpha1.PhaseChecked
+	})
+	ch := cn.Status.Change
+	if ch.Kind != v1alpha1.ChangeMTU || ch.From != 1450 || ch.To != 1400 || ch.Ready != 1 || ch.Failed != 1 ||
+		!strings.Contains(ch.Message, "1 of 2 nodes would stop the change") || !strings.Contains(ch.Message, "node d2") || ch.T0 != nil {
+		t.Fatalf("dry run = %+v", ch)
+	}
+	if *cn.Spec.MTU != 1450 || cn.Status.Applied.MTU != 1450 {
+		t.Fatalf("a dry run changed the spec's MTU (%d) or the applied one (%d)", *cn.Spec.MTU, cn.Status.Applied.MTU)
+	}
+	if deg := meta.FindStatusCondition(cn.Status.Conditions, operator.CondDegraded); deg == nil || deg.Status != metav1.ConditionFalse {
+		t.Errorf("a dry run's findings degraded the network: %+v", deg)
+	}
+	for _, n := range []string{"d1", "d2"} {
+		var nns v1alpha1.NetshiftNodeState
+		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &nns)
+		rep := nns.Status.LiveChange
+		if nns.Spec.LiveChange != nil || cl.node(n).Spec.Unschedulable {
+			t.Errorf("node %s: plan %+v, cordoned %v: a dry run leaves nothing", n, nns.Spec.LiveChange, cl.node(n).Spec.Unschedulable)
+		}
+		if rep == nil || rep.ID != ch.ID || len(rep.WouldChange) == 0 || !strings.Contains(rep.WouldChange[0], "0 pods' eth0") {
+			t.Errorf("node %s: report %+v, want what its steps would change", n, rep)
+		}
+		if ready := n == "d1"; rep != nil && rep.Ready != ready {
+			t.Errorf("node %s: ready %v, want %v (%v)", n, rep.Ready, ready, rep.Problems)
+		}
+	}
+	// Once per edit: the operator does not run it again by itself.
+	id := ch.ID
+	time.Sleep(2 * time.Second)
+	_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
+	if cn.Status.Change.ID != id || cn.Status.Change.Phase != v1alpha1.PhaseChecked {
+		t.Fatalf("the dry run ran again with no edit: %+v", cn.Status.Change)
+	}
+}
