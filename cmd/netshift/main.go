@@ -49,7 +49,7 @@ func main() {
 	}
 	root.PersistentFlags().StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster config, or ~/.kube/config)")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "human-readable debug logs")
-	root.AddCommand(operatorCmd(g), agentCmd(g), planCmd(g), statusCmd(g), reconfigureCmd(g), abortCmd(g), portpoolCmd(g), versionCmd())
+	root.AddCommand(operatorCmd(g), agentCmd(g), planCmd(g), statusCmd(g), reconfigureCmd(g), abortCmd(g), portpoolCmd(g), versionCmd(), changeCmd(g))
 	for _, c := range labCommands {
 		root.AddCommand(c(g))
 	}

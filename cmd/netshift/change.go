@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/livechange"
+)
+
+// changeTargets are what `netshift change` changes, with the spec field and its range.
+var changeTargets = map[string]struct {
+	kind     v1alpha1.ChangeKind
+	field    string
+	min, max int64
+}{
+	"mtu":         {v1alpha1.ChangeMTU, "spec.mtu", 576, 9158},
+	"vxlan-port":  {v1alpha1.ChangeVXLANPort, "spec.vxlanPort", 1, 65535},
+	"geneve-port": {v1alpha1.ChangeGenevePort, "spec.genevePort", 1, 65535},
+}
+
+func changeCmd(g *globals) *cobra.Command {
+	var dryRun, noWait bool
+	var timeout time.Duration
+	var output string
+	cmd := &cobra.Command{
+		Use:   "change (mtu|vxlan-port|geneve-port) VALUE",
+		Short: "Start a live change of the pod MTU or a tunnel port and follow it to its end (or, with --dry-run, check it on every node)",
+		Long: `Start a live change and follow it: every node checks its preconditions, then all apply
+their steps at one synchronized time. With --dry-run every node checks its preconditions and
+says what its steps would change; nothing on any node is touched and the spec keeps its values.`,
+		Example: "  netshift change mtu 1350 --dry-run\n  netshift change mtu 1350\n  netshift change vxlan-port 4790 --no-wait",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			target, ok := changeTargets[args[0]]
+			if !ok {
+				return fmt.Errorf("%q: want mtu, vxlan-port or geneve-port", args[0])
+			}
+			value, err := strconv.ParseInt(args[1], 10, 32)
+			if err != nil || value < target.min || value > target.max {
+				return fmt.Errorf("%s %q: want a number from %d to %d (%s)", args[0], args[1], target.min, target.max, target.field)
+			}
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout %s: want more than 0", timeout)
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			r := changeRun{c: c, out: cmd.OutOrStdout(), kind: target.kind, value: int32(value), dryRun: dryRun, json: output == "json"}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return r.run(ctx, !noWait)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&dryRun, "dry-run", false, "check the change on every node and show each node's preconditions and what its steps would change; touch nothing")
+	f.BoolVar(&noWait, "no-wait", false, "ask for the change and return; follow it with `netshift status -w 1s`")
+	f.DurationVar(&timeout, "timeout", 30*time.Minute, "how long to follow the change before giving up following it (the change goes on)")
+	f.StringVarP(&output, "output", "o", "text", "text or json (json: the change and each node's report, at the end)")
+	return cmd
+}
+
+// changeRun is one `netshift change`.
+type changeRun struct {
+	c      client.Client
+	out    io.Writer
+	kind   v1alpha1.ChangeKind
+	value  int32
+	dryRun bool
+	json   bool
+}
+
+func (r changeRun) run(ctx context.Context, wait bool) error {
+	var cn v1alpha1.NetshiftNetwork
+	if err := r.c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
+		if apierrors.IsNotFound(err) {
+			return errors.New("no NetshiftNetwork yet: the operator creates it once every node reported its network (`netshift status` says what it waits for)")
+		}
+		return err
+	}
+	if ch := cn.Status.Change; ch != nil && ch.Phase.Active() {
+		return fmt.Errorf("change %s is in progress (%s: %s): wait for it, or `netshift abort` it before its T0", ch.ID, ch.Phase, ch.Message)
+	}
+	if cn.Status.Applied == nil {
+		return errors.New("the operator has not recorded the network in force yet (NetshiftNetwork status.applied): is it running?")
+	}
+	if from := current(r.kind, *cn.Status.Applied); from == r.value && !r.dryRun {
+		fmt.Fprintf(r.out, "%s is %d already; nothing to change\n", r.kind, r.value)
+		return nil
+	}
+	if !r.dryRun && wanted(r.kind, cn.Spec) == r.value {
+		// Asked before, and it did not go through: the spec is put back to the value in force
+		// first, so that asking again is a new edit (a failed change is retried only after one).
+		back := client.MergeFromWithOptions(cn.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		setSpec(&cn.Spec, r.kind, current(r.kind, *cn.Status.Applied))
+		if err := r.c.Patch(ctx, &cn, back); err != nil {
+			return fmt.Errorf("NetshiftNetwork %s: put %s back to %d before asking again: %w", cn.Name, r.kind, current(r.kind, *cn.Status.Applied), err)
+		}
+		fmt.Fprintf(r.out, "%s %d was asked before and is not in force; asking again\n", r.kind, r.value)
+	}
+	patch := client.MergeFromWithOptions(cn.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if r.dryRun {
+		cn.Spec.DryRun = dryRunRequest(r.kind, r.value)
+	} else {
+		setSpec(&cn.Spec, r.kind, r.value)
+		cn.Spec.DryRun = nil
+	}
+	if err := r.c.Patch(ctx, &cn, patch); err != nil {
+		return fmt.Errorf("NetshiftNetwork %s: ask for %s %d: %w", cn.Name, r.kind, r.value, err)
+	}
+	gen := cn.Generation
+	if !wait {
+		fmt.Fprintf(r.out, "asked for %s %d (generation %d); follow it with `netshift status -w 1s`\n", r.kind, r.value, gen)
+		return nil
+	}
+	ch, err := r.follow(ctx, gen)
+	if r.dryRun {
+		// The spec goes back to asking for nothing, whatever the dry run found.
+		if cerr := r.clearDryRun(context.WithoutCancel(ctx)); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return r.finish(ctx, ch)
+}
+
+// follow waits for the change generation gen asked for to end, printing each
+// new state of it.
+func (r changeRun) follow(ctx context.Context, gen int64) (*v1alpha1.NetworkChange, error) {
+	last := ""
+	for {
+		var cn v1alpha1.NetshiftNetwork
+		if err := r.c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
+			return nil, err
+		}
+		ch := cn.Status.Change
+		if ch != nil && ch.Generation >= gen && ch.DryRun == r.dryRun {
+			line := fmt.Sprintf("%s %s: %d/%d nodes ready, %d applied, %d failed: %s", ch.ID, ch.Phase, ch.Ready, ch.Nodes, ch.Applied, ch.Failed, ch.Message)
+			if line != last && !r.json {
+				fmt.Fprintf(r.out, "%s %s\n", time.Now().Format(time.TimeOnly), line)
+				last = line
+			}
+			if !ch.Phase.Active() && len(ch.Converging) == 0 && len(ch.Rebooting) == 0 {
+				return ch, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stopped following (the change goes on; `netshift status` shows it): %w", ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (r changeRun) clearDryRun(ctx context.Context) error {
+	var cn v1alpha1.NetshiftNetwork
+	if err := r.c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
+		return err
+	}
+	if cn.Spec.DryRun == nil {
+		return nil
+	}
+	patch := client.MergeFrom(cn.DeepCopy())
+	cn.Spec.DryRun = nil
+	if err := r.c.Patch(ctx, &cn, patch); err != nil {
+		return fmt.Errorf("remove spec.dryRun (do it by hand: it asks for nothing more): %w", err)
+	}
+	return nil
+}
+
+// finish prints the end of a change (a dry run's per-node report) and says
+// whether it did what was asked.
+func (r changeRun) finish(ctx context.Context, ch *v1alpha1.NetworkChange) error {
+	reports, err := r.reports(ctx, ch.ID)
+	if err != nil {
+		return err
+	}
+	if r.json {
+		if err := writeJSON(r.out, struct {
+			Change *v1alpha1.NetworkChange              `json:"change"`
+			Nodes  map[string]*v1alpha1.LiveChangeReport `json:"nodes"`
+		}{ch, reports}); err != nil {
+			return err
+		}
+	} else if ch.DryRun {
+		r.writeDryRun(ch, reports)
+	}
+	switch {
+	case ch.DryRun && ch.Failed > 0:
+		return fmt.Errorf("dry run %s: %d of %d nodes would stop the change", ch.ID, ch.Failed, ch.Nodes)
+	case ch.DryRun, ch.Phase == v1alpha1.PhaseSucceeded:
+		return nil
+	}
+	return fmt.Errorf("change %s ended %s: %s", ch.ID, ch.Phase, ch.Message)
+}
+
+// reports reads every node's report of change id.
+func (r changeRun) reports(ctx context.Context, id string) (map[string]*v1alpha1.LiveChangeReport, error) {
+	var states v1alpha1.NetshiftNodeStateList
+	if err := r.c.List(ctx, &states); err != nil {
+		return nil, err
+	}
+	out := map[string]*v1alpha1.LiveChangeReport{}
+	for i := range states.Items {
+		if rep := states.Items[i].Status.LiveChange; rep != nil && rep.ID == id {
+			out[states.Items[i].Name] = rep
+		} else {
+			out[states.Items[i].Name] = nil
+		}
+	}
+	return out, nil
+}
+
+func (r changeRun) writeDryRun(ch *v1alpha1.NetworkChange, reports map[string]*v1alpha1.LiveChangeReport) {
+	fmt.Fprintf(r.out, "\n%s %d -> %d, checked on %d nodes (nothing was changed)\n", ch.Kind, ch.From, ch.To, len(reports))
+	var steps []string
+	for _, s := range livechange.Schedule(livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}, time.Second) {
+		steps = append(steps, string(s.Action))
+	}
+	fmt.Fprintf(r.out, "steps on every node, in order, from one synchronized T0: %s\n\n", strings.Join(steps, ", "))
+	tw := tabwriter.NewWriter(r.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tREADY\tPRECONDITIONS\tWOULD CHANGE")
+	nodes := make([]string, 0, len(reports))
+	for n := range reports {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		rep := reports[n]
+		if rep == nil {
+			fmt.Fprintf(tw, "%s\tno\tno answer\t-\n", n)
+			continue
+		}
+		pre := "ok"
+		if len(rep.Problems) > 0 {
+			pre = strings.Join(rep.Problems, "; ")
+		}
+		if len(rep.Warnings) > 0 {
+			pre += " (warning: " + strings.Join(rep.Warnings, "; ") + ")"
+		}
+		ready := "no"
+		if rep.Ready {
+			ready = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n, ready, pre, orDash(strings.Join(rep.WouldChange, "; ")))
+	}
+	_ = tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func current(kind v1alpha1.ChangeKind, a v1alpha1.AppliedNetwork) int32 {
+	switch kind {
+	case v1alpha1.ChangeMTU:
+		return a.MTU
+	case v1alpha1.ChangeVXLANPort:
+		return a.VXLANPort
+	}
+	return a.GenevePort
+}
+
+func wanted(kind v1alpha1.ChangeKind, s v1alpha1.NetshiftNetworkSpec) int32 {
+	w := livechange.FromSpec(s)
+	return current(kind, v1alpha1.AppliedNetwork{MTU: w.MTU, VXLANPort: w.VXLANPort, GenevePort: w.GenevePort})
+}
+
+func setSpec(s *v1alpha1.NetshiftNetworkSpec, kind v1alpha1.ChangeKind, v int32) {
+	switch kind {
+	case v1alpha1.ChangeMTU:
+		s.MTU = &v
+	case v1alpha1.ChangeVXLANPort:
+		s.VXLANPort = v
+	default:
+		s.GenevePort = v
+	}
+}
+
+func dryRunRequest(kind v1alpha1.ChangeKind, v int32) *v1alpha1.DryRunRequest {
+	switch kind {
+	case v1alpha1.ChangeMTU:
+		return &v1alpha1.DryRunRequest{MTU: &v}
+	case v1alpha1.ChangeVXLANPort:
+		return &v1alpha1.DryRunRequest{VXLANPort: &v}
+	}
+	return &v1alpha1.DryRunRequest{GenevePort: &v}
+}
