@@ -356,6 +356,10 @@ type NetshiftNodeStateStatus struct {
 	// LiveChange is the agent's report on the node's part of a live change. Written by the agent.
 	// +optional
 	LiveChange *LiveChangeReport `json:"liveChange,omitempty"`
+	// Network is the network the agent finds on its node: the operator creates the
+	// NetshiftNetwork from what every node reports, once they agree. Written by the agent.
+	// +optional
+	Network *ObservedNetwork `json:"network,omitempty"`
 	// LiveChangeCordoned is what an older operator recorded of a live change's cordon. Deprecated:
 	// the operator turns it into a LiveChange hold (status.holds) and clears it; never written.
 	// +optional
@@ -370,6 +374,38 @@ type NetshiftNodeStateStatus struct {
 	// Written by the operator.
 	// +optional
 	ZoneRestart *ZoneRestart `json:"zoneRestart,omitempty"`
+}
+
+// ObservedNetwork is the network an agent finds on its node, from the node itself (its
+// network configuration, its pods' interfaces as its runtime reports them, its tunnels, its
+// underlay interface), never from what a tenant can write.
+type ObservedNetwork struct {
+	// MTU is the pod MTU: the node's network configuration's, or else the MTU most of its pods'
+	// eth0 have; 0 when the node has neither (no pod with a network of its own yet).
+	// +optional
+	MTU int32 `json:"mtu,omitempty"`
+	// MTUFrom says where MTU was read: NetworkConfig or Pods.
+	// +optional
+	MTUFrom string `json:"mtuFrom,omitempty"`
+	// Encapsulation is the tunnel protocol of the node's tunnels (in its Open vSwitch, else
+	// its kernel's VXLAN and Geneve devices); empty when it has none.
+	// +optional
+	Encapsulation Encapsulation `json:"encapsulation,omitempty"`
+	// TunnelPort is their UDP destination port.
+	// +optional
+	TunnelPort int32 `json:"tunnelPort,omitempty"`
+	// UnderlayInterface is the node's interface onto the underlay (the one holding its tunnel
+	// address, or the agent's --underlay-interface).
+	// +optional
+	UnderlayInterface string `json:"underlayInterface,omitempty"`
+	// UnderlayMTU is that interface's MTU.
+	// +optional
+	UnderlayMTU int32 `json:"underlayMTU,omitempty"`
+	// Problems are what could not be read, each with why.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Problems []string `json:"problems,omitempty"`
 }
 
 // HoldKind is what holds a node.

@@ -306,6 +306,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
+	if err := mgr.Add(networkObserver{a}); err != nil {
+		return nil, err
+	}
 	return mgr, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 
 	"github.com/vishvananda/netlink"
 )
@@ -153,4 +154,38 @@ func (h *Handle) LinkWithAddress(ip net.IP) (string, error) {
 		return l.Attrs().Name, nil
 	}
 	return "", nil
+}
+
+// TunnelDevice is a kernel VXLAN or Geneve device (a VXLAN overlay such as
+// flannel's has one; OVS-based plugins' tunnels are in Open vSwitch).
+type TunnelDevice struct {
+	Name string
+	// Kind is "vxlan" or "geneve".
+	Kind string
+	// Port is its UDP destination port.
+	Port int
+	MTU  int
+}
+
+// TunnelDevices lists the kernel's VXLAN and Geneve devices, by name.
+func (h *Handle) TunnelDevices() ([]TunnelDevice, error) {
+	links, err := h.h.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("links in %q: %w", h.netns, err)
+	}
+	var out []TunnelDevice
+	for _, l := range links {
+		d := TunnelDevice{Name: l.Attrs().Name, MTU: l.Attrs().MTU}
+		switch t := l.(type) {
+		case *netlink.Vxlan:
+			d.Kind, d.Port = "vxlan", t.Port
+		case *netlink.Geneve:
+			d.Kind, d.Port = "geneve", int(t.Dport)
+		default:
+			continue
+		}
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }

@@ -68,6 +68,8 @@ type LiveChangeReconciler struct {
 	TimeURL string
 	// listening is when this reconciler first ran (as the leader).
 	listening time.Time
+	// waitingFor is why the NetshiftNetwork was last not created, logged once each.
+	waitingFor string
 }
 
 var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}}
@@ -91,8 +93,10 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.listening = r.Now()
 	}
 	var cn v1alpha1.NetshiftNetwork
-	if err := r.APIReader.Get(ctx, req.NamespacedName, &cn); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.APIReader.Get(ctx, req.NamespacedName, &cn); apierrors.IsNotFound(err) {
+		return ctrl.Result{}, r.createFromNodes(ctx)
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
 	before := cn.DeepCopy()
 	wanted := livechange.FromSpec(cn.Spec)
@@ -159,6 +163,45 @@ func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.Net
 	st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhasePreconditions,
 		Message: "checking preconditions on every node", Attempt: attempt, StartedAt: &started, Generation: cn.Generation}
 	return 100 * time.Millisecond
+}
+
+// createFromNodes creates the NetshiftNetwork from what every node's agent
+// reports, once they agree; until then it says (once each) what it waits for.
+func (r *LiveChangeReconciler) createFromNodes(ctx context.Context) error {
+	var nodes corev1.NodeList
+	var states v1alpha1.NetshiftNodeStateList
+	if err := r.APIReader.List(ctx, &nodes); err != nil {
+		return err
+	}
+	if err := r.APIReader.List(ctx, &states); err != nil {
+		return err
+	}
+	reports := map[string]*v1alpha1.ObservedNetwork{}
+	for _, n := range nodes.Items {
+		reports[n.Name] = nil
+	}
+	for i := range states.Items {
+		if _, ok := reports[states.Items[i].Name]; ok {
+			reports[states.Items[i].Name] = states.Items[i].Status.Network
+		}
+	}
+	spec, why := livechange.FromNodes(reports)
+	logger := log.FromContext(ctx)
+	if spec == nil {
+		if why != r.waitingFor {
+			logger.Info("NetshiftNetwork not created yet", "why", why)
+			r.waitingFor = why
+		}
+		return nil
+	}
+	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NetshiftNetworkName}, Spec: *spec}
+	if err := r.Client.Create(ctx, cn); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create NetshiftNetwork %s from the nodes' reports: %w", cn.Name, err)
+	}
+	logger.Info("NetshiftNetwork created from the nodes' reports", "mtu", *spec.MTU, "encapsulation", spec.Encapsulation,
+		"vxlanPort", spec.VXLANPort, "genevePort", spec.GenevePort, "underlayMTU", spec.Underlay.MTU)
+	r.waitingFor = ""
+	return nil
 }
 
 // startDryRun records dry run c: in its preconditions, or checked at once

@@ -23,26 +23,9 @@ import (
 // the measured offset, and no node was given a schedule or cordoned.
 func TestClockCheckStopsALiveChange(t *testing.T) {
 	cl := newCluster(t)
-	bound := make(chan string, 1)
-	ctx, cancel := context.WithCancel(cl.ctx)
-	defer cancel()
-	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0",
-		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: operator.Namespace,
-		EvictionRetry: 200 * time.Millisecond, Registry: prometheus.NewRegistry(), ManyInProcess: true,
-		TimeAddr: "127.0.0.1:0", TimeBound: bound, ChangeRetry: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx, bound := startOperator(t, cl)
 	cl.createNodes("k1", "k2")
-	var addr string
-	select {
-	case addr = <-bound:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the time endpoint did not start (leader election?)")
-	}
+	addr := timeEndpoint(t, bound)
 	for node, offset := range map[string]time.Duration{"k1": 0, "k2": 200 * time.Millisecond} {
 		m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
 			OperatorTimeURL: "http://" + addr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{}})
@@ -89,6 +72,37 @@ func TestClockCheckStopsALiveChange(t *testing.T) {
 	}
 }
 
+// startOperator runs the operator, with its time endpoint, until the test
+// ends; bound gets the endpoint's address once it is elected.
+func startOperator(t *testing.T, cl *cluster) (ctx context.Context, bound chan string) {
+	t.Helper()
+	bound = make(chan string, 1)
+	ctx, cancel := context.WithCancel(cl.ctx)
+	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0",
+		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: operator.Namespace,
+		EvictionRetry: 200 * time.Millisecond, Registry: prometheus.NewRegistry(), ManyInProcess: true,
+		TimeAddr: "127.0.0.1:0", TimeBound: bound, ChangeRetry: time.Hour})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx, bound
+}
+
+func timeEndpoint(t *testing.T, bound chan string) string {
+	t.Helper()
+	select {
+	case addr := <-bound:
+		return addr
+	case <-time.After(30 * time.Second):
+		t.Fatal("the time endpoint did not start (leader election?)")
+	}
+	return ""
+}
+
 // nodeWithoutPods is a node whose runtime runs no pod: this test is about the
 // operator and the clock check, not about pods.
 type nodeWithoutPods struct{}
@@ -105,26 +119,9 @@ func (nodeWithoutPods) PodNetworks(context.Context) ([]agent.PodNetwork, []strin
 // field.
 func TestADryRunTouchesNothing(t *testing.T) {
 	cl := newCluster(t)
-	bound := make(chan string, 1)
-	ctx, cancel := context.WithCancel(cl.ctx)
-	defer cancel()
-	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0",
-		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: operator.Namespace,
-		EvictionRetry: 200 * time.Millisecond, Registry: prometheus.NewRegistry(), ManyInProcess: true,
-		TimeAddr: "127.0.0.1:0", TimeBound: bound, ChangeRetry: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx, bound := startOperator(t, cl)
 	cl.createNodes("d1", "d2")
-	var addr string
-	select {
-	case addr = <-bound:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the time endpoint did not start (leader election?)")
-	}
+	addr := timeEndpoint(t, bound)
 	for node, offset := range map[string]time.Duration{"d1": 0, "d2": 200 * time.Millisecond} {
 		m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
 			OperatorTimeURL: "http://" + addr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{}})
@@ -195,5 +192,40 @@ func TestADryRunTouchesNothing(t *testing.T) {
 	_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
 	if cn.Status.Change.ID != id || cn.Status.Change.Phase != v1alpha1.PhaseChecked {
 		t.Fatalf("the dry run ran again with no edit: %+v", cn.Status.Change)
+	}
+}
+
+// TestTheNetworkIsCreatedFromTheNodes: with no NetshiftNetwork, the operator
+// creates it from what every node's agent reports, and not while two nodes
+// disagree (nothing is guessed).
+func TestTheNetworkIsCreatedFromTheNodes(t *testing.T) {
+	cl := newCluster(t)
+	startOperator(t, cl)
+	cl.createNodes("o1", "o2")
+	report := func(node string, mtu int32) {
+		t.Helper()
+		var nns v1alpha1.NetshiftNodeState
+		cl.eventually(30*time.Second, "node "+node+"'s state", func() bool { return cl.c.Get(cl.ctx, client.ObjectKey{Name: node}, &nns) == nil })
+		patch := client.MergeFrom(nns.DeepCopy())
+		nns.Status.Network = &v1alpha1.ObservedNetwork{MTU: mtu, MTUFrom: "Pods", Encapsulation: v1alpha1.EncapVXLAN, TunnelPort: 8472,
+			UnderlayInterface: "eth0", UnderlayMTU: 1500}
+		if err := cl.c.Status().Patch(cl.ctx, &nns, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report("o1", 1450)
+	report("o2", 1400)
+	var cn v1alpha1.NetshiftNetwork
+	time.Sleep(2 * time.Second)
+	if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: "cluster"}, &cn); err == nil {
+		t.Fatalf("created while the nodes disagree on the MTU: %+v", cn.Spec)
+	}
+	report("o2", 1450)
+	cl.eventually(30*time.Second, "the NetshiftNetwork to be created", func() bool {
+		return cl.c.Get(cl.ctx, client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Applied != nil
+	})
+	if *cn.Spec.MTU != 1450 || cn.Spec.Encapsulation != v1alpha1.EncapVXLAN || cn.Spec.VXLANPort != 8472 || cn.Spec.Underlay.MTU != 1500 ||
+		cn.Status.Applied.MTU != 1450 || cn.Status.Applied.VXLANPort != 8472 {
+		t.Fatalf("created %+v, applied %+v; want MTU 1450 over VXLAN port 8472, underlay 1500", cn.Spec, cn.Status.Applied)
 	}
 }

@@ -117,6 +117,7 @@ func TestLeastPrivilege(t *testing.T) {
 		{"create", "netshift.io", "netshiftnodestates", "", "", ""}, {"delete", "netshift.io", "netshiftnodestates", "", "", ""},
 		{"patch", "netshift.io", "netshiftnodestates", "status", "", ""}, {"patch", "netshift.io", "netshiftnodepools", "status", "", ""},
 		{"watch", "netshift.io", "netshiftnetworks", "", "", ""}, {"patch", "netshift.io", "netshiftnetworks", "status", "", ""},
+		{"create", "netshift.io", "netshiftnetworks", "", "", ""}, // from the nodes' reports
 		{"patch", "netshift.io", "netshiftnodestates", "", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", operator.Namespace, ""},
 		{"patch", "", "pods", "", "any", ""}, {"watch", "", "namespaces", "", "", ""}, // port pools: the ownership record
@@ -132,6 +133,7 @@ func TestLeastPrivilege(t *testing.T) {
 		{"update", "netshift.io", "netshiftnodepools", "", "", ""}, {"update", "netshift.io", "netshiftnetworks", "", "", ""},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system", ""}, {"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", ""},
 		{"update", "netshift.io", "netshiftnodestates", "", "", ""}, {"patch", "netshift.io", "netshiftnetworks", "", "", ""},
+		{"delete", "netshift.io", "netshiftnetworks", "", "", ""},
 		// Rights it once had in every namespace: delete any pod (kube-proxy's, a CSI
 		// node plugin's), scale and read any Deployment (CoreDNS to 0).
 		{"delete", "", "pods", "", "kube-system", ""}, {"delete", "", "pods", "", "any", ""},

@@ -1,0 +1,149 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/nodeconfig"
+)
+
+// observeEvery is how often the agent looks at its node's network again: it
+// writes only what changed, so a cluster of thousands of nodes costs the API
+// server next to nothing once they agree.
+const observeEvery = time.Minute
+
+// networkObserver reports the node's network (NetshiftNodeState
+// status.network): the operator creates the NetshiftNetwork from the reports.
+type networkObserver struct{ a *Agent }
+
+func (o networkObserver) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("observe").WithValues("node", o.a.Node)
+	wait := 2 * time.Second // the node's pods and tunnels are being listed at the agent's start
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = observeEvery
+		if err := o.a.reportNetwork(ctx); err != nil {
+			logger.Error(err, "reporting the node's network")
+			wait = 5 * time.Second
+		}
+	}
+}
+
+func (a *Agent) reportNetwork(ctx context.Context) error {
+	var nns v1alpha1.NetshiftNodeState
+	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {
+		return err // created by the operator for every Node: look again soon
+	}
+	seen := a.observe(ctx)
+	if equality.Semantic.DeepEqual(nns.Status.Network, &seen) {
+		return nil
+	}
+	return a.report(ctx, &nns, func(s *v1alpha1.NetshiftNodeStateStatus) { s.Network = &seen })
+}
+
+// observe reads the network the node has now.
+func (a *Agent) observe(ctx context.Context) v1alpha1.ObservedNetwork {
+	var o v1alpha1.ObservedNetwork
+	problem := func(what string, err error) {
+		if len(o.Problems) < 8 {
+			o.Problems = append(o.Problems, what+": "+err.Error())
+		}
+	}
+	if err := a.observeMTU(ctx, &o); err != nil {
+		problem("pod MTU", err)
+	}
+	if err := a.observeTunnels(ctx, &o); err != nil {
+		problem("tunnels", err)
+	}
+	if link, err := a.underlayInterface(ctx); err != nil {
+		problem("underlay", err)
+	} else if mtu, err := linkMTU(a.NodeNetns, link); err != nil {
+		problem("underlay", err)
+	} else {
+		o.UnderlayInterface, o.UnderlayMTU = link, int32(mtu)
+	}
+	return o
+}
+
+// observeMTU reads the pod MTU from the node's network configuration, which
+// netshift wrote, or else from the MTU most of the node's pods have.
+func (a *Agent) observeMTU(ctx context.Context, o *v1alpha1.ObservedNetwork) error {
+	if a.NetworkConfig != "" {
+		f, err := nodeconfig.Read(a.NetworkConfig)
+		if err == nil {
+			o.MTU, o.MTUFrom = f.MTU, "NetworkConfig"
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if a.Pods == nil {
+		return nil
+	}
+	pods, _, err := a.Pods.PodNetworks(ctx)
+	if err != nil {
+		return err
+	}
+	count := map[int]int{}
+	for _, p := range pods {
+		if mtu, err := linkMTU(p.Netns, "eth0"); err == nil {
+			count[mtu]++
+		}
+	}
+	best := 0
+	for mtu, n := range count {
+		if n > count[best] || (n == count[best] && mtu < best) {
+			best = mtu
+		}
+	}
+	if best > 0 {
+		o.MTU, o.MTUFrom = int32(best), "Pods"
+	}
+	return nil
+}
+
+// observeTunnels reads the tunnel protocol and port from the node's Open
+// vSwitch, or else from its kernel's tunnel devices.
+func (a *Agent) observeTunnels(ctx context.Context, o *v1alpha1.ObservedNetwork) error {
+	defaults := map[string]int32{"vxlan": 4789, "geneve": 6081}
+	if a.Switch != nil {
+		tunnels, err := a.Switch.Tunnels(ctx)
+		if err != nil {
+			return err
+		}
+		if len(tunnels) > 0 {
+			o.Encapsulation, o.TunnelPort = v1alpha1.Encapsulation(tunnels[0].Type), int32(tunnels[0].DstPort)
+			if o.TunnelPort == 0 {
+				o.TunnelPort = defaults[tunnels[0].Type]
+			}
+			return nil
+		}
+	}
+	h, err := netdev.Open(a.NodeNetns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	devs, err := h.TunnelDevices()
+	if err != nil || len(devs) == 0 {
+		return err
+	}
+	o.Encapsulation, o.TunnelPort = v1alpha1.Encapsulation(devs[0].Kind), int32(devs[0].Port)
+	if o.TunnelPort == 0 {
+		o.TunnelPort = defaults[devs[0].Kind]
+	}
+	return nil
+}
