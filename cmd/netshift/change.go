@@ -194,7 +194,7 @@ func (r changeRun) finish(ctx context.Context, ch *v1alpha1.NetworkChange) error
 	}
 	if r.json {
 		if err := writeJSON(r.out, struct {
-			Change *v1alpha1.NetworkChange              `json:"change"`
+			Change *v1alpha1.NetworkChange               `json:"change"`
 			Nodes  map[string]*v1alpha1.LiveChangeReport `json:"nodes"`
 		}{ch, reports}); err != nil {
 			return err

@@ -156,7 +156,9 @@ func TestADryRunTouchesNothing(t *testing.T) {
 			t.Errorf("dry run %+v: %v, want a refusal saying %q", bad.req, err, bad.says)
 		}
 	}
-	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.DryRun = &v1alpha1.DryRunRequest{MTU: ptr.To[int32](1400)} })
+	cl.update(cn, func(o client.Object) {
+		o.(*v1alpha1.NetshiftNetwork).Spec.DryRun = &v1alpha1.DryRunRequest{MTU: ptr.To[int32](1400)}
+	})
 	cl.eventually(30*time.Second, "the dry run to be checked", func() bool {
 		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
 		return cn.Status.Change != nil && cn.Status.Change.DryRun && cn.Status.Change.Phase == v1alpha1.PhaseChecked
