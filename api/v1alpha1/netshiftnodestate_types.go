@@ -182,6 +182,12 @@ type NetshiftNodeStateSpec struct {
 	// LiveChange is the node's part of a live MTU or tunnel port change; absent when none.
 	// +optional
 	LiveChange *LiveChangePlan `json:"liveChange,omitempty"`
+	// Uninstall is set by `netshift uninstall`: the agent takes netshift off its node
+	// (netshift-cni out of the CNI configuration and its binary, netshift's files under
+	// /var/lib/netshift) and reports it in status.uninstall. Ports it plugged stay as they are:
+	// they carry their pods' traffic.
+	// +optional
+	Uninstall bool `json:"uninstall,omitempty"`
 }
 
 // DrainRequest is the agent's request to the drain controller, tied to one operation.
@@ -356,6 +362,10 @@ type NetshiftNodeStateStatus struct {
 	// LiveChange is the agent's report on the node's part of a live change. Written by the agent.
 	// +optional
 	LiveChange *LiveChangeReport `json:"liveChange,omitempty"`
+	// Uninstall is the agent's report of spec.uninstall: done once nothing of netshift's is left
+	// on the node. Written by the agent.
+	// +optional
+	Uninstall *UninstallReport `json:"uninstall,omitempty"`
 	// Network is the network the agent finds on its node: the operator creates the
 	// NetshiftNetwork from what every node reports, once they agree. Written by the agent.
 	// +optional
@@ -406,6 +416,21 @@ type ObservedNetwork struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
 	Problems []string `json:"problems,omitempty"`
+}
+
+// UninstallReport is what an agent took off its node for `netshift uninstall`.
+type UninstallReport struct {
+	// Done is true once nothing of netshift's is left on the node.
+	// +optional
+	Done bool `json:"done,omitempty"`
+	// Removed lists what the agent removed (files, the CNI configuration entry).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Removed []string `json:"removed,omitempty"`
+	// Error is why it is not done yet; the agent tries again.
+	// +optional
+	Error string `json:"error,omitempty"`
 }
 
 // HoldKind is what holds a node.
