@@ -25,7 +25,7 @@ type CNIInstall struct {
 	NetworkConfig string
 	// Pool, when set, makes netshift-cni wrap the network plugin's entry to
 	// wire the pods of pool-enabled namespaces to their pooled Neutron ports
-	// (its Delegate is filled from the node's list).
+	// (its Delegate is filled from the node's configuration).
 	Pool *cni.PoolConfig
 	// NodeKubeconfig is the node's own kubeconfig (the kubelet's), as mounted
 	// into the agent: with Pool, netshift-cni's identity is written from it
@@ -51,7 +51,7 @@ func (c CNIInstall) Start(ctx context.Context) error {
 	if every <= 0 {
 		every = 30 * time.Second
 	}
-	// A network plugin that rewrites its list drops netshift-cni from it; until the agent puts
+	// A network plugin that rewrites its configuration drops netshift-cni from it; until the agent puts
 	// it back, new pods miss it (and pooled pods get the plugin's network). A watch on the
 	// directory puts it back within milliseconds; the period is for what a watch can miss.
 	changes := make(chan struct{}, 1)

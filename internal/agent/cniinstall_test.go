@@ -56,6 +56,52 @@ func TestCNIInstallPutsItselfBackAtOnce(t *testing.T) {
 	}
 }
 
+// TestCNIInstallConvertsARewrittenConfAtOnce: OVN-Kubernetes writes its
+// single plugin's .conf at every start; the runtime loads it (it sorts
+// before the list netshift made of it) until the agent converts it again,
+// within moments.
+func TestCNIInstallConvertsARewrittenConfAtOnce(t *testing.T) {
+	_, conf, bin, plugin := nodeCNIDirs(t)
+	ovn, list := filepath.Join(conf, "10-ovn-kubernetes.conf"), filepath.Join(conf, "10-ovn-kubernetes.conflist")
+	const ovnConf = `{"cniVersion":"0.4.0","name":"ovn-kubernetes","type":"ovn-k8s-cni-overlay","ipam":{},"dns":{},"logLevel":"4"}`
+	if err := os.WriteFile(ovn, []byte(ovnConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- CNIInstall{Plugin: plugin, ConfDir: conf, BinDir: bin, NetworkConfig: "/n.json", Every: time.Hour}.Start(ctx)
+	}()
+	converted := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			data, _ := os.ReadFile(list)
+			if _, err := os.Stat(ovn); os.IsNotExist(err) && strings.Contains(string(data), `"netshift-cni"`) {
+				return
+			}
+			if time.Now().After(deadline) {
+				entries, _ := os.ReadDir(conf)
+				t.Fatalf("%s: not converted after 5 s: %v", what, entries)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	converted("at start")
+	time.Sleep(100 * time.Millisecond)
+	if err := os.WriteFile(ovn, []byte(ovnConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	converted("after ovnkube-node wrote its .conf again")
+	t.Logf("converted again %s after the rewrite", time.Since(start).Round(time.Millisecond))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCNIInstallWaitsForThePoolNamespaces: with port pools, netshift-cni is
 // chained (and the agent ready) only once the node lists its pool-enabled
 // namespaces: chained before, it would hand a pooled pod the plugin's

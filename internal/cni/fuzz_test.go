@@ -25,3 +25,29 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConvert: whatever a network plugin wrote as its single plugin's file,
+// converting it never panics, and a file converted and chained comes back
+// from Unchain, with and without pools, as the same JSON under its own name.
+func FuzzConvert(f *testing.F) {
+	for _, seed := range []string{ovnConf, multusConf, bridgeConf, mainList, `{"type":"x","n":1e400}`, `{"type":"x","n":12345678901234567890}`,
+		`{"type":"netshift-cni"}`, `{"type":"x","pool":{"delegate":{"type":"y"}}}`, `{"type":"x"} {}`, `null`, `{`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, conf []byte) {
+		list, err := Convert(conf, "10-x.conf")
+		if err != nil {
+			return
+		}
+		for _, pool := range []*PoolConfig{nil, testPool} {
+			chained, _, err := Chain(list, "/n.json", pool)
+			if err != nil {
+				continue
+			}
+			u, changed, err := Unchain(chained)
+			if err != nil || !changed || u.From != "10-x.conf" || !sameJSON(t, string(u.Conf), string(conf)) {
+				t.Fatalf("%s converted and chained into\n%s\ncomes back as %s %s (%v, changed %v)", conf, chained, u.From, u.Conf, err, changed)
+			}
+		}
+	})
+}

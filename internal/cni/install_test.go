@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/containernetworking/cni/libcni"
 )
 
 const mainList = `{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"ovn-k8s-cni-overlay","mtu":1400},{"type":"portmap","capabilities":{"portMappings":true}}]}`
@@ -123,7 +127,7 @@ func TestInstall(t *testing.T) {
 	if err := os.WriteFile(plugin, []byte("binary"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Install(conf, bin, plugin, "/n.json", nil); err == nil || !strings.Contains(err.Error(), "no CNI configuration list in") {
+	if _, err := Install(conf, bin, plugin, "/n.json", nil); err == nil || !strings.Contains(err.Error(), "no CNI configuration in") {
 		t.Fatalf("before the network plugin wrote its list: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(conf, "10-pods.conflist"), []byte(mainList), 0o644); err != nil {
@@ -141,5 +145,302 @@ func TestInstall(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(bin, "netshift-cni")); err != nil || string(b) != "binary" {
 		t.Fatalf("plugin binary: %q, %v", b, err)
+	}
+}
+
+// The single plugin configurations real network plugins write.
+const (
+	// OVN-Kubernetes' (ovnkube-node writes it at every start).
+	ovnConf = `{"cniVersion":"0.4.0","name":"ovn-kubernetes","type":"ovn-k8s-cni-overlay","ipam":{},"dns":{},"logFile":"/var/log/ovn-kubernetes/ovn-k8s-cni-overlay.log","logLevel":"4","logfile-maxsize":100,"logfile-maxbackups":5,"logfile-maxage":5}`
+	// Multus' (thick plugin), delegating the cluster network to OVN-Kubernetes' file.
+	multusConf = `{"cniVersion":"0.3.1","name":"multus-cni-network","type":"multus-shim","logLevel":"verbose","logToStderr":true,"clusterNetwork":"/host/etc/cni/net.d/10-ovn-kubernetes.conf"}`
+	bridgeConf = `{"cniVersion":"1.0.0","name":"pods","type":"bridge","bridge":"cni0","ipam":{"type":"host-local","subnet":"10.22.0.0/16"}}`
+)
+
+var testPool = &PoolConfig{Node: "worker-1", Kubeconfig: "/etc/cni/net.d/netshift-cni/kubeconfig", Namespaces: "/var/lib/netshift/pool-namespaces.json",
+	StateDir: "/var/lib/netshift/cni", OVSDB: "unix:/run/openvswitch/db.sock", Bridge: "br-int", PlugMode: "per-port"}
+
+// testNode is a node's two CNI directories and the netshift-cni to install.
+type testNode struct{ conf, bin, plugin string }
+
+// newTestNode writes files (a name ending in / is a directory) into a fresh
+// configuration directory.
+func newTestNode(t *testing.T, files map[string]string) testNode {
+	t.Helper()
+	dir := t.TempDir()
+	n := testNode{filepath.Join(dir, "net.d"), filepath.Join(dir, "bin"), filepath.Join(dir, "netshift-cni")}
+	for _, d := range []string{n.conf, n.bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(n.plugin, []byte("binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n.bin, "ovn-k8s-cni-overlay"), []byte("theirs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		n.write(t, name, content)
+	}
+	return n
+}
+
+func (n testNode) write(t *testing.T, name, content string) {
+	t.Helper()
+	path := filepath.Join(n.conf, name)
+	if strings.HasSuffix(name, "/") {
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// files is everything under dir: a file's content by its relative path, a
+// directory as its path with a trailing / and no content.
+func files(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			out[rel+"/"] = ""
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		out[rel] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func names(m map[string]string) string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+// sameJSON: the same JSON value, however written.
+func sameJSON(t *testing.T, a, b string) bool {
+	t.Helper()
+	var va, vb any
+	if json.Unmarshal([]byte(a), &va) != nil || json.Unmarshal([]byte(b), &vb) != nil {
+		return a == b
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// loaded is what a runtime makes of a configuration directory.
+type loaded struct {
+	File, Name, CNIVersion string
+	Types                  []string
+	Plugins                []map[string]any
+}
+
+// runtimeLoads loads the directory as containerd does (go-cni's
+// loadFromConfDir, with libcni): the first of its .conf, .conflist and .json
+// files by name, a .conflist as a list and the others as one plugin's
+// configuration.
+func runtimeLoads(t *testing.T, dir string) loaded {
+	t.Helper()
+	found, err := libcni.ConfFiles(dir, []string{".conf", ".conflist", ".json"})
+	if err != nil || len(found) == 0 {
+		t.Fatalf("the runtime finds no configuration in %s: %v", dir, err)
+	}
+	sort.Strings(found)
+	l := loaded{File: filepath.Base(found[0])}
+	var raw [][]byte
+	if strings.HasSuffix(found[0], ".conflist") {
+		list, err := libcni.ConfListFromFile(found[0])
+		if err != nil {
+			t.Fatalf("the runtime cannot load %s: %v", found[0], err)
+		}
+		l.Name, l.CNIVersion = list.Name, list.CNIVersion
+		for _, p := range list.Plugins {
+			l.Types, raw = append(l.Types, p.Network.Type), append(raw, p.Bytes)
+		}
+	} else {
+		data, _ := os.ReadFile(found[0])
+		c, err := libcni.NetworkPluginConfFromBytes(data)
+		if err != nil {
+			t.Fatalf("the runtime cannot load %s: %v", found[0], err)
+		}
+		l.Name, l.CNIVersion, l.Types, raw = c.Network.Name, c.Network.CNIVersion, []string{c.Network.Type}, [][]byte{data}
+	}
+	for _, r := range raw {
+		var p map[string]any
+		if err := json.Unmarshal(r, &p); err != nil {
+			t.Fatal(err)
+		}
+		l.Plugins = append(l.Plugins, p)
+	}
+	return l
+}
+
+// networkPlugin is the network plugin's entry the runtime runs for a pod:
+// the list's first, or the one netshift-cni wraps there.
+func (l loaded) networkPlugin(t *testing.T) string {
+	t.Helper()
+	p := l.Plugins[0]
+	if pool, ok := p["pool"].(map[string]any); ok && p["type"] == PluginName {
+		p, _ = pool["delegate"].(map[string]any)
+	}
+	raw, _ := json.Marshal(p)
+	return string(raw)
+}
+
+func TestInstallChainsTheFileTheRuntimeUses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		pool  bool
+		// what the runtime loads afterwards: its file, name, cniVersion, plugin types,
+		// and the network plugin's entry (the conf it was converted from, kept whole)
+		file, network, version, types, entry string
+		// what the directory holds afterwards beside the runtime's file, each as it was
+		kept []string
+	}{
+		{name: "OVN-Kubernetes' .conf", files: map[string]string{"10-ovn-kubernetes.conf": ovnConf},
+			file: "10-ovn-kubernetes.conflist", network: "ovn-kubernetes", version: "0.4.0", types: "ovn-k8s-cni-overlay,netshift-cni", entry: ovnConf},
+		{name: "OVN-Kubernetes' .conf, with pools", files: map[string]string{"10-ovn-kubernetes.conf": ovnConf}, pool: true,
+			file: "10-ovn-kubernetes.conflist", network: "ovn-kubernetes", version: "0.4.0", types: "netshift-cni,netshift-cni", entry: ovnConf},
+		{name: "Multus' 00-multus.conf before OVN-Kubernetes'",
+			files: map[string]string{"00-multus.conf": multusConf, "10-ovn-kubernetes.conf": ovnConf, "multus.d/": "", "multus.d/multus.kubeconfig": "k"},
+			file:  "00-multus.conflist", network: "multus-cni-network", version: "0.3.1", types: "multus-shim,netshift-cni", entry: multusConf,
+			kept: []string{"10-ovn-kubernetes.conf", "multus.d/", "multus.d/multus.kubeconfig"}},
+		{name: "a .json", files: map[string]string{"10-pods.json": bridgeConf},
+			file: "10-pods.conflist", network: "pods", version: "1.0.0", types: "bridge,netshift-cni", entry: bridgeConf},
+		{name: "a .conflist before a .conf", files: map[string]string{"05-pods.conflist": mainList, "10-ovn-kubernetes.conf": ovnConf},
+			file: "05-pods.conflist", network: "pods", version: "1.0.0", types: "ovn-k8s-cni-overlay,portmap,netshift-cni",
+			entry: `{"type":"ovn-k8s-cni-overlay","mtu":1400}`, kept: []string{"10-ovn-kubernetes.conf"}},
+		{name: "what the runtime does not read is left alone",
+			files: map[string]string{"10-ovn-kubernetes.conf": ovnConf, "00-old.conf.bak": bridgeConf, "00-dir.conf/": "", "netshift-cni/": "", "netshift-cni/kubeconfig": "k", "README": "r"},
+			file:  "10-ovn-kubernetes.conflist", network: "ovn-kubernetes", version: "0.4.0", types: "ovn-k8s-cni-overlay,netshift-cni", entry: ovnConf,
+			kept: []string{"00-old.conf.bak", "00-dir.conf/", "netshift-cni/", "netshift-cni/kubeconfig", "README"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newTestNode(t, tc.files)
+			var pool *PoolConfig
+			if tc.pool {
+				pool = testPool
+			}
+			if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", pool); err != nil || !changed {
+				t.Fatalf("Install: %v, changed %v", err, changed)
+			}
+			l := runtimeLoads(t, n.conf)
+			if l.File != tc.file || l.Name != tc.network || l.CNIVersion != tc.version || strings.Join(l.Types, ",") != tc.types {
+				t.Fatalf("the runtime loads %s: network %s, cniVersion %s, plugins %v", l.File, l.Name, l.CNIVersion, l.Types)
+			}
+			if got := l.networkPlugin(t); !sameJSON(t, got, tc.entry) {
+				t.Fatalf("the network plugin's entry %s, want %s", got, tc.entry)
+			}
+			after := files(t, n.conf)
+			if want := strings.Join(append([]string{tc.file}, tc.kept...), " "); names(after) != names(setOf(strings.Fields(want))) {
+				t.Fatalf("the directory holds %s, want %s", names(after), want)
+			}
+			for _, k := range tc.kept {
+				if after[k] != tc.files[k] {
+					t.Fatalf("%s changed: %s", k, after[k])
+				}
+			}
+			if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", pool); err != nil || changed {
+				t.Fatalf("a second Install: %v, changed %v", err, changed)
+			}
+		})
+	}
+}
+
+func setOf(keys []string) map[string]string {
+	m := map[string]string{}
+	for _, k := range keys {
+		m[k] = ""
+	}
+	return m
+}
+
+// TestInstallConvertsAgainWhenThePluginRewritesItsConf: ovnkube-node writes
+// its .conf at every start; the runtime then loads it, without netshift-cni,
+// until the next Install converts it again over the stale list.
+func TestInstallConvertsAgainWhenThePluginRewritesItsConf(t *testing.T) {
+	for _, pool := range []*PoolConfig{nil, testPool} {
+		n := newTestNode(t, map[string]string{"10-ovn-kubernetes.conf": ovnConf})
+		if _, err := Install(n.conf, n.bin, n.plugin, "/n.json", pool); err != nil {
+			t.Fatal(err)
+		}
+		rewritten := strings.Replace(ovnConf, `"logLevel":"4"`, `"logLevel":"5"`, 1)
+		n.write(t, "10-ovn-kubernetes.conf", rewritten)
+		if l := runtimeLoads(t, n.conf); l.File != "10-ovn-kubernetes.conf" || strings.Join(l.Types, ",") != "ovn-k8s-cni-overlay" {
+			t.Fatalf("after the rewrite the runtime loads %s %v", l.File, l.Types)
+		}
+		if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", pool); err != nil || !changed {
+			t.Fatalf("Install after the rewrite: %v, changed %v", err, changed)
+		}
+		l := runtimeLoads(t, n.conf)
+		if got := names(files(t, n.conf)); got != "10-ovn-kubernetes.conflist" || l.File != got || l.Types[len(l.Types)-1] != PluginName {
+			t.Fatalf("the directory holds %s; the runtime loads %s %v", got, l.File, l.Types)
+		}
+		if got := l.networkPlugin(t); !sameJSON(t, got, rewritten) {
+			t.Fatalf("the network plugin's entry %s, want the rewritten %s", got, rewritten)
+		}
+		if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", pool); err != nil || changed {
+			t.Fatalf("a second Install: %v, changed %v", err, changed)
+		}
+	}
+}
+
+// TestInstallRefusesBadConfiguration: a configuration the runtime could not
+// load, or that netshift cannot chain into without harm, is named and left
+// as it is, and netshift-cni is not installed.
+func TestInstallRefusesBadConfiguration(t *testing.T) {
+	onlyNetshift := `{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"netshift-cni","networkConfig":"/n.json"}]}`
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"no configuration yet", map[string]string{"README": "r", "10-ovn-kubernetes.conf/": ""}, "no CNI configuration in"},
+		{"a .conf that is not JSON", map[string]string{"10-ovn-kubernetes.conf": `{"cniVersion":`}, "10-ovn-kubernetes.conf: not a CNI configuration"},
+		{"a .conf with no type", map[string]string{"10-ovn-kubernetes.conf": `{"cniVersion":"0.4.0","name":"ovn-kubernetes"}`}, "10-ovn-kubernetes.conf: not a CNI configuration: error parsing configuration: missing 'type'"},
+		{"a .conf of netshift-cni", map[string]string{"10-x.conf": `{"cniVersion":"0.4.0","name":"x","type":"netshift-cni"}`}, "10-x.conf: its type is netshift-cni"},
+		{"a list in a .json", map[string]string{"10-pods.json": mainList}, "10-pods.json: a configuration list in a file the runtime reads as one plugin's configuration"},
+		{"a list with no plugins", map[string]string{"10-pods.conflist": `{"cniVersion":"1.0.0","name":"pods","plugins":[]}`}, "10-pods.conflist: not a CNI configuration list: error parsing configuration list: no plugins in list"},
+		{"a list with no name", map[string]string{"10-pods.conflist": `{"cniVersion":"1.0.0","plugins":[{"type":"bridge"}]}`}, "10-pods.conflist: not a CNI configuration list: error parsing configuration list: no name"},
+		{"a list with a plugin with no type", map[string]string{"10-pods.conflist": `{"name":"pods","plugins":[{"bridge":"cni0"}]}`}, "10-pods.conflist: not a CNI configuration list"},
+		{"a list of netshift-cni only", map[string]string{"10-pods.conflist": onlyNetshift}, "10-pods.conflist: not a CNI configuration list: only netshift-cni in it"},
+		{"a conversion over a list netshift did not make", map[string]string{"10-ovn-kubernetes.conf": ovnConf, "10-ovn-kubernetes.conflist": mainList},
+			"10-ovn-kubernetes.conf: converted into a list, it would overwrite 10-ovn-kubernetes.conflist, which netshift did not make from it"},
+		{"a file the runtime would load instead of the converted list", map[string]string{"10-ovn-kubernetes.conf": ovnConf, "10-ovn-kubernetes.confb.conf": bridgeConf},
+			"10-ovn-kubernetes.conf: converted into 10-ovn-kubernetes.conflist, it would come after 10-ovn-kubernetes.confb.conf, which the runtime would load instead"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newTestNode(t, tc.files)
+			before := files(t, n.conf)
+			_, err := Install(n.conf, n.bin, n.plugin, "/n.json", nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Install: %v, want %q", err, tc.want)
+			}
+			if after := files(t, n.conf); !reflect.DeepEqual(after, before) {
+				t.Fatalf("a refused Install changed the directory: %v", after)
+			}
+			if _, err := os.Stat(filepath.Join(n.bin, PluginName)); err == nil {
+				t.Fatal("a refused Install installed netshift-cni")
+			}
+		})
 	}
 }
