@@ -80,6 +80,10 @@ type Agent struct {
 	IntegrationBridge string
 	// Work maps an operation kind to what the agent does for it.
 	Work map[v1alpha1.OperationKind]Work
+	// cni is how netshift-cni is installed on the node (nil: it is not); uninstalling, once
+	// set by `netshift uninstall`, stops the agent from putting anything back.
+	cni          *CNIInstall
+	uninstalling atomic.Bool
 }
 
 // HoldWork is the Reconfigure work until netshift has node settings to
@@ -287,6 +291,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.CNI.Plugin != "" {
 		install := o.CNI
 		install.chained = new(atomic.Bool)
+		install.stopped = &a.uninstalling
+		a.cni = &install
 		if err := mgr.Add(install); err != nil {
 			return nil, err
 		}
@@ -320,6 +326,9 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	var nns v1alpha1.NetshiftNodeState
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if nns.Spec.Uninstall {
+		return a.uninstall(ctx, &nns)
 	}
 	// A live change moves every node at once and goes before any drained operation.
 	if nns.Spec.LiveChange != nil {

@@ -43,6 +43,9 @@ func (p podAligner) Start(ctx context.Context) error {
 // change is under way on the node: between its steps the pods are meant to
 // differ from the configuration, which the change rewrites last.
 func (a *Agent) alignNow(ctx context.Context) (stepOutcome, error) {
+	if a.uninstalling.Load() {
+		return stepOutcome{}, nil // netshift's configuration is gone from the node
+	}
 	var nns v1alpha1.NetshiftNodeState
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err == nil {
 		if plan, rep := nns.Spec.LiveChange, nns.Status.LiveChange; plan != nil && (rep == nil || rep.ID != plan.ID || !rep.Done) {

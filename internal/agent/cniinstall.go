@@ -42,6 +42,8 @@ type CNIInstall struct {
 	// chained, when set, holds whether netshift-cni is chained now: the
 	// agent is ready only then (new pods on the node get netshift's wiring).
 	chained *atomic.Bool
+	// stopped, once true, ends the keeping: `netshift uninstall` took netshift-cni off.
+	stopped *atomic.Bool
 }
 
 // Start runs until ctx ends (a controller-runtime Runnable).
@@ -66,6 +68,17 @@ func (c CNIInstall) Start(ctx context.Context) error {
 	}
 	last := ""
 	for {
+		if c.stopped != nil && c.stopped.Load() {
+			if c.chained != nil {
+				c.chained.Store(false)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(every):
+				continue
+			}
+		}
 		changed, err := c.install()
 		if c.chained != nil {
 			c.chained.Store(err == nil)
