@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"path/filepath"
 	"time"
 
@@ -35,30 +33,30 @@ func agentCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if node == "" {
-				return errors.New("--node: required (the name of the Node this agent runs on)")
+				return usagef("--node: required (the name of the Node this agent runs on)")
 			}
 			if hold < 0 {
-				return errors.New("--reconfigure-hold: must be 0 or more")
+				return usagef("--reconfigure-hold: must be 0 or more")
 			}
 			if trunkBridge != "" && !cniPools {
-				return errors.New("--cni-trunk-bridge: goes with --cni-port-pools (the bridge netshift-cni plugs pooled trunk subports on)")
+				return usagef("--cni-trunk-bridge: goes with --cni-port-pools (the bridge netshift-cni plugs pooled trunk subports on)")
 			}
 			for _, name := range []string{"cni-parked-devices", "cni-parked-ttl"} {
 				if cmd.Flags().Changed(name) && !cniPools {
-					return fmt.Errorf("--%s: goes with --cni-port-pools (netshift-cni parks the devices of pooled pods)", name)
+					return usagef("--%s: goes with --cni-port-pools (netshift-cni parks the devices of pooled pods)", name)
 				}
 			}
 			if parkedDevices < 0 || parkedDevices > cni.MaxParkedDevices {
-				return fmt.Errorf("--cni-parked-devices %d: want 0 (none kept) to %d", parkedDevices, cni.MaxParkedDevices)
+				return usagef("--cni-parked-devices %d: want 0 (none kept) to %d", parkedDevices, cni.MaxParkedDevices)
 			}
 			if parkedTTL < time.Second || parkedTTL > 24*time.Hour {
-				return fmt.Errorf("--cni-parked-ttl %s: want 1s to 24h", parkedTTL)
-			}
-			cfg, err := g.restConfig()
-			if err != nil {
-				return err
+				return usagef("--cni-parked-ttl %s: want 1s to 24h", parkedTTL)
 			}
 			mode, err := plug.ParseMode("--plug-mode", plugMode)
+			if err != nil {
+				return asUsage(err)
+			}
+			cfg, err := g.restConfig()
 			if err != nil {
 				return err
 			}
@@ -74,11 +72,11 @@ func agentCmd(g *globals) *cobra.Command {
 			o.CNI = cniInstall
 			o.CNI.NetworkConfig = networkConfig
 			if o.CNI.Plugin != "" && networkConfig == "" {
-				return errors.New("--cni-plugin: needs --network-config, the file the plugin reads the node's MTU from")
+				return usagef("--cni-plugin: needs --network-config, the file the plugin reads the node's MTU from")
 			}
 			if cniPools {
 				if o.CNI.Plugin == "" || ovsdb == "" || o.CNI.NodeKubeconfig == "" {
-					return errors.New("--cni-port-pools: needs --cni-plugin, --ovsdb and --cni-node-kubeconfig")
+					return usagef("--cni-port-pools: needs --cni-plugin, --ovsdb and --cni-node-kubeconfig")
 				}
 				// Beside the node's network configuration, where the agent's DaemonSet mounts the node's /var/lib/netshift.
 				state := filepath.Dir(networkConfig)

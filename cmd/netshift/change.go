@@ -33,7 +33,7 @@ var changeTargets = map[string]struct {
 func changeCmd(g *globals) *cobra.Command {
 	var dryRun, noWait bool
 	var timeout time.Duration
-	var output string
+	var output outputFormat
 	cmd := &cobra.Command{
 		Use:   "change (mtu|vxlan-port|geneve-port) VALUE",
 		Short: "Start a live change of the pod MTU or a tunnel port and follow it to its end (or, with --dry-run, check it on every node)",
@@ -43,25 +43,22 @@ says what its steps would change; nothing on any node is touched and the spec ke
 		Example: "  netshift change mtu 1350 --dry-run\n  netshift change mtu 1350\n  netshift change vxlan-port 4790 --no-wait",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			target, ok := changeTargets[args[0]]
 			if !ok {
-				return fmt.Errorf("%q: want mtu, vxlan-port or geneve-port", args[0])
+				return usagef("%q: want mtu, vxlan-port or geneve-port", args[0])
 			}
 			value, err := strconv.ParseInt(args[1], 10, 32)
 			if err != nil || value < target.min || value > target.max {
-				return fmt.Errorf("%s %q: want a number from %d to %d (%s)", args[0], args[1], target.min, target.max, target.field)
+				return usagef("%s %q: want a number from %d to %d (%s)", args[0], args[1], target.min, target.max, target.field)
 			}
 			if timeout <= 0 {
-				return fmt.Errorf("--timeout %s: want more than 0", timeout)
+				return usagef("--timeout %s: want more than 0", timeout)
 			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			r := changeRun{c: c, out: cmd.OutOrStdout(), kind: target.kind, value: int32(value), dryRun: dryRun, json: output == "json"}
+			r := changeRun{c: c, out: cmd.OutOrStdout(), kind: target.kind, value: int32(value), dryRun: dryRun, output: output}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			return r.run(ctx, !noWait)
@@ -71,7 +68,7 @@ says what its steps would change; nothing on any node is touched and the spec ke
 	f.BoolVar(&dryRun, "dry-run", false, "check the change on every node and show each node's preconditions and what its steps would change; touch nothing")
 	f.BoolVar(&noWait, "no-wait", false, "ask for the change and return; follow it with `netshift status -w 1s`")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "how long to follow the change before giving up following it (the change goes on)")
-	f.StringVarP(&output, "output", "o", "text", "text or json (json: the change and each node's report, at the end)")
+	addOutputFlag(f, &output) // json and yaml: the change and each node's report, at its end
 	return cmd
 }
 
@@ -82,7 +79,7 @@ type changeRun struct {
 	kind   v1alpha1.ChangeKind
 	value  int32
 	dryRun bool
-	json   bool
+	output outputFormat
 }
 
 func (r changeRun) run(ctx context.Context, wait bool) error {
@@ -153,7 +150,7 @@ func (r changeRun) follow(ctx context.Context, gen int64) (*v1alpha1.NetworkChan
 		ch := cn.Status.Change
 		if ch != nil && ch.Generation >= gen && ch.DryRun == r.dryRun {
 			line := fmt.Sprintf("%s %s: %d/%d nodes ready, %d applied, %d failed: %s", ch.ID, ch.Phase, ch.Ready, ch.Nodes, ch.Applied, ch.Failed, ch.Message)
-			if line != last && !r.json {
+			if line != last && r.output == outputText {
 				fmt.Fprintf(r.out, "%s %s\n", time.Now().Format(time.TimeOnly), line)
 				last = line
 			}
@@ -192,19 +189,22 @@ func (r changeRun) finish(ctx context.Context, ch *v1alpha1.NetworkChange) error
 	if err != nil {
 		return err
 	}
-	if r.json {
-		if err := writeJSON(r.out, struct {
-			Change *v1alpha1.NetworkChange               `json:"change"`
-			Nodes  map[string]*v1alpha1.LiveChangeReport `json:"nodes"`
-		}{ch, reports}); err != nil {
-			return err
+	result := struct {
+		Change *v1alpha1.NetworkChange               `json:"change"`
+		Nodes  map[string]*v1alpha1.LiveChangeReport `json:"nodes"`
+	}{ch, reports}
+	if err := r.output.write(r.out, result, func(io.Writer) error {
+		if ch.DryRun {
+			r.writeDryRun(ch, reports)
 		}
-	} else if ch.DryRun {
-		r.writeDryRun(ch, reports)
+		return nil
+	}); err != nil {
+		return err
 	}
 	switch {
 	case ch.DryRun && ch.Failed > 0:
-		return fmt.Errorf("dry run %s: %d of %d nodes would stop the change", ch.ID, ch.Failed, ch.Nodes)
+		// The check ran: what it found needs a person (exit 3), like `netshift status`.
+		return problems([]string{fmt.Sprintf("dry run %s: %d of %d nodes would stop the change", ch.ID, ch.Failed, ch.Nodes)})
 	case ch.DryRun, ch.Phase == v1alpha1.PhaseSucceeded:
 		return nil
 	}

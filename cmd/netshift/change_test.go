@@ -20,7 +20,7 @@ func TestChangeRefusesBadInput(t *testing.T) {
 		{[]string{"change", "mtu"}, "accepts 2 arg(s), received 1"},
 		{[]string{"change", "mtu", "1350", "--timeout", "0s"}, "--timeout 0s: want more than 0"},
 	} {
-		out, err := run(t, c.args...)
+		out, err := runBin(t, c.args...)
 		if err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("netshift %s: err %v, output %q; want an error saying %q", strings.Join(c.args, " "), err, out, c.want)
 		}

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"time"
 
@@ -25,7 +24,7 @@ node, printing netshift status as the drains roll.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Hold < 0 || o.Hold > time.Minute {
-				return fmt.Errorf("--hold: %s is outside 0s..1m", o.Hold)
+				return usagef("--hold: %s is outside 0s..1m", o.Hold)
 			}
 			bin, err := os.Executable()
 			if err != nil {

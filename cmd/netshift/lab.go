@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -41,7 +42,7 @@ func labUpCmd(name *string) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("mtu") && o.MTU == 0 {
-				return fmt.Errorf("--mtu: 0 is not a pod MTU (576 up to the underlay MTU minus the tunnel overhead; leave the flag out for that maximum)")
+				return usagef("--mtu: 0 is not a pod MTU (576 up to the underlay MTU minus the tunnel overhead; leave the flag out for that maximum)")
 			}
 			o.Tunnel = lab.Tunnel(tunnel)
 			if o.OVN && !cmd.Flags().Changed("tunnel") {
@@ -51,7 +52,7 @@ func labUpCmd(name *string) *cobra.Command {
 				node, kv, ok1 := strings.Cut(l, ":")
 				k, v, ok2 := strings.Cut(kv, "=")
 				if !ok1 || !ok2 || node == "" || k == "" {
-					return fmt.Errorf("--node-label: %q is not NODE:KEY=VALUE", l)
+					return usagef("--node-label: %q is not NODE:KEY=VALUE", l)
 				}
 				if o.NodeLabels == nil {
 					o.NodeLabels = map[string]map[string]string{}
@@ -64,18 +65,22 @@ func labUpCmd(name *string) *cobra.Command {
 			for _, a := range agentArgs {
 				node, arg, ok := strings.Cut(a, ":")
 				if !ok || node == "" || !strings.HasPrefix(arg, "--") {
-					return fmt.Errorf("--agent-arg: %q is not NODE:--FLAG[=VALUE]", a)
+					return usagef("--agent-arg: %q is not NODE:--FLAG[=VALUE]", a)
 				}
 				if o.AgentArgs == nil {
 					o.AgentArgs = map[string][]string{}
 				}
 				o.AgentArgs[node] = append(o.AgentArgs[node], arg)
 			}
+			o.Name = *name
+			o.Derive()
+			if err := o.Validate(); err != nil {
+				return asUsage(err)
+			}
 			bin, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			o.Name = *name
 			_, err = lab.Up(cmd.Context(), o, bin, cmd.OutOrStdout())
 			return err
 		},
@@ -114,26 +119,20 @@ func labDownCmd(name *string) *cobra.Command {
 }
 
 func labStatusCmd(name *string) *cobra.Command {
-	var output string
+	var output outputFormat
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show a lab's nodes, pods, processes and health",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			st, err := lab.StatusOf(cmd.Context(), *name)
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), st)
-			}
-			return st.WriteText(cmd.OutOrStdout())
+			return output.write(cmd.OutOrStdout(), st, st.WriteText)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(cmd.Flags(), &output)
 	return cmd
 }
 
@@ -222,16 +221,16 @@ func labServeCmd(name *string) *cobra.Command {
 }
 
 func labProbeCmd(name *string) *cobra.Command {
-	var output, reportFile string
+	var reportFile string
+	var output outputFormat
 	var duration time.Duration
-	output = "text"
 	report := func(cmd *cobra.Command, r probe.Report) error {
-		if output == "json" {
-			if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
-				return err
-			}
-		} else {
-			lab.WriteProbeText(cmd.OutOrStdout(), r)
+		err := output.write(cmd.OutOrStdout(), r, func(w io.Writer) error {
+			lab.WriteProbeText(w, r)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if !r.OK {
 			return fmt.Errorf("probe: %s", strings.Join(r.Failed(), "; "))
@@ -249,11 +248,8 @@ non-zero when a connection died or anything failed. 'probe start' runs it in the
 background while something changes the network; 'probe stop' prints the report.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if duration < 0 || (duration > 0 && duration < time.Second) {
-				return fmt.Errorf("--duration: %s must be 0 (until interrupted) or at least 1s", duration)
+				return usagef("--duration: %s must be 0 (until interrupted) or at least 1s", duration)
 			}
 			r, err := lab.RunProbe(cmd.Context(), *name, duration, reportFile)
 			if err != nil {
@@ -262,7 +258,7 @@ background while something changes the network; 'probe stop' prints the report.`
 			return report(cmd, r)
 		},
 	}
-	cmd.PersistentFlags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(cmd.PersistentFlags(), &output)
 	cmd.Flags().DurationVar(&duration, "duration", 20*time.Second, "how long to measure (0: until interrupted)")
 	cmd.Flags().StringVar(&reportFile, "report-file", "", "also write the JSON report to this file")
 	cmd.AddCommand(&cobra.Command{
@@ -285,9 +281,6 @@ background while something changes the network; 'probe stop' prints the report.`
 		Short: "Stop the background probe and print its report",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			r, err := lab.StopProbe(*name)
 			if err != nil {
 				return err

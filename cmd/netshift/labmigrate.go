@@ -13,7 +13,7 @@ import (
 )
 
 func labMigrateCmd(name *string) *cobra.Command {
-	var output string
+	var output outputFormat
 	o := lab.MigrateOptions{}
 	cmd := &cobra.Command{
 		Use:   "migrate",
@@ -31,22 +31,18 @@ forwards ahead of every process.`,
 		Example: `  netshift lab up --ovn && netshift lab migrate --count 10 -o json`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if err := o.Validate(); err != nil {
-				return err
+				return asUsage(err)
 			}
 			o.Progress = cmd.ErrOrStderr()
 			rep, err := lab.Migrate(cmd.Context(), *name, o)
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), rep)
-			}
-			writeMigrateText(cmd.OutOrStdout(), rep)
-			return nil
+			return output.write(cmd.OutOrStdout(), rep, func(w io.Writer) error {
+				writeMigrateText(w, rep)
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -54,7 +50,7 @@ forwards ahead of every process.`,
 	f.DurationVar(&o.Pause, "pause", 20*time.Millisecond, "how long the VM is gone between its source tap going and its target tap appearing (same in both modes)")
 	f.DurationVar(&o.Interval, "interval", 2*time.Millisecond, "time between the VM's datagrams")
 	f.IntVar(&o.DatapathNice, "datapath-nice", -10, "niceness of every node's ovs-vswitchd, the lab's data path, during the run (-20..0; 0 leaves the lab's own): a real node's kernel datapath forwards ahead of every process")
-	f.StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(f, &output)
 	return cmd
 }
 

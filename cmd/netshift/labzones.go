@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -47,7 +48,7 @@ func labZoneCentralCmd(name *string) *cobra.Command {
 			case "retire":
 				return s.CentralRetire(cmd.Context())
 			}
-			return fmt.Errorf("zone-central: %q is not ensure or retire", args[0])
+			return usagef("zone-central: %q is not ensure or retire", args[0])
 		},
 	}
 }
@@ -64,7 +65,7 @@ func labUpgradeZonesCmd(name *string) *cobra.Command {
 }
 
 func labZoneBenchCmd(name *string) *cobra.Command {
-	var output string
+	var output outputFormat
 	var direct bool
 	return func() *cobra.Command {
 		cmd := &cobra.Command{
@@ -83,27 +84,28 @@ node's connections under 500 ms, the others under 100 ms, nothing broken. Leaves
 found it.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				if err := checkOutput(output); err != nil {
-					return err
-				}
 				rep, err := lab.ZoneBench(cmd.Context(), *name, direct, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
-				if output == "json" {
-					return writeJSON(cmd.OutOrStdout(), rep)
-				}
-				if rep.Direct != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "the lab's moves alone: longest gap of a moving node's connection %.1f ms, of the others %.1f ms; broken %d, failed requests %d\n",
-						rep.Direct.MaxMovingGapMs, rep.Direct.MaxOthersGapMs, rep.Direct.Broken, rep.Direct.Failures)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "node moves through the plugin's objects: longest gap of a moving node's connection %.1f ms (target < 500), of the others %.1f ms (target < 100); broken %d, failed requests %d\n",
-					rep.MaxMovingGapMs, rep.MaxOthersGapMs, rep.Broken, rep.Failures)
-				return nil
+				return output.write(cmd.OutOrStdout(), rep, func(w io.Writer) error {
+					writeZoneBenchText(w, rep)
+					return nil
+				})
 			},
 		}
-		cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+		addOutputFlag(cmd.Flags(), &output)
 		cmd.Flags().BoolVar(&direct, "direct", false, "first run the same steps by the lab alone (no plugin pod restart) and report them beside")
 		return cmd
 	}()
+}
+
+// writeZoneBenchText is `lab zone-bench` for people.
+func writeZoneBenchText(w io.Writer, rep lab.ZoneBenchReport) {
+	if rep.Direct != nil {
+		fmt.Fprintf(w, "the lab's moves alone: longest gap of a moving node's connection %.1f ms, of the others %.1f ms; broken %d, failed requests %d\n",
+			rep.Direct.MaxMovingGapMs, rep.Direct.MaxOthersGapMs, rep.Direct.Broken, rep.Direct.Failures)
+	}
+	fmt.Fprintf(w, "node moves through the plugin's objects: longest gap of a moving node's connection %.1f ms (target < 500), of the others %.1f ms (target < 100); broken %d, failed requests %d\n",
+		rep.MaxMovingGapMs, rep.MaxOthersGapMs, rep.Broken, rep.Failures)
 }

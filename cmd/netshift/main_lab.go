@@ -49,7 +49,7 @@ func labPluginCmd(g *globals) *cobra.Command {
 			switch args[0] {
 			case "node":
 				if node == "" {
-					return fmt.Errorf("lab-plugin node: --node is required")
+					return usagef("lab-plugin node: --node is required")
 				}
 				cfg, err := g.restConfig()
 				if err != nil {
@@ -63,7 +63,7 @@ func labPluginCmd(g *globals) *cobra.Command {
 			case "central":
 				return lab.PluginCentral(ctx, dir, cmd.OutOrStdout())
 			}
-			return fmt.Errorf("lab-plugin: %q is not node or central", args[0])
+			return usagef("lab-plugin: %q is not node or central", args[0])
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "/run/netshift-lab", "the node's lab directory, which the lab watches")

@@ -59,7 +59,8 @@ func runTests(m *testing.M) int {
 	return testenv.Run(m, &env, &envMissing)
 }
 
-func run(t *testing.T, args ...string) (string, error) {
+// runBin runs the product build as a process.
+func runBin(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	out, err := exec.Command(binary, args...).CombinedOutput()
 	return string(out), err
@@ -86,7 +87,7 @@ func TestProductBuildCarriesNoLab(t *testing.T) {
 		{[]string{"agent", "--node", "n1", "--fail-step-once", "HostVethMTU"}, "unknown flag: --fail-step-once"},
 		{[]string{"agent", "--node", "n1", "--clock-offset", "200ms"}, "unknown flag: --clock-offset"},
 	} {
-		out, err := run(t, c.args...)
+		out, err := runBin(t, c.args...)
 		if err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("netshift %s: err %v, output %q; want %q", strings.Join(c.args, " "), err, out, c.want)
 		}
@@ -111,7 +112,7 @@ const samples = "../../config/samples/"
 
 // TestPlanExample is the issue's example through the command users run.
 func TestPlanExample(t *testing.T) {
-	out, err := run(t, "plan", "--nodes", samples+"example-nodes.yaml", "--pools", samples+"example-pools.yaml", "--only", "c,d,e", "-o", "json")
+	out, err := runBin(t, "plan", "--nodes", samples+"example-nodes.yaml", "--pools", samples+"example-pools.yaml", "--only", "c,d,e", "-o", "json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -128,57 +129,71 @@ func TestPlanExample(t *testing.T) {
 	if want := [][]string{{"c", "d", "e"}}; !reflect.DeepEqual(p.Waves, want) {
 		t.Errorf("waves = %v, want %v", p.Waves, want)
 	}
-	out, err = run(t, "plan", "--nodes", samples+"example-nodes.yaml", "--pools", samples+"example-pools.yaml")
+	out, err = runBin(t, "plan", "--nodes", samples+"example-nodes.yaml", "--pools", samples+"example-pools.yaml")
 	if err != nil || !strings.Contains(out, "1: a, d, e\n  2: b\n  3: c") {
 		t.Errorf("text plan without --only:\n%s (%v)", out, err)
 	}
 }
 
+// TestCLIRefusesBadInput: every refusal names the flag or argument and exits
+// 2 (bad usage or input), but a pool API that cannot be reached (1).
 func TestCLIRefusesBadInput(t *testing.T) {
 	plusPercentPool := filepath.Join(t.TempDir(), "pools.yaml")
 	if err := os.WriteFile(plusPercentPool, []byte("apiVersion: netshift.io/v1alpha1\nkind: NetshiftNodePool\nmetadata: {name: p}\nspec: {maxParallel: \"+50%\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	kubeconfig := writeKubeconfig(t, "https://127.0.0.1:1", "a", "b")
 	for _, c := range []struct {
 		args []string
 		want string
+		code int
 	}{
-		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", samples + "example-pools.yaml", "-o", "yaml"}, `-o: "yaml" is not text or json`},
-		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", samples + "example-pools.yaml", "--only", "c,zz"}, "no such node: zz"},
-		{[]string{"plan", "--nodes", samples + "example-nodes.yaml"}, "--nodes and --pools go together"},
-		{[]string{"plan", "--nodes", samples + "example-pools.yaml", "--pools", samples + "example-pools.yaml"}, `kind "NetshiftNodePool", want Node`},
-		{[]string{"agent"}, "--node: required"},
-		{[]string{"agent", "--node", "n1", "--cni-trunk-bridge", "br-trunk"}, "--cni-trunk-bridge: goes with --cni-port-pools"},
-		{[]string{"agent", "--node", "n1", "--cni-parked-devices", "4"}, "--cni-parked-devices: goes with --cni-port-pools"},
-		{[]string{"agent", "--node", "n1", "--cni-port-pools", "--cni-parked-devices", "300"}, "--cni-parked-devices 300: want 0 (none kept) to 256"},
-		{[]string{"agent", "--node", "n1", "--cni-port-pools", "--cni-parked-ttl", "0s"}, "--cni-parked-ttl 0s: want 1s to 24h"},
-		{[]string{"reconfigure"}, "either --nodes or --all"},
-		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--pool-batch", "0"}, "--pool-batch: 0 is out of range 1..500"},
+		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", samples + "example-pools.yaml", "-o", "xml"},
+			`invalid argument "xml" for "-o, --output" flag: want text, json or yaml`, exitUsage},
+		{[]string{"status", "-o", "wide"}, `invalid argument "wide" for "-o, --output" flag: want text, json or yaml`, exitUsage},
+		{[]string{"version", "-o", "xml"}, `invalid argument "xml" for "-o, --output" flag: want text, json or yaml`, exitUsage},
+		{[]string{"--kubeconfig", kubeconfig, "--context", "nope", "status"}, `--context: "nope" is not a context of the kubeconfig (its contexts: a, b)`, exitUsage},
+		{[]string{"--kubeconfig", "/nonexistent/kubeconfig", "status"}, "--kubeconfig /nonexistent/kubeconfig: ", exitUsage},
+		{[]string{"status", "extra"}, `unknown command "extra" for "netshift status"`, exitUsage},
+		{[]string{"nope"}, `unknown command "nope" for "netshift"`, exitUsage},
+		{[]string{"status", "--bogus"}, "unknown flag: --bogus", exitUsage},
+		{[]string{"status", "-w", "soon"}, `invalid argument "soon" for "-w, --watch" flag`, exitUsage},
+		{[]string{"portpool", "populate", "p/n/host=w/sg"}, "accepts 2 arg(s), received 1", exitUsage},
+		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", samples + "example-pools.yaml", "--only", "c,zz"}, "no such node: zz", exitUsage},
+		{[]string{"plan", "--nodes", samples + "example-nodes.yaml"}, "--nodes and --pools go together", exitUsage},
+		{[]string{"plan", "--nodes", samples + "example-pools.yaml", "--pools", samples + "example-pools.yaml"}, `kind "NetshiftNodePool", want Node`, exitUsage},
+		{[]string{"agent"}, "--node: required", exitUsage},
+		{[]string{"agent", "--node", "n1", "--cni-trunk-bridge", "br-trunk"}, "--cni-trunk-bridge: goes with --cni-port-pools", exitUsage},
+		{[]string{"agent", "--node", "n1", "--cni-parked-devices", "4"}, "--cni-parked-devices: goes with --cni-port-pools", exitUsage},
+		{[]string{"agent", "--node", "n1", "--cni-port-pools", "--cni-parked-devices", "300"}, "--cni-parked-devices 300: want 0 (none kept) to 256", exitUsage},
+		{[]string{"agent", "--node", "n1", "--cni-port-pools", "--cni-parked-ttl", "0s"}, "--cni-parked-ttl 0s: want 1s to 24h", exitUsage},
+		{[]string{"reconfigure"}, "either --nodes or --all", exitUsage},
+		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--pool-batch", "0"}, "--pool-batch: 0 is out of range 1..500", exitUsage},
 		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--pool-min-ready", "9", "--pool-max-size", "3"},
-			"--pool-max-size: 3 is below --pool-min-ready (9)"},
-		{[]string{"operator", "--port-pools"}, "give --neutron-url (no auth) or --os-clouds-file and --os-cloud"},
-		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--portpool-api", "tcp:127.0.0.1:9"}, "--portpool-api: tcp:... is served with TLS only"},
-		{[]string{"portpool", "show", "p/n/worker-1/sg"}, `third part "worker-1": want host=NODE or trunk=PORT`},
-		{[]string{"portpool", "populate", "p/n/host=w/sg", "0"}, `COUNT: "0" is not a number in 1..10000`},
-		{[]string{"portpool", "list", "--server", "/nonexistent/portpool.sock"}, "is the operator running with port pools"},
-		{[]string{"portpool", "populate", "p/n/host=w/sg", "10abc"}, `COUNT: "10abc" is not a number in 1..10000`},
-		{[]string{"reconfigure", "--nodes", ","}, `--nodes: "," names no node`},
-		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", plusPercentPool}, `spec.maxParallel: "+50%" is not a count`},
-		{[]string{"operator", "--change-lead", "-1s"}, "--change-lead: -1s is outside 500ms..10m0s"},
-		{[]string{"operator", "--step-spacing", "0"}, "--step-spacing: 0s is outside 1ms..10s"},
-		{[]string{"lab", "up", "--nodes", "0"}, "--nodes: 0 is outside 1..50"},
-		{[]string{"lab", "up", "--mtu", "0"}, "--mtu: 0 is not a pod MTU"},
-		{[]string{"demo", "--hold", "2h"}, "--hold: 2h0m0s is outside 0s..1m"},
-		{[]string{"portpool", "bench"}, "--neutron-url: required"},
-		{[]string{"portpool", "bench", "--neutron-url", "http://127.0.0.1:1", "--pods", "5"}, "--pods: 5 is out of range 10..100000"},
+			"--pool-max-size: 3 is below --pool-min-ready (9)", exitUsage},
+		{[]string{"operator", "--port-pools"}, "give --neutron-url (no auth) or --os-clouds-file and --os-cloud", exitUsage},
+		{[]string{"operator", "--port-pools", "--neutron-url", "http://127.0.0.1:1", "--portpool-api", "tcp:127.0.0.1:9"}, "--portpool-api: tcp:... is served with TLS only", exitUsage},
+		{[]string{"portpool", "show", "p/n/worker-1/sg"}, `third part "worker-1": want host=NODE or trunk=PORT`, exitUsage},
+		{[]string{"portpool", "populate", "p/n/host=w/sg", "0"}, `COUNT: "0" is not a number in 1..10000`, exitUsage},
+		{[]string{"portpool", "list", "--server", "/nonexistent/portpool.sock"}, "is the operator running with port pools", exitFailed},
+		{[]string{"portpool", "populate", "p/n/host=w/sg", "10abc"}, `COUNT: "10abc" is not a number in 1..10000`, exitUsage},
+		{[]string{"reconfigure", "--nodes", ","}, `--nodes: "," names no node`, exitUsage},
+		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", plusPercentPool}, `spec.maxParallel: "+50%" is not a count`, exitUsage},
+		{[]string{"operator", "--change-lead", "-1s"}, "--change-lead: -1s is outside 500ms..10m0s", exitUsage},
+		{[]string{"operator", "--step-spacing", "0"}, "--step-spacing: 0s is outside 1ms..10s", exitUsage},
+		{[]string{"lab", "up", "--nodes", "0"}, "--nodes: 0 is outside 1..50", exitUsage},
+		{[]string{"lab", "up", "--mtu", "0"}, "--mtu: 0 is not a pod MTU", exitUsage},
+		{[]string{"demo", "--hold", "2h"}, "--hold: 2h0m0s is outside 0s..1m", exitUsage},
+		{[]string{"portpool", "bench"}, "--neutron-url: required", exitUsage},
+		{[]string{"portpool", "bench", "--neutron-url", "http://127.0.0.1:1", "--pods", "5"}, "--pods: 5 is out of range 10..100000", exitUsage},
 	} {
-		runner := run
+		runner := runBin
 		if c.args[0] == "demo" || c.args[0] == "lab" || c.args[0] == "portpool" && c.args[1] == "bench" {
 			runner = runLab // lab-build commands
 		}
 		out, err := runner(t, c.args...)
-		if err == nil || !strings.Contains(out, c.want) {
-			t.Errorf("netshift %s: err %v, output %q; want an error saying %q", strings.Join(c.args, " "), err, out, c.want)
+		if code := exitCodeOf(err); code != c.code || !strings.Contains(out, c.want) {
+			t.Errorf("netshift %s: exit %d, output %q; want exit %d and an error saying %q", strings.Join(c.args, " "), code, out, c.code, c.want)
 		}
 	}
 }
@@ -271,18 +286,18 @@ func TestOperatorAndAgentProcesses(t *testing.T) {
 	eventually(t, "the NetshiftNodeState of cli-1", func() bool {
 		return env.Client.Get(ctx, client.ObjectKey{Name: "cli-1"}, &nns) == nil
 	})
-	out, err := run(t, "--kubeconfig", env.Kubeconfig, "reconfigure", "--nodes", "cli-1,nope")
+	out, err := runBin(t, "--kubeconfig", env.Kubeconfig, "reconfigure", "--nodes", "cli-1,nope")
 	if err == nil || !strings.Contains(out, "node nope") {
 		t.Fatalf("reconfigure with an unknown node: %v %s", err, out)
 	}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: "cli-1"}, &nns); err != nil || nns.Spec.Operation != nil {
 		t.Fatalf("a refused reconfigure changed cli-1: %+v %v", nns.Spec.Operation, err)
 	}
-	if out, err := run(t, "--kubeconfig", env.Kubeconfig, "reconfigure", "--nodes", "cli-1", "--id", "cli-op"); err != nil {
+	if out, err := runBin(t, "--kubeconfig", env.Kubeconfig, "reconfigure", "--nodes", "cli-1", "--id", "cli-op"); err != nil {
 		t.Fatalf("reconfigure: %v\n%s", err, out)
 	}
 	eventually(t, "netshift status to show the operation done", func() bool {
-		out, err := run(t, "--kubeconfig", env.Kubeconfig, "status", "-o", "json")
+		out, err := runBin(t, "--kubeconfig", env.Kubeconfig, "status", "-o", "json")
 		if err != nil {
 			return false
 		}
@@ -301,7 +316,7 @@ func TestOperatorAndAgentProcesses(t *testing.T) {
 		return n.Name == "cli-1" && n.SyncStatus == "Succeeded" && n.DrainStatus == "Idle" && n.Operation == "cli-op"
 	})
 	// The same ID again would be taken as done and do nothing: refused, nothing written.
-	if out, err := run(t, "--kubeconfig", env.Kubeconfig, "reconfigure", "--nodes", "cli-1", "--id", "cli-op"); err == nil ||
+	if out, err := runBin(t, "--kubeconfig", env.Kubeconfig, "reconfigure", "--nodes", "cli-1", "--id", "cli-op"); err == nil ||
 		!strings.Contains(out, "--id: operation cli-op was already started on node cli-1") {
 		t.Errorf("reconfigure with a used ID: %v\n%s", err, out)
 	}
@@ -311,7 +326,7 @@ func TestOperatorAndAgentProcesses(t *testing.T) {
 			t.Errorf("metrics endpoint (%d) lacks %q", code, m)
 		}
 	}
-	text, err := run(t, "--kubeconfig", env.Kubeconfig, "status")
+	text, err := runBin(t, "--kubeconfig", env.Kubeconfig, "status")
 	if err != nil || !strings.Contains(text, "POOL default") || !strings.Contains(text, "cli-1") {
 		t.Errorf("status text:\n%s (%v)", text, err)
 	}

@@ -15,12 +15,12 @@ func operatorCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
-				return err
+				return asUsage(err)
 			}
 			if pools.enabled {
 				pp, err := pools.options()
 				if err != nil {
-					return err
+					return asUsage(err)
 				}
 				o.PortPools = &pp
 			}

@@ -12,7 +12,8 @@ import (
 )
 
 func planCmd(g *globals) *cobra.Command {
-	var nodesFile, poolsFile, only, output string
+	var nodesFile, poolsFile, only string
+	var output outputFormat
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Show which pool owns each node and the waves in which nodes would be configured",
@@ -23,21 +24,18 @@ YAML) or, without files, from the cluster.`,
 		Example: "  netshift plan --nodes config/samples/example-nodes.yaml --pools config/samples/example-pools.yaml --only c,d,e",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if (nodesFile == "") != (poolsFile == "") {
-				return fmt.Errorf("--nodes and --pools go together (or neither, to read the cluster)")
+				return usagef("--nodes and --pools go together (or neither, to read the cluster)")
 			}
 			var nodes []corev1.Node
 			var pools []v1alpha1.NetshiftNodePool
 			var err error
 			if nodesFile != "" {
 				if nodes, err = plan.LoadNodes(nodesFile); err != nil {
-					return fmt.Errorf("--nodes: %w", err)
+					return usagef("--nodes: %w", err)
 				}
 				if pools, err = plan.LoadPools(poolsFile); err != nil {
-					return fmt.Errorf("--pools: %w", err)
+					return usagef("--pools: %w", err)
 				}
 			} else {
 				c, err := g.client()
@@ -62,18 +60,15 @@ YAML) or, without files, from the cluster.`,
 			}
 			p, err := plan.Compute(nodes, pools, onlyNodes)
 			if err != nil {
-				return err
+				return asUsage(err) // --only names an unknown node, or a pool's spec is unusable
 			}
-			if output == "json" {
-				return p.WriteJSON(cmd.OutOrStdout())
-			}
-			return p.WriteText(cmd.OutOrStdout())
+			return output.write(cmd.OutOrStdout(), p, p.WriteText)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&nodesFile, "nodes", "", "file of Node objects")
 	f.StringVar(&poolsFile, "pools", "", "file of NetshiftNodePool objects")
 	f.StringVar(&only, "only", "", "comma-separated nodes that need configuration (default: every node)")
-	f.StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(f, &output)
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -85,8 +86,8 @@ func (p *portPoolFlags) options() (operator.PortPoolOptions, error) {
 }
 
 func portpoolCmd(g *globals) *cobra.Command {
-	var server, output string
-	output = "text"
+	var server string
+	var listOutput, showOutput outputFormat
 	cmd := &cobra.Command{
 		Use:   "portpool",
 		Short: "The Neutron port pools: list, show, populate, free, drain (through the operator's API)",
@@ -95,18 +96,15 @@ func portpoolCmd(g *globals) *cobra.Command {
 	cmd.PersistentFlags().StringVar(&server, "server", DefaultPortPoolAPI, "the pool manager's API: a unix socket path, or tcp:HOST:PORT (TLS, with --token)")
 	cmd.PersistentFlags().StringVar(&clientOpts.Token, "token", os.Getenv("NETSHIFT_PORTPOOL_TOKEN"), "with tcp: the bearer token to present (default $NETSHIFT_PORTPOOL_TOKEN); RBAC must allow its user get (list, show), create (populate) or delete (free, drain) on portpools.netshift.io")
 	cmd.PersistentFlags().StringVar(&clientOpts.CAFile, "ca-file", "", "with tcp: the CA certificate (PEM) that signed the API's certificate (default: the system's)")
-	poolClient := func() (*poolmanager.Client, error) { return poolmanager.NewClient(server, clientOpts) }
-	printJSON := func(cmd *cobra.Command, v any) error {
-		return writeJSON(cmd.OutOrStdout(), v)
+	poolClient := func() (*poolmanager.Client, error) {
+		c, err := poolmanager.NewClient(server, clientOpts)
+		return c, asUsage(err) // only --ca-file can be refused here: nothing is dialled yet
 	}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "Every pool: ready, in use, recycling and being created",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			c, err := poolClient()
 			if err != nil {
 				return err
@@ -115,16 +113,15 @@ func portpoolCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return printJSON(cmd, st)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "recovered: %v   deferred bookkeeping: %v (%d pending)   ports being deleted: %d\n", st.Recovered, st.Deferred, st.Pending, st.Deleting)
-			fmt.Fprintln(tw, "POOL\tREADY\tIN USE\tRECYCLING\tCREATING\tLAST ERROR")
-			for _, p := range st.Pools {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", p.Key, p.Ready, p.InUse, p.Recycling, p.Creating, cmp.Or(p.LastError, "-"))
-			}
-			return tw.Flush()
+			return listOutput.write(cmd.OutOrStdout(), st, func(w io.Writer) error {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintf(tw, "recovered: %v   deferred bookkeeping: %v (%d pending)   ports being deleted: %d\n", st.Recovered, st.Deferred, st.Pending, st.Deleting)
+				fmt.Fprintln(tw, "POOL\tREADY\tIN USE\tRECYCLING\tCREATING\tLAST ERROR")
+				for _, p := range st.Pools {
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", p.Key, p.Ready, p.InUse, p.Recycling, p.Creating, cmp.Or(p.LastError, "-"))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	show := &cobra.Command{
@@ -132,11 +129,8 @@ func portpoolCmd(g *globals) *cobra.Command {
 		Short: "One pool and its ports (POOL is project/network/host=NODE/sg1,sg2 or project/network/trunk=PORT/sgs)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if _, err := portpool.ParseKey(args[0]); err != nil {
-				return err
+				return asUsage(err)
 			}
 			c, err := poolClient()
 			if err != nil {
@@ -146,21 +140,9 @@ func portpoolCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return printJSON(cmd, d)
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "pool %s: %d ready, %d in use, %d recycling, %d being created\n", d.Key, d.Ready, d.InUse, d.Recycling, d.Creating)
-			for _, p := range d.InUsePorts {
-				fmt.Fprintf(w, "  in use   %s  %s  %s  %s\n", p.ID, p.MAC, strings.Join(p.IPs, ","), p.Owner)
-			}
-			for _, p := range d.ReadyPorts {
-				fmt.Fprintf(w, "  ready    %s  %s  %s\n", p.ID, p.MAC, strings.Join(p.IPs, ","))
-			}
-			for _, p := range d.RecyclingPorts {
-				fmt.Fprintf(w, "  recycling %s\n", p.ID)
-			}
-			return nil
+			return showOutput.write(cmd.OutOrStdout(), d, func(w io.Writer) error {
+				return writePool(w, d)
+			})
 		},
 	}
 	populate := &cobra.Command{
@@ -169,11 +151,11 @@ func portpoolCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := portpool.ParseKey(args[0]); err != nil {
-				return err
+				return asUsage(err)
 			}
 			n, err := strconv.Atoi(args[1])
 			if err != nil || n < 1 || n > 10000 {
-				return fmt.Errorf("COUNT: %q is not a number in 1..10000", args[1])
+				return usagef("COUNT: %q is not a number in 1..10000", args[1])
 			}
 			c, err := poolClient()
 			if err != nil {
@@ -192,7 +174,7 @@ func portpoolCmd(g *globals) *cobra.Command {
 			key := ""
 			if len(args) == 1 {
 				if _, err := portpool.ParseKey(args[0]); err != nil {
-					return err
+					return asUsage(err)
 				}
 				key = args[0]
 			}
@@ -233,12 +215,26 @@ func portpoolCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	for _, c := range []*cobra.Command{list, show} {
-		c.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	}
+	addOutputFlag(list.Flags(), &listOutput)
+	addOutputFlag(show.Flags(), &showOutput)
 	cmd.AddCommand(list, show, populate, free, drain)
 	for _, c := range portpoolLabCommands {
 		cmd.AddCommand(c())
 	}
 	return cmd
+}
+
+// writePool is `portpool show` for people.
+func writePool(w io.Writer, d poolmanager.PoolDetail) error {
+	fmt.Fprintf(w, "pool %s: %d ready, %d in use, %d recycling, %d being created\n", d.Key, d.Ready, d.InUse, d.Recycling, d.Creating)
+	for _, p := range d.InUsePorts {
+		fmt.Fprintf(w, "  in use   %s  %s  %s  %s\n", p.ID, p.MAC, strings.Join(p.IPs, ","), p.Owner)
+	}
+	for _, p := range d.ReadyPorts {
+		fmt.Fprintf(w, "  ready    %s  %s  %s\n", p.ID, p.MAC, strings.Join(p.IPs, ","))
+	}
+	for _, p := range d.RecyclingPorts {
+		fmt.Fprintf(w, "  recycling %s\n", p.ID)
+	}
+	return nil
 }

@@ -3,8 +3,7 @@
 package main
 
 import (
-	"errors"
-	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -16,37 +15,33 @@ func init() { portpoolLabCommands = append(portpoolLabCommands, portpoolBenchCmd
 
 func portpoolBenchCmd() *cobra.Command {
 	var o poolbench.Options
-	output := "text"
+	var output outputFormat
 	cmd := &cobra.Command{
 		Use:   "bench --neutron-url URL",
 		Short: "Measure pod port acquisition (warm pool deferred, warm pool synchronous, no pool) and Neutron requests per pod, against a real Neutron and a real API server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			if o.NeutronURL == "" {
-				return errors.New("--neutron-url: required (a no-auth Neutron endpoint the benchmark may create networks and ports in)")
+				return usagef("--neutron-url: required (a no-auth Neutron endpoint the benchmark may create networks and ports in)")
 			}
 			if o.Pods < 10 || o.Pods > 100000 {
-				return fmt.Errorf("--pods: %d is out of range 10..100000", o.Pods)
+				return usagef("--pods: %d is out of range 10..100000", o.Pods)
 			}
-			if output == "text" {
+			if output == outputText {
 				o.Progress = cmd.ErrOrStderr()
 			}
 			r, err := poolbench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), r)
-			}
-			poolbench.WriteText(cmd.OutOrStdout(), r)
-			return nil
+			return output.write(cmd.OutOrStdout(), r, func(w io.Writer) error {
+				poolbench.WriteText(w, r)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&o.NeutronURL, "neutron-url", "", "the Neutron endpoint (no auth)")
 	cmd.Flags().IntVar(&o.Pods, "pods", 200, "pods per measurement (10..100000)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(cmd.Flags(), &output)
 	return cmd
 }

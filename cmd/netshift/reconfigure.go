@@ -28,7 +28,7 @@ func reconfigureCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if all == (nodes != "") {
-				return fmt.Errorf("give either --nodes or --all")
+				return usagef("give either --nodes or --all")
 			}
 			var targets []string
 			for _, n := range strings.Split(nodes, ",") {
@@ -37,7 +37,7 @@ func reconfigureCmd(g *globals) *cobra.Command {
 				}
 			}
 			if !all && len(targets) == 0 {
-				return fmt.Errorf("--nodes: %q names no node (give comma-separated node names)", nodes)
+				return usagef("--nodes: %q names no node (give comma-separated node names)", nodes)
 			}
 			c, err := g.client()
 			if err != nil {

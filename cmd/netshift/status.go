@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,45 +11,61 @@ import (
 )
 
 func statusCmd(g *globals) *cobra.Command {
-	var output string
+	var output outputFormat
 	var watch time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each pool, its nodes, and their drain and sync states",
-		Args:  cobra.NoArgs,
+		Long: `Shows each pool, its nodes, and their drain and sync states, the live change and the zone
+rollout. Exits 3 when what it shows needs a person (a change degraded or rolling back; a node
+held, silent, failed or blocked; a drain given up or over its timeout; an invalid pool or zone
+configuration). With --watch it prints until interrupted, then exits with the code of the last
+report it printed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
+			ctx := cmd.Context()
+			var last error // the verdict of the last report printed
+			printed := false
 			for {
-				r, err := status.Gather(cmd.Context(), c)
+				r, err := status.Gather(ctx, c)
 				if err != nil {
-					return err
-				}
-				if output == "json" {
-					err = r.WriteJSON(cmd.OutOrStdout())
-				} else {
-					if watch > 0 {
-						fmt.Fprintf(cmd.OutOrStdout(), "--- %s\n", time.Now().Format(time.TimeOnly))
+					if ctx.Err() != nil && printed {
+						return last // interrupted while watching
 					}
-					err = r.WriteText(cmd.OutOrStdout())
-				}
-				if err != nil || watch <= 0 {
 					return err
+				}
+				if err := printStatus(cmd.OutOrStdout(), output, r, watch > 0); err != nil {
+					return err
+				}
+				last, printed = problems(r.Faults()), true
+				if watch <= 0 {
+					return last
 				}
 				select {
-				case <-cmd.Context().Done():
-					return nil
+				case <-ctx.Done():
+					return last
 				case <-time.After(watch):
 				}
 			}
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(cmd.Flags(), &output)
 	cmd.Flags().DurationVarP(&watch, "watch", "w", 0, "print again every interval (e.g. 1s) until interrupted")
 	return cmd
+}
+
+// printStatus prints one report; while watching, each text report under the
+// time it was read and each YAML report as a document of its own.
+func printStatus(w io.Writer, o outputFormat, r status.Report, watching bool) error {
+	switch {
+	case watching && o == outputText:
+		fmt.Fprintf(w, "--- %s\n", time.Now().Format(time.TimeOnly))
+	case watching && o == outputYAML:
+		fmt.Fprintln(w, "---")
+	}
+	return o.write(w, r, r.WriteText)
 }

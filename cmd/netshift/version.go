@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -9,23 +10,19 @@ import (
 )
 
 func versionCmd() *cobra.Command {
-	var output string
+	var output outputFormat
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print netshift's version (the image tag config/default installs) and how it was built",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			v := version.Get()
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), v)
-			}
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), v)
-			return err
+			return output.write(cmd.OutOrStdout(), v, func(w io.Writer) error {
+				_, err := fmt.Fprintln(w, v)
+				return err
+			})
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(cmd.Flags(), &output)
 	return cmd
 }

@@ -119,23 +119,15 @@ func (r *DrainReconciler) read(ctx context.Context) (*snapshot, error) {
 
 // readDrainPolicy reads NetshiftNetwork "cluster"; without one, the defaults apply.
 func readDrainPolicy(ctx context.Context, c client.Reader) (rollout.DrainPolicy, error) {
-	policy := rollout.DefaultDrainPolicy
 	var cn v1alpha1.NetshiftNetwork
 	err := c.Get(ctx, types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}, &cn)
 	if apierrors.IsNotFound(err) {
-		return policy, nil
+		return rollout.DefaultDrainPolicy, nil
 	}
 	if err != nil {
-		return policy, fmt.Errorf("get NetshiftNetwork %s: %w", v1alpha1.NetshiftNetworkName, err)
+		return rollout.DefaultDrainPolicy, fmt.Errorf("get NetshiftNetwork %s: %w", v1alpha1.NetshiftNetworkName, err)
 	}
-	policy.Disabled = cn.Spec.Drain.Disabled
-	if cn.Spec.Drain.Timeout != nil {
-		policy.Timeout = cn.Spec.Drain.Timeout.Duration
-	}
-	if cn.Spec.Drain.OnTimeout != "" {
-		policy.OnTimeout = cn.Spec.Drain.OnTimeout
-	}
-	return policy, nil
+	return rollout.DrainPolicyFrom(cn.Spec.Drain), nil
 }
 
 // Membership compiles the pools and resolves which pool owns each node; an

@@ -26,6 +26,25 @@ const DefaultSettle = 500 * time.Millisecond
 // DefaultDrainPolicy is the policy of a cluster with no NetshiftNetwork.
 var DefaultDrainPolicy = DrainPolicy{Timeout: 10 * time.Minute, OnTimeout: v1alpha1.DrainTimeoutWait, Settle: DefaultSettle}
 
+// DrainPolicyFrom resolves NetshiftNetwork spec.drain against the defaults.
+func DrainPolicyFrom(d v1alpha1.DrainSettings) DrainPolicy {
+	policy := DefaultDrainPolicy
+	policy.Disabled = d.Disabled
+	if d.Timeout != nil {
+		policy.Timeout = d.Timeout.Duration
+	}
+	if d.OnTimeout != "" {
+		policy.OnTimeout = d.OnTimeout
+	}
+	return policy
+}
+
+// Overdue reports whether a node's drain, started at s.DrainStartedAt, has
+// outlasted the policy's timeout (0: none) at now.
+func (p DrainPolicy) Overdue(s v1alpha1.NetshiftNodeStateStatus, now time.Time) bool {
+	return s.DrainStartedAt != nil && p.Timeout > 0 && now.Sub(s.DrainStartedAt.Time) > p.Timeout
+}
+
 // NodeDrain is one node as the drain controller sees it in a pass.
 type NodeDrain struct {
 	Name   string
@@ -161,9 +180,9 @@ func decideNode(n NodeDrain, policy DrainPolicy, now time.Time) (Decision, bool)
 		if s.DrainStatus != v1alpha1.Draining {
 			return d, false
 		}
-		if started := s.DrainStartedAt; started != nil && policy.Timeout > 0 && now.Sub(started.Time) > policy.Timeout {
+		if policy.Overdue(s, now) {
 			d.Reason = fmt.Sprintf("drain of node %s has taken %s, over the timeout of %s (%d pods left)",
-				n.Name, now.Sub(started.Time).Round(time.Second), policy.Timeout, n.PodsLeft)
+				n.Name, now.Sub(s.DrainStartedAt.Time).Round(time.Second), policy.Timeout, n.PodsLeft)
 			if policy.OnTimeout == v1alpha1.DrainTimeoutFail {
 				d.Action, d.To = ActionTimeoutFail, v1alpha1.DrainIdle
 				return d, true

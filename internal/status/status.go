@@ -3,6 +3,7 @@
 package status
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -44,6 +47,9 @@ type Change struct {
 	T0InMs *int64 `json:"t0InMs,omitempty"`
 	// Skew is the worst start of a step against its time, from the nodes' reports.
 	Skew *Skew `json:"skew,omitempty"`
+	// Degraded says why the change, over, still needs a person (the NetshiftNetwork's Degraded
+	// condition): it failed or was rolled back while the spec still asks for it, or left nodes behind.
+	Degraded string `json:"degraded,omitempty"`
 }
 
 // Pool is one pool with its nodes.
@@ -74,6 +80,9 @@ type Node struct {
 	// Zone is the node's OVN interconnect zone (its k8s.ovn.org/zone-name annotation), with the
 	// zone it is moving to and why that move holds, e.g. "global -> node-1 (held: ...)".
 	Zone string `json:"zone,omitempty"`
+	// DrainProblem says why the drain of the node's operation needs a person: it was given up,
+	// or it is over its timeout.
+	DrainProblem string `json:"drainProblem,omitempty"`
 }
 
 // Gather reads nodes, pools and NetshiftNodeStates and builds the report.
@@ -96,11 +105,13 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 		r.Problems = append(r.Problems, ip.Err.Error()+" (the nodes it might own are held: no slot, no zone move)")
 	}
 	var cn v1alpha1.NetshiftNetwork
+	policy := rollout.DefaultDrainPolicy
 	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err == nil {
 		r.Applied = cn.Status.Applied
 		r.Zones = cn.Status.Zones
+		policy = rollout.DrainPolicyFrom(cn.Spec.Drain)
 		if ch := cn.Status.Change; ch != nil {
-			r.Change = &Change{NetworkChange: *ch}
+			r.Change = &Change{NetworkChange: *ch, Degraded: degraded(cn.Status)}
 			if ch.T0 != nil {
 				in := time.Until(ch.T0.Time).Milliseconds()
 				r.Change.T0InMs = &in
@@ -158,6 +169,7 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 					p.Draining++
 				}
 				node.LiveChange = liveChangeProgress(st, r.Change)
+				node.DrainProblem = drainProblem(st, policy, time.Now())
 			}
 			p.Nodes = append(p.Nodes, node)
 		}
@@ -170,6 +182,36 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 		return r.Pools[i].Name < r.Pools[j].Name
 	})
 	return r, nil
+}
+
+// degraded is why the last change still needs a person: the message of the
+// operator's Degraded condition, or, before the operator wrote that
+// condition, a change that ended Failed or RolledBack. "" when nothing does.
+func degraded(st v1alpha1.NetshiftNetworkStatus) string {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.NetshiftNetworkDegraded); c != nil {
+		if c.Status != metav1.ConditionTrue {
+			return ""
+		}
+		return cmp.Or(c.Message, c.Reason)
+	}
+	if ch := st.Change; ch != nil && (ch.Phase == v1alpha1.PhaseFailed || ch.Phase == v1alpha1.PhaseRolledBack) {
+		return strings.TrimSuffix(fmt.Sprintf("%s %s: %s", ch.ID, ch.Phase, ch.Message), ": ")
+	}
+	return ""
+}
+
+// drainProblem is why the drain of the node's current operation needs a
+// person: given up (its DrainFailure names that operation; an older one's no
+// longer counts), or still draining past the timeout. "" when neither.
+func drainProblem(st *v1alpha1.NetshiftNodeState, policy rollout.DrainPolicy, now time.Time) string {
+	s := st.Status
+	if f, op := s.DrainFailure, st.Spec.Operation; f != nil && op != nil && f.Operation == op.ID {
+		return "given up: " + f.Reason
+	}
+	if s.DrainStatus == v1alpha1.Draining && policy.Overdue(s, now) {
+		return fmt.Sprintf("draining for over its timeout of %s (onTimeout: %s)", policy.Timeout, policy.OnTimeout)
+	}
+	return ""
 }
 
 // nodeZone is the node's zone as `netshift status` shows it: its annotation,
@@ -220,9 +262,9 @@ func liveChangeProgress(nns *v1alpha1.NetshiftNodeState, ch *Change) string {
 	}
 	switch {
 	case len(rep.Problems) > 0:
-		return "BLOCKED: " + strings.Join(rep.Problems, "; ")
+		return markBlocked + ": " + strings.Join(rep.Problems, "; ")
 	case rep.Done && rep.Failed:
-		return what + "FAILED: " + failedStep(rep)
+		return what + markFailed + ": " + failedStep(rep)
 	case rep.Done:
 		return what + "done"
 	}
@@ -253,7 +295,7 @@ func rebootProgress(nns *v1alpha1.NetshiftNodeState, id string) string {
 	case nns.Spec.Operation == nil || nns.Spec.Operation.ID != id:
 		return "reboot: waiting to start"
 	case st.SyncOperation == id && st.SyncStatus == v1alpha1.SyncFailed:
-		return "reboot FAILED: " + st.LastSyncError
+		return "reboot " + markFailed + ": " + st.LastSyncError
 	case st.SyncOperation == id && st.SyncStatus == v1alpha1.SyncSucceeded:
 		return "rebooted and checked"
 	case st.SyncOperation == id && st.RebootFromBoot != "" && st.DrainOperation == id:
@@ -291,6 +333,9 @@ func (r Report) WriteText(w io.Writer) error {
 			}
 		}
 		fmt.Fprintf(w, " (%d/%d nodes ready, %d applied, %d failed): %s\n", ch.Ready, ch.Nodes, ch.Applied, ch.Failed, ch.Message)
+		if ch.Degraded != "" {
+			fmt.Fprintf(w, "DEGRADED %s\n", ch.Degraded)
+		}
 		if sk := ch.Skew; sk != nil {
 			fmt.Fprintf(w, "SKEW worst %s on %s %+.3f ms from its time (its thread waited %.3f ms for a processor); nodes %.3f ms apart at most (%d steps)\n",
 				sk.Step, sk.Node, float64(sk.LateMicros)/1000, float64(sk.WaitedMicros)/1000, float64(sk.SpreadMicros)/1000, sk.Steps)
