@@ -101,7 +101,7 @@ func rootCmd(g *globals, name string) *cobra.Command {
 	f.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config; in a pod without either, the in-cluster config)")
 	f.StringVar(&g.context, "context", "", "the kubeconfig context to use (default: its current-context)")
 	f.BoolVarP(&g.verbose, "verbose", "v", false, "human-readable debug logs")
-	root.AddCommand(operatorCmd(g), agentCmd(g), planCmd(g), statusCmd(g), reconfigureCmd(g), abortCmd(g), portpoolCmd(g), versionCmd(), changeCmd(g))
+	root.AddCommand(operatorCmd(g), agentCmd(g), planCmd(g), statusCmd(g), reconfigureCmd(g), abortCmd(g), portpoolCmd(g), versionCmd(), changeCmd(g), uninstallCmd(g))
 	for _, c := range labCommands {
 		root.AddCommand(c(g))
 	}
