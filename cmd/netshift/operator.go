@@ -9,6 +9,8 @@ import (
 func operatorCmd(g *globals) *cobra.Command {
 	o := operator.DefaultOptions()
 	var pools portPoolFlags
+	nb := ovnDBFlags{flag: "ovn-nb", db: "northbound"}
+	sb := ovnDBFlags{flag: "ovn-sb", db: "southbound"}
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the operator: the drain controller and every netshift controller (leader-elected)",
@@ -16,6 +18,13 @@ func operatorCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return asUsage(err)
+			}
+			var err error
+			if o.OVNNorthbound, o.OVNNorthboundTLS, err = nb.options(); err != nil {
+				return err
+			}
+			if o.OVNSouthbound, o.OVNSouthboundTLS, err = sb.options(); err != nil {
+				return err
 			}
 			if pools.enabled {
 				pp, err := pools.options()
@@ -54,8 +63,8 @@ func operatorCmd(g *globals) *cobra.Command {
 	f.DurationVar(&o.StepSpacing, "step-spacing", o.StepSpacing, "time between a node's steps in a live change")
 	f.DurationVar(&o.AnswerTimeout, "answer-timeout", o.AnswerTimeout, "how long a live change waits for a silent agent: before T0 it is cancelled with nothing touched, after T0 it fails naming the node")
 	f.DurationVar(&o.SouthboundResync, "southbound-resync", o.SouthboundResync, "with --ovn-sb and Geneve: how often the Encap records are checked to carry the applied port (a chassis that registers again comes without it)")
-	f.StringVar(&o.OVNNorthbound, "ovn-nb", "", "OVN northbound database: the logical switch ports of plugged pods get requested-chassis (source and target while a VM migrates, with activation-strategy=rarp)")
-	f.StringVar(&o.OVNSouthbound, "ovn-sb", "", "OVN southbound database (e.g. unix:/run/ovn/ovnsb_db.sock): a Geneve port change goes into its Encap records at T0")
+	nb.register(f, "OVN northbound database: the logical switch ports of plugged pods get requested-chassis (source and target while a VM migrates, with activation-strategy=rarp)")
+	sb.register(f, "OVN southbound database: a Geneve port change goes into its Encap records at T0")
 	f.DurationVar(&o.ChangeRetry, "change-retry", o.ChangeRetry, "how long after failed preconditions a live change is tried again")
 	f.DurationVar(&o.AdmissionSettle, "admission-settle", o.AdmissionSettle,
 		"how long a pool waits after its latest drain request before granting slots, so a change's requests are granted in name order")

@@ -1,6 +1,6 @@
 // Package certs issues the certificates netshift's test and lab servers
-// present: a CA, and serving certificates it signs for the names and
-// addresses clients verify.
+// and clients present: a CA, serving certificates it signs for the names and
+// addresses clients verify, and client certificates.
 package certs
 
 import (
@@ -49,19 +49,33 @@ func NewCA(name string, validity time.Duration) (*CA, error) {
 // Serving issues a server certificate for the DNS names and addresses,
 // returning the certificate and its private key, PEM-encoded.
 func (ca *CA) Serving(name string, dnsNames []string, ips []net.IP, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	return ca.issue(&x509.Certificate{Subject: pkix.Name{CommonName: name}, DNSNames: dnsNames, IPAddresses: ips,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, validity)
+}
+
+// Client issues a client certificate named name (a TLS server that asks for
+// one, such as an ovsdb-server with a CA, checks it was issued for client
+// use), returning the certificate and its private key, PEM-encoded.
+func (ca *CA) Client(name string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
+	return ca.issue(&x509.Certificate{Subject: pkix.Name{CommonName: name},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, validity)
+}
+
+// issue signs tmpl (its subject, names and extended key usage) with a new
+// key, valid from an hour ago for validity.
+func (ca *CA) issue(tmpl *x509.Certificate, validity time.Duration) (certPEM, keyPEM []byte, err error) {
 	key, err := NewKey()
 	if err != nil {
 		return nil, nil, err
 	}
 	ca.serial++
 	now := time.Now()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.serial), Subject: pkix.Name{CommonName: name},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(validity),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: dnsNames, IPAddresses: ips}
+	tmpl.SerialNumber = big.NewInt(ca.serial)
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(validity)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("serving certificate %s: %w", name, err)
+		return nil, nil, fmt.Errorf("certificate %s: %w", tmpl.Subject.CommonName, err)
 	}
 	if keyPEM, err = KeyPEM(key); err != nil {
 		return nil, nil, err

@@ -27,18 +27,21 @@ func (s *State) nbctl(ctx context.Context, sh *shell, args ...string) (string, e
 	return s.nbctlAt(ctx, sh, s.NBDB(), args...)
 }
 
-// centralRemotes are the central databases' addresses for netshift's operator,
-// a pod of a real node: on the machine's address in the underlay, as a
-// cluster's OVN databases listen on a control-plane node's.
+// centralRemotes are the central databases' remotes for netshift's operator,
+// a pod of a real node: SSL on the machine's address in the underlay, as a
+// cluster's OVN databases listen on a control-plane node's (ssl: endpoints,
+// a client certificate asked of every client). The lab's own tools, ovn-northd
+// and every ovn-controller reach them through their unix sockets (the lab
+// machine's file system), so no plain TCP remote is left.
 func (s *State) centralRemotes(db string) []string {
 	port := map[string]string{"nb": CentralNBPort, "sb": CentralSBPort}[db]
 	if port == "" {
 		return nil
 	}
-	return []string{"--remote=ptcp:" + port + ":" + hostIP}
+	return append(s.centralSSLArgs(db), "--remote=pssl:"+port+":"+hostIP)
 }
 
-// The central databases' TCP ports on the machine's underlay address (real nodes).
+// The central databases' SSL ports on the machine's underlay address (real nodes).
 const (
 	CentralNBPort = "6641"
 	CentralSBPort = "6642"
@@ -46,12 +49,16 @@ const (
 
 func routerMAC(i int) string { return fmt.Sprintf("0a:58:c6:12:%02x:01", i) }
 
-// buildOVN starts the central NB and SB databases and ovn-northd (in the root
-// namespace, reachable only through their unix sockets), one ovn-controller
-// per node inside the node's namespace, and the logical topology.
+// buildOVN starts the central NB and SB databases (in the root namespace,
+// on their unix sockets and, for the operator, SSL on the underlay address)
+// and ovn-northd, one ovn-controller per node inside the node's namespace,
+// and the logical topology.
 func (s *State) buildOVN(ctx context.Context, sh *shell, progress func(string, ...any)) error {
 	dir := s.ovnDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := s.writeOVNPKI(); err != nil {
 		return err
 	}
 	env := []string{"OVN_RUNDIR=" + dir, "OVS_RUNDIR=" + dir}

@@ -75,6 +75,12 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 		Labels: map[string]string{plug.PortSpecOptInLabel: plug.PortSpecEnabled}}}); err != nil {
 		return err
 	}
+	// The operator reaches the central OVN databases over SSL with this Secret's certificate.
+	if s.Options.OVN {
+		if err := s.createOVNSecret(ctx, c); err != nil {
+			return err
+		}
+	}
 	if s.Options.Neutron {
 		if err := s.createNeutronObjects(ctx, c); err != nil {
 			return err

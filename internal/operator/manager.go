@@ -64,6 +64,8 @@ type Options struct {
 	// OVNNorthbound is the OVN northbound database: with it, the logical switch ports of plugged
 	// pods are bound to their chassis, both source and target while a VM migrates.
 	OVNNorthbound string
+	// OVNNorthboundTLS and OVNSouthboundTLS are what ssl: endpoints are reached with.
+	OVNNorthboundTLS, OVNSouthboundTLS *ovs.TLS
 	// ZoneMigration lets the zone controller move the cluster between OVN interconnect layouts;
 	// without it the layout is only reported.
 	ZoneMigration bool
@@ -172,7 +174,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now, Ledger: ledger,
 		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry, TimeURL: o.TimeAdvertiseURL}
 	if o.OVNSouthbound != "" {
-		lc.OVNSouthbound = ovs.NewSouthbound(o.OVNSouthbound)
+		lc.OVNSouthbound = &ovs.Southbound{DB: o.OVNSouthbound, TLS: o.OVNSouthboundTLS}
 		if err := mgr.Add(closeAtStop(lc.OVNSouthbound.Close)); err != nil {
 			return nil, err
 		}
@@ -222,7 +224,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		return nil, fmt.Errorf("set up zone controller: %w", err)
 	}
 	if o.OVNNorthbound != "" {
-		nb := ovs.NewNorthbound(o.OVNNorthbound)
+		nb := &ovs.Northbound{DB: o.OVNNorthbound, TLS: o.OVNNorthboundTLS}
 		if err := mgr.Add(closeAtStop(nb.Close)); err != nil {
 			return nil, err
 		}

@@ -29,9 +29,10 @@ type conn struct {
 	c    client.Client
 }
 
-// dial connects to endpoint (unix:PATH or tcp:HOST:PORT) and monitors the
-// tables asked for; it returns once the cache holds their current rows.
-func dial(ctx context.Context, what, endpoint string, db model.ClientDBModel, tables ...client.MonitorOption) (*conn, error) {
+// dial connects to endpoint (unix:PATH, tcp:HOST:PORT, or ssl:HOST:PORT with
+// creds) and monitors the tables asked for; it returns once the cache holds
+// their current rows.
+func dial(ctx context.Context, what, endpoint string, creds *TLS, db model.ClientDBModel, tables ...client.MonitorOption) (*conn, error) {
 	logger := log.FromContext(ctx).WithName("ovsdb").WithValues("database", db.Name(), "endpoint", endpoint)
 	// libovsdb logs every update at V(5) and its reconnects at V(3): quiet unless asked.
 	quiet := logger.V(2)
@@ -41,7 +42,15 @@ func dial(ctx context.Context, what, endpoint string, db model.ClientDBModel, ta
 	}
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
-	c, err := client.NewOVSDBClient(db, client.WithEndpoint(endpoint), client.WithReconnect(txTimeout, b), client.WithLogger(&l))
+	opts := []client.Option{client.WithEndpoint(endpoint), client.WithReconnect(txTimeout, b), client.WithLogger(&l)}
+	if IsSSL(endpoint) {
+		if creds == nil {
+			return nil, fmt.Errorf("%s: an ssl: endpoint needs a client certificate, its key and a CA", what)
+		}
+		// One config for every reconnect: it reads the files at each handshake.
+		opts = append(opts, client.WithTLSConfig(creds.config()))
+	}
+	c, err := client.NewOVSDBClient(db, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

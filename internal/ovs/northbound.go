@@ -14,8 +14,10 @@ import (
 // switch ports' options (the chassis a port is bound to) and reads whose
 // port is (its external_ids).
 type Northbound struct {
-	// DB is the endpoint: unix:PATH or tcp:HOST:PORT.
+	// DB is the endpoint: unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT.
 	DB string
+	// TLS is what an ssl: endpoint is reached with.
+	TLS *TLS
 	lazyConn
 }
 
@@ -30,7 +32,7 @@ func (n *Northbound) get(ctx context.Context) (*conn, error) {
 			return nil, err
 		}
 		var p nb.LogicalSwitchPort
-		return dial(ctx, "OVN northbound "+n.DB, n.DB, db, client.WithTable(&p, &p.Name, &p.Options, &p.ExternalIDs))
+		return dial(ctx, "OVN northbound "+n.DB, n.DB, n.TLS, db, client.WithTable(&p, &p.Name, &p.Options, &p.ExternalIDs))
 	})
 }
 

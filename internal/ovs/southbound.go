@@ -21,8 +21,10 @@ const DefaultGenevePort = 6081
 // Geneve Encap records' destination port, which every ovn-controller builds
 // its tunnels from.
 type Southbound struct {
-	// DB is the endpoint: unix:PATH or tcp:HOST:PORT.
+	// DB is the endpoint: unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT.
 	DB string
+	// TLS is what an ssl: endpoint is reached with.
+	TLS *TLS
 	lazyConn
 }
 
@@ -37,7 +39,7 @@ func (s *Southbound) get(ctx context.Context) (*conn, error) {
 			return nil, err
 		}
 		var e sb.Encap
-		return dial(ctx, "OVN southbound "+s.DB, s.DB, db, client.WithTable(&e, &e.Type, &e.Options, &e.ChassisName))
+		return dial(ctx, "OVN southbound "+s.DB, s.DB, s.TLS, db, client.WithTable(&e, &e.Type, &e.Options, &e.ChassisName))
 	})
 }
 

@@ -66,7 +66,7 @@ func OpenSwitch(ctx context.Context, socket string, opts ...Option) (*Switch, er
 		p vswitch.Port
 		i vswitch.Interface
 	)
-	c, err := dial(ctx, "OVSDB "+socket, socket, db,
+	c, err := dial(ctx, "OVSDB "+socket, socket, nil, db,
 		client.WithTable(&o, &o.Bridges, &o.ExternalIDs, &o.NextCfg, &o.CurCfg),
 		client.WithTable(&b, &b.Name, &b.Ports, &b.ExternalIDs, &b.DatapathType),
 		client.WithTable(&p, &p.Name, &p.Interfaces, &p.Tag, &p.ExternalIDs),
