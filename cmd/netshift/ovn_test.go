@@ -81,7 +81,7 @@ func TestOperatorRefusesBadOVNFlags(t *testing.T) {
 			"--ovn-nb-client-cacert: CA certificates " + garbage + ": no PEM certificate in it"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := run(t, append([]string{"operator"}, c.args...)...)
+			out, err := runBin(t, append([]string{"operator"}, c.args...)...)
 			if err == nil || !strings.Contains(out, c.want) {
 				t.Errorf("netshift operator %s: err %v, output %q; want an error saying %q", strings.Join(c.args, " "), err, out, c.want)
 			}
