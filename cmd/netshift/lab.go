@@ -100,6 +100,8 @@ func labUpCmd(name *string) *cobra.Command {
 	f.StringArrayVar(&labels, "node-label", nil, "a label for a node, NODE:KEY=VALUE (repeatable)")
 	f.StringVar(&o.Layout, "node-layout", "containerd", "where the nodes' runtime socket and CNI files are: containerd, crio or k3s (the lab's containerd serves "+
 		"at that runtime's socket; netshift is installed with its config/components/runtime-* component)")
+	f.BoolVar(&o.WithoutNetshift, "without-netshift", false, "bring the lab up as a cluster netshift is yet to be installed on: the network plugin and the pods, "+
+		"netshift's manifests written to the lab's config/ directory but not applied (the quick start's starting point; plain VXLAN or Geneve)")
 	f.BoolVar(&o.CNIConf, "cni-conf", false, "the stand-in network plugin writes a single-plugin .conf, as OVN-Kubernetes and Multus do, instead of a .conflist")
 	f.StringArrayVar(&o.FailReboots, "fail-reboot", nil, "make this node's reboot, asked by its agent's --reboot-command, fail (repeatable; tests of a failed reboot)")
 	f.StringArrayVar(&agentArgs, "agent-arg", nil, "a test hook for a node's agent, NODE:--FLAG=VALUE, set as the node's label lab.netshift.io/FLAG (repeatable; --clock-offset=200ms or --fail-step-once=STEP)")

@@ -21,10 +21,10 @@ func operatorCmd(g *globals) *cobra.Command {
 			}
 			var err error
 			if o.OVNNorthbound, o.OVNNorthboundTLS, err = nb.options(); err != nil {
-				return err
+				return asUsage(err)
 			}
 			if o.OVNSouthbound, o.OVNSouthboundTLS, err = sb.options(); err != nil {
-				return err
+				return asUsage(err)
 			}
 			if pools.enabled {
 				pp, err := pools.options()

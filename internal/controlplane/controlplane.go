@@ -102,6 +102,9 @@ type Options struct {
 	// are enforced as in a cluster): its files go into Dir, or a directory of
 	// its own that Stop removes.
 	Controllers []string
+	// WithoutNetshift leaves netshift's CRDs, RBAC and admission policies out:
+	// a cluster netshift is yet to be installed on.
+	WithoutNetshift bool
 }
 
 // StartWith starts the control plane as o asks.
@@ -180,7 +183,7 @@ func StartWith(o Options) (*ControlPlane, error) {
 		cp.Stop()
 		return nil, err
 	}
-	if cp.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err == nil {
+	if cp.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err == nil && !o.WithoutNetshift {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err = manifests.Apply(ctx, cp.Client, objs)
 		cancel()

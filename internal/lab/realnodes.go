@@ -506,6 +506,9 @@ func (s *State) installNetshift(ctx context.Context, cp *controlplane.ControlPla
 	if err != nil {
 		return fmt.Errorf("write the manifests: %w", err)
 	}
+	if s.Options.WithoutNetshift {
+		return nil // written out for whoever installs it, as a user would from a checkout
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	overlay := "lab"
@@ -616,12 +619,15 @@ func (s *State) notInstalled(ctx context.Context, c client.Client) string {
 	if err := c.List(ctx, &sets); err != nil {
 		return err.Error()
 	}
-	want := map[string]bool{"netshift-system/netshift-agent": true}
+	want := map[string]bool{}
 	if s.runsPlugin() {
 		want[PluginNamespace+"/"+PluginNodeApp] = true // every node in its zone, annotated
 	}
 	for j := 1; j <= s.Options.PodsPerNode; j++ {
 		want[fmt.Sprintf("%s/probe-%d", PodNamespace, j)] = true
+	}
+	if !s.Options.WithoutNetshift {
+		want["netshift-system/netshift-agent"] = true
 	}
 	for _, ds := range sets.Items {
 		key := ds.Namespace + "/" + ds.Name
@@ -634,6 +640,9 @@ func (s *State) notInstalled(ctx context.Context, c client.Client) string {
 	}
 	for key := range want {
 		return "DaemonSet " + key + " not created"
+	}
+	if s.Options.WithoutNetshift {
+		return ""
 	}
 	var dep appsv1.Deployment
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "netshift-system", Name: "netshift-operator"}, &dep); err != nil {
@@ -716,7 +725,8 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 		archives, err := s.buildImages(binary)
 		builtImages <- built{archives, err}
 	}()
-	cp, kubeconfig, err := s.startControlPlane(controlplane.Options{Address: hostIP, Cluster: true, ServiceCIDR: serviceCIDR, Dir: s.Path("cp")})
+	cp, kubeconfig, err := s.startControlPlane(controlplane.Options{Address: hostIP, Cluster: true, ServiceCIDR: serviceCIDR, Dir: s.Path("cp"),
+		WithoutNetshift: s.Options.WithoutNetshift})
 	if err != nil {
 		return err
 	}
@@ -764,7 +774,9 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 	if err := s.record(func() { s.Kubeconfig, s.Ready = kubeconfig, true }); err != nil {
 		return err
 	}
-	s.grantAgentsRealtime(ctx)
+	if !s.Options.WithoutNetshift {
+		s.grantAgentsRealtime(ctx)
+	}
 	s.watchNodes(ctx, binary, func(node string) error { return s.rebootRealNode(ctx, cp, node, binary, archives, proxy) })
 	// The nodes go before the control plane: the API server's graceful stop otherwise waits on
 	// every kubelet's and agent's open watches.

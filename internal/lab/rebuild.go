@@ -36,6 +36,9 @@ func (s *State) writeNodeFiles(node string) error {
 			return fmt.Errorf("node %s: %w", node, err)
 		}
 	}
+	if s.Options.WithoutNetshift {
+		return s.renewBootID(node) // the node's network configuration is netshift's: none before it
+	}
 	encap := s.Options.Tunnel
 	port := int32(4789)
 	if encap == v1alpha1.EncapGeneve {

@@ -95,6 +95,9 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 			return fmt.Errorf("ConfigMap %s: %w", zones.ConfigMapName, err)
 		}
 	}
+	if s.Options.WithoutNetshift {
+		return nil // netshift creates its NetshiftNetwork from what its agents find, once installed
+	}
 	mtu, under := int32(s.Options.MTU), int32(s.Options.UnderlayMTU)
 	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NetshiftNetworkName},
 		Spec: v1alpha1.NetshiftNetworkSpec{MTU: &mtu, Encapsulation: s.Options.Tunnel,

@@ -57,6 +57,10 @@ type Options struct {
 	Layout string `json:"layout,omitempty"`
 	// CNIConf makes the stand-in network plugin write a .conf, not a .conflist.
 	CNIConf bool `json:"cniConf,omitempty"`
+	// WithoutNetshift brings the lab up as a cluster netshift is yet to be installed on: its
+	// network plugin and pods, netshift's manifests written out (config/) but not applied, no
+	// NetshiftNetwork. Plain VXLAN or Geneve only.
+	WithoutNetshift bool `json:"withoutNetshift,omitempty"`
 	// FailReboots are real nodes whose reboot, asked by their agent's node-restore action,
 	// fails (tests of a restore that fails).
 	FailReboots []string `json:"failReboots,omitempty"`
@@ -130,6 +134,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--neutron-trunk-node: %q is not a node of this lab (node-1..node-%d)", unknownNode(o, o.TrunkNodes), o.Nodes)
 	case unknownNode(o, o.FailReboots) != "":
 		return fmt.Errorf("--fail-reboot: %q is not a node of this lab (node-1..node-%d)", unknownNode(o, o.FailReboots), o.Nodes)
+	case o.WithoutNetshift && o.OVN:
+		return fmt.Errorf("--without-netshift: a lab without netshift is plain VXLAN or Geneve (its OVN mode needs netshift's objects)")
 	case layoutErr(o.Layout) != nil:
 		return fmt.Errorf("--node-layout: %w", layoutErr(o.Layout))
 	case hookLabelsErr(o.AgentArgs) != nil:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -180,6 +181,9 @@ func TestLiveChanges(t *testing.T) {
 			for _, f := range []string{"vxlanPort", "genevePort"} {
 				changes = append(changes, struct{ what, patch string }{f, fmt.Sprintf(`{"spec":{%q:%d}}`, f, newPort[f])})
 			}
+			if mode.name == "ovn" {
+				operatorDialsOVNOverSSL(t, c)
+			}
 			for _, ch := range changes {
 				var cn *v1alpha1.NetshiftNetwork
 				var cordoned bool
@@ -189,6 +193,9 @@ func TestLiveChanges(t *testing.T) {
 				})
 				if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
 					t.Fatalf("%s: change %+v", ch.what, cn.Status.Change)
+				}
+				if mode.name == "ovn" && ch.what == "genevePort" && cn.Status.Change.Southbound != "Done" {
+					t.Errorf("geneve port: the southbound Encap records (over ssl:) say %q, want Done", cn.Status.Change.Southbound)
 				}
 				// New pods wait out an MTU change (they would get the old MTU on a changed
 				// path); a port is the nodes' alone, and its change cordons nothing.
@@ -822,4 +829,21 @@ func switchTunnels(socket string) (tunnels []ovs.Tunnel, err error) {
 		return err
 	})
 	return tunnels, err
+}
+
+// operatorDialsOVNOverSSL: the lab's OVN mode installs the operator with ssl:
+// endpoints and the certificate Secret, as a cluster whose OVN databases
+// take SSL only (the lab's central databases listen on pssl: alone).
+func operatorDialsOVNOverSSL(t *testing.T, c client.Client) {
+	t.Helper()
+	var dep appsv1.Deployment
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "netshift-system", Name: "netshift-operator"}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")
+	for _, want := range []string{"--ovn-sb=ssl:", "--ovn-nb=ssl:", "--ovn-sb-client-cert=", "--ovn-nb-client-cacert="} {
+		if !strings.Contains(args, want) {
+			t.Errorf("the operator's arguments lack %s: %s", want, args)
+		}
+	}
 }
