@@ -66,7 +66,7 @@ says what its steps would change; nothing on any node is touched and the spec ke
 	}
 	f := cmd.Flags()
 	f.BoolVar(&dryRun, "dry-run", false, "check the change on every node and show each node's preconditions and what its steps would change; touch nothing")
-	f.BoolVar(&noWait, "no-wait", false, "ask for the change and return; follow it with `netshift status -w 1s`")
+	f.BoolVar(&noWait, "no-wait", false, "ask for the change and return (follow it with netshift status -w 1s)")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "how long to follow the change before giving up following it (the change goes on)")
 	addOutputFlag(f, &output) // json and yaml: the change and each node's report, at its end
 	return cmd
@@ -112,6 +112,9 @@ func (r changeRun) run(ctx context.Context, wait bool) error {
 	}
 	patch := client.MergeFromWithOptions(cn.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if r.dryRun {
+		// An edit asks again for whatever the spec asks for: a value that did not go through
+		// (a failed change) is put back to the value in force, or the dry run would start it.
+		r.putBack(&cn.Spec, *cn.Status.Applied)
 		cn.Spec.DryRun = dryRunRequest(r.kind, r.value)
 	} else {
 		setSpec(&cn.Spec, r.kind, r.value)
@@ -279,6 +282,17 @@ func current(kind v1alpha1.ChangeKind, a v1alpha1.AppliedNetwork) int32 {
 		return a.VXLANPort
 	}
 	return a.GenevePort
+}
+
+// putBack sets every value the spec asks for but is not in force back to
+// the value in force, saying so.
+func (r changeRun) putBack(spec *v1alpha1.NetshiftNetworkSpec, applied v1alpha1.AppliedNetwork) {
+	for _, kind := range []v1alpha1.ChangeKind{v1alpha1.ChangeMTU, v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort} {
+		if asked, in := wanted(kind, *spec), current(kind, applied); asked != in {
+			setSpec(spec, kind, in)
+			fmt.Fprintf(r.out, "%s %d was asked for and is not in force: put back to %d first (a dry run changes nothing)\n", kind, asked, in)
+		}
+	}
 }
 
 func wanted(kind v1alpha1.ChangeKind, s v1alpha1.NetshiftNetworkSpec) int32 {

@@ -63,10 +63,10 @@ Ports netshift plugged stay plugged: they carry their pods' traffic.`,
 	f := cmd.Flags()
 	f.BoolVar(&u.force, "force", false, "uninstall even during a live change, and delete netshift's objects even if nodes did not report (clean those nodes by hand: docs/install.md)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for every node's agent")
-	f.StringVar(&poolServer, "portpool-server", "", "with the port pools on: the pool manager's API, as `netshift portpool --server` takes it (a unix socket path in the operator's pod, or tcp:HOST:PORT)")
+	f.StringVar(&poolServer, "portpool-server", "", "with the port pools on: the pool manager's API, as netshift portpool --server takes it (tcp:HOST:PORT, served by the elected operator)")
 	f.StringVar(&poolOpts.Token, "portpool-token", os.Getenv("NETSHIFT_PORTPOOL_TOKEN"), "with --portpool-server tcp:...: the bearer token (default $NETSHIFT_PORTPOOL_TOKEN); RBAC must allow delete on portpools.netshift.io")
 	f.StringVar(&poolOpts.CAFile, "portpool-ca-file", "", "with --portpool-server tcp:...: the CA certificate (PEM) of the API's certificate")
-	f.BoolVar(&u.poolsDrained, "port-pools-drained", false, "with the port pools on: they were drained already (`kubectl -n netshift-system exec deploy/netshift-operator -- netshift portpool drain`)")
+	f.BoolVar(&u.poolsDrained, "port-pools-drained", false, "with the port pools on: they were drained already (netshift portpool drain, run in the elected operator's pod)")
 	return cmd
 }
 
@@ -125,14 +125,14 @@ func (u uninstallRun) drainPools(ctx context.Context) error {
 	}
 	on := false
 	for _, c := range dep.Spec.Template.Spec.Containers {
-		on = on || slices.Contains(c.Args, "--port-pools")
+		on = on || slices.ContainsFunc(c.Args, portPoolsOn)
 	}
 	switch {
 	case !on || u.poolsDrained:
 		return nil
 	case u.pools == nil:
 		return usagef("the operator runs the port pools, whose ports must be deleted from Neutron first: give --portpool-server (and --portpool-token), " +
-			"or run `kubectl -n netshift-system exec deploy/netshift-operator -- netshift portpool drain` and then give --port-pools-drained")
+			"or run `netshift portpool drain` in the elected operator's pod (kubectl -n netshift-system get lease netshift-operator names it) and then give --port-pools-drained")
 	}
 	n, err := u.pools.Free(ctx, "")
 	if err != nil {
@@ -257,4 +257,10 @@ func installedObjects() ([]*unstructured.Unstructured, error) {
 	}
 	sort.SliceStable(objs, func(i, j int) bool { return rank[objs[i].GetKind()] < rank[objs[j].GetKind()] })
 	return objs, nil
+}
+
+// portPoolsOn says whether an operator argument turns the port pools on.
+func portPoolsOn(arg string) bool {
+	v, set := strings.CutPrefix(arg, "--port-pools")
+	return set && (v == "" || v == "=true" || v == "=1")
 }

@@ -506,11 +506,6 @@ func (s *State) installNetshift(ctx context.Context, cp *controlplane.ControlPla
 	if err != nil {
 		return fmt.Errorf("write the manifests: %w", err)
 	}
-	if s.Options.WithoutNetshift {
-		return nil // written out for whoever installs it, as a user would from a checkout
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
 	overlay := "lab"
 	switch {
 	case s.Options.Neutron:
@@ -527,6 +522,11 @@ func (s *State) installNetshift(ctx context.Context, cp *controlplane.ControlPla
 			return err
 		}
 	}
+	if s.Options.WithoutNetshift {
+		return nil // written out (config/lab, or config/lab-LAYOUT) for whoever installs it, as from a checkout
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	return s.applyOverlay(ctx, cp.AssetsDir, kubeconfig, overlay)
 }
 

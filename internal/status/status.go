@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +39,9 @@ type Report struct {
 	Pools []Pool                `json:"pools"`
 	// Problems are what holds netshift back and needs a person: a NetshiftNodePool whose spec cannot be used.
 	Problems []string `json:"problems,omitempty"`
+	// NoNetwork says why there is no NetshiftNetwork yet: what the operator waits for before it
+	// creates one from the nodes' reports (a node's, an agreement).
+	NoNetwork string `json:"noNetwork,omitempty"`
 }
 
 // Change is a live change as `netshift status` shows it.
@@ -106,7 +110,11 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 	}
 	var cn v1alpha1.NetshiftNetwork
 	policy := rollout.DefaultDrainPolicy
-	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err == nil {
+	err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn)
+	if apierrors.IsNotFound(err) {
+		r.NoNetwork = noNetwork(nodes.Items, states.Items)
+	}
+	if err == nil {
 		r.Applied = cn.Status.Applied
 		r.Zones = cn.Status.Zones
 		policy = rollout.DrainPolicyFrom(cn.Spec.Drain)
@@ -318,8 +326,29 @@ func (r Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
+// noNetwork is why the operator has not created the NetshiftNetwork: the
+// same decision, from the same reports.
+func noNetwork(nodes []corev1.Node, states []v1alpha1.NetshiftNodeState) string {
+	reports := map[string]*v1alpha1.ObservedNetwork{}
+	for _, n := range nodes {
+		reports[n.Name] = nil
+	}
+	for i := range states {
+		if _, ok := reports[states[i].Name]; ok {
+			reports[states[i].Name] = states[i].Status.Network
+		}
+	}
+	if _, why := livechange.FromNodes(reports); why != "" {
+		return why
+	}
+	return "the nodes agree; the operator creates it at its next look"
+}
+
 // WriteText prints a table per pool.
 func (r Report) WriteText(w io.Writer) error {
+	if r.NoNetwork != "" {
+		fmt.Fprintf(w, "NETWORK not created yet: %s\n", r.NoNetwork)
+	}
 	if a := r.Applied; a != nil {
 		fmt.Fprintf(w, "NETWORK mtu %d, vxlanPort %d, genevePort %d\n", a.MTU, a.VXLANPort, a.GenevePort)
 	}
