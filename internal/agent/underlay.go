@@ -70,5 +70,5 @@ func (a *Agent) tunnelAddress(ctx context.Context) (net.IP, string, error) {
 			}
 		}
 	}
-	return nil, "", fmt.Errorf("Node %s reports no InternalIP", a.Node)
+	return nil, "", fmt.Errorf("the Node %s reports no InternalIP", a.Node)
 }

@@ -66,9 +66,16 @@ type Options struct {
 	FailReboots []string `json:"failReboots,omitempty"`
 }
 
-func layoutErr(name string) error {
-	_, err := kubenode.ParseLayout(name)
-	return err
+// installErr names what is wrong with how the nodes are laid out and how
+// netshift goes onto them.
+func (o Options) installErr() error {
+	if _, err := kubenode.ParseLayout(o.Layout); err != nil {
+		return fmt.Errorf("--node-layout: %w", err)
+	}
+	if o.WithoutNetshift && o.OVN {
+		return fmt.Errorf("--without-netshift: a lab without netshift is plain VXLAN or Geneve (its OVN mode needs netshift's objects)")
+	}
+	return nil
 }
 
 // unknownNode is the first of names that is not a node of the lab ("" if none).
@@ -134,10 +141,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--neutron-trunk-node: %q is not a node of this lab (node-1..node-%d)", unknownNode(o, o.TrunkNodes), o.Nodes)
 	case unknownNode(o, o.FailReboots) != "":
 		return fmt.Errorf("--fail-reboot: %q is not a node of this lab (node-1..node-%d)", unknownNode(o, o.FailReboots), o.Nodes)
-	case o.WithoutNetshift && o.OVN:
-		return fmt.Errorf("--without-netshift: a lab without netshift is plain VXLAN or Geneve (its OVN mode needs netshift's objects)")
-	case layoutErr(o.Layout) != nil:
-		return fmt.Errorf("--node-layout: %w", layoutErr(o.Layout))
+	case o.installErr() != nil:
+		return o.installErr()
 	case hookLabelsErr(o.AgentArgs) != nil:
 		return hookLabelsErr(o.AgentArgs)
 	case o.OVN && o.Tunnel != Geneve:

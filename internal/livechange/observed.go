@@ -1,8 +1,10 @@
 package livechange
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -14,7 +16,7 @@ import (
 // its nodes: netshift never picks one of them).
 func FromNodes(reports map[string]*v1alpha1.ObservedNetwork) (*v1alpha1.NetshiftNetworkSpec, string) {
 	var waiting []string
-	mtus, encaps, ports := map[string][]string{}, map[string][]string{}, map[string][]string{}
+	mtus, ports, encaps := map[int32][]string{}, map[int32][]string{}, map[v1alpha1.Encapsulation][]string{}
 	underlay, underlayNode := int32(0), ""
 	for _, n := range sortedNodes(reports) {
 		o := reports[n]
@@ -23,11 +25,11 @@ func FromNodes(reports map[string]*v1alpha1.ObservedNetwork) (*v1alpha1.Netshift
 			continue
 		}
 		if o.MTU > 0 {
-			mtus[fmt.Sprint(o.MTU)] = append(mtus[fmt.Sprint(o.MTU)], n)
+			mtus[o.MTU] = append(mtus[o.MTU], n)
 		}
 		if o.Encapsulation != "" {
-			encaps[string(o.Encapsulation)] = append(encaps[string(o.Encapsulation)], n)
-			ports[fmt.Sprint(o.TunnelPort)] = append(ports[fmt.Sprint(o.TunnelPort)], n)
+			encaps[o.Encapsulation] = append(encaps[o.Encapsulation], n)
+			ports[o.TunnelPort] = append(ports[o.TunnelPort], n)
 		}
 		if o.UnderlayMTU > 0 && (underlay == 0 || o.UnderlayMTU < underlay) {
 			underlay, underlayNode = o.UnderlayMTU, n
@@ -49,10 +51,8 @@ func FromNodes(reports map[string]*v1alpha1.ObservedNetwork) (*v1alpha1.Netshift
 	case len(ports) > 1:
 		return nil, "the nodes disagree on the tunnel port: " + byValue(ports)
 	}
-	spec := &v1alpha1.NetshiftNetworkSpec{Encapsulation: v1alpha1.Encapsulation(onlyKey(encaps))}
-	var mtu, port int32
-	fmt.Sscan(onlyKey(mtus), &mtu)
-	fmt.Sscan(onlyKey(ports), &port)
+	spec := &v1alpha1.NetshiftNetworkSpec{Encapsulation: onlyKey(encaps)}
+	mtu, port := onlyKey(mtus), onlyKey(ports)
 	spec.MTU = &mtu
 	if spec.Encapsulation == v1alpha1.EncapGeneve {
 		spec.GenevePort = port
@@ -70,23 +70,20 @@ func FromNodes(reports map[string]*v1alpha1.ObservedNetwork) (*v1alpha1.Netshift
 	return spec, ""
 }
 
-func onlyKey(m map[string][]string) string {
+func onlyKey[K comparable](m map[K][]string) K {
 	for k := range m {
 		return k
 	}
-	return ""
+	var zero K
+	return zero
 }
 
-// byValue names each value with its nodes: "1450 on a, b; 1400 on c".
-func byValue(m map[string][]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+// byValue names each value with its nodes: "1400 on c; 1450 on a, b".
+func byValue[K cmp.Ordered](m map[K][]string) string {
+	keys := slices.Sorted(maps.Keys(m))
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, k+" on "+clipNames(m[k]))
+		parts = append(parts, fmt.Sprintf("%v on %s", k, clipNames(m[k])))
 	}
 	return strings.Join(parts, "; ")
 }
