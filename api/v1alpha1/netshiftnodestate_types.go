@@ -388,7 +388,9 @@ type NetshiftNodeStateStatus struct {
 
 // ObservedNetwork is the network an agent finds on its node, from the node itself (its
 // network configuration, its pods' interfaces as its runtime reports them, its tunnels, its
-// underlay interface), never from what a tenant can write.
+// underlay interface), never from an object a tenant can write. A pod with NET_ADMIN can set
+// its own eth0's MTU: the pods' MTU is the one most of them have, and nodes that disagree keep
+// the NetshiftNetwork from being created rather than deciding it.
 type ObservedNetwork struct {
 	// MTU is the pod MTU: the node's network configuration's, or else the MTU most of its pods'
 	// eth0 have; 0 when the node has neither (no pod with a network of its own yet).

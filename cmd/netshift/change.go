@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -96,39 +97,37 @@ func (r changeRun) run(ctx context.Context, wait bool) error {
 	if cn.Status.Applied == nil {
 		return errors.New("the operator has not recorded the network in force yet (NetshiftNetwork status.applied): is it running?")
 	}
-	if from := current(r.kind, *cn.Status.Applied); from == r.value && !r.dryRun {
+	applied := *cn.Status.Applied
+	if current(r.kind, applied) == r.value && !r.dryRun {
 		fmt.Fprintf(r.out, "%s is %d already; nothing to change\n", r.kind, r.value)
-		return nil
+		return r.patch(ctx, &cn, func(spec *v1alpha1.NetshiftNetworkSpec) { r.putBack(spec, applied) })
 	}
-	if !r.dryRun && wanted(r.kind, cn.Spec) == r.value {
-		// Asked before, and it did not go through: the spec is put back to the value in force
-		// first, so that asking again is a new edit (a failed change is retried only after one).
-		back := client.MergeFromWithOptions(cn.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		setSpec(&cn.Spec, r.kind, current(r.kind, *cn.Status.Applied))
-		if err := r.c.Patch(ctx, &cn, back); err != nil {
-			return fmt.Errorf("NetshiftNetwork %s: put %s back to %d before asking again: %w", cn.Name, r.kind, current(r.kind, *cn.Status.Applied), err)
+	// What is asked must be a new edit: a change asked before that did not go through is asked
+	// again only by one, and a dry run runs once per edit.
+	if wanted(r.kind, cn.Spec) == r.value || cn.Spec.DryRun != nil {
+		if err := r.patch(ctx, &cn, func(spec *v1alpha1.NetshiftNetworkSpec) { r.putBack(spec, applied); spec.DryRun = nil }); err != nil {
+			return err
 		}
-		fmt.Fprintf(r.out, "%s %d was asked before and is not in force; asking again\n", r.kind, r.value)
 	}
-	patch := client.MergeFromWithOptions(cn.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if r.dryRun {
-		// An edit asks again for whatever the spec asks for: a value that did not go through
-		// (a failed change) is put back to the value in force, or the dry run would start it.
-		r.putBack(&cn.Spec, *cn.Status.Applied)
-		cn.Spec.DryRun = dryRunRequest(r.kind, r.value)
-	} else {
-		setSpec(&cn.Spec, r.kind, r.value)
-		cn.Spec.DryRun = nil
+	before := cn.Generation
+	// Every other value the spec asks for and is not in force (a failed change) goes back to
+	// the value in force: an edit asks again for all the spec says, and only this is wanted.
+	err := r.patch(ctx, &cn, func(spec *v1alpha1.NetshiftNetworkSpec) {
+		r.putBack(spec, applied)
+		if r.dryRun {
+			spec.DryRun = dryRunRequest(r.kind, r.value)
+		} else {
+			setSpec(spec, r.kind, r.value)
+		}
+	})
+	if err != nil {
+		return err
 	}
-	if err := r.c.Patch(ctx, &cn, patch); err != nil {
-		return fmt.Errorf("NetshiftNetwork %s: ask for %s %d: %w", cn.Name, r.kind, r.value, err)
-	}
-	gen := cn.Generation
 	if !wait {
-		fmt.Fprintf(r.out, "asked for %s %d (generation %d); follow it with `netshift status -w 1s`\n", r.kind, r.value, gen)
+		fmt.Fprintf(r.out, "asked for %s %d (generation %d); follow it with `netshift status -w 1s`\n", r.kind, r.value, cn.Generation)
 		return nil
 	}
-	ch, err := r.follow(ctx, gen)
+	ch, err := r.follow(ctx, before)
 	if r.dryRun {
 		// The spec goes back to asking for nothing, whatever the dry run found.
 		if cerr := r.clearDryRun(context.WithoutCancel(ctx)); cerr != nil {
@@ -141,9 +140,23 @@ func (r changeRun) run(ctx context.Context, wait bool) error {
 	return r.finish(ctx, ch)
 }
 
-// follow waits for the change generation gen asked for to end, printing each
-// new state of it.
-func (r changeRun) follow(ctx context.Context, gen int64) (*v1alpha1.NetworkChange, error) {
+// patch edits the NetshiftNetwork's spec (an edit that changes nothing is
+// not sent).
+func (r changeRun) patch(ctx context.Context, cn *v1alpha1.NetshiftNetwork, edit func(*v1alpha1.NetshiftNetworkSpec)) error {
+	before := cn.DeepCopy()
+	edit(&cn.Spec)
+	if equality.Semantic.DeepEqual(before.Spec, cn.Spec) {
+		return nil
+	}
+	if err := r.c.Patch(ctx, cn, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("NetshiftNetwork %s: ask for %s %d: %w", cn.Name, r.kind, r.value, err)
+	}
+	return nil
+}
+
+// follow waits for the change this run asked for, by an edit after
+// generation before, to end, printing each new state of it.
+func (r changeRun) follow(ctx context.Context, before int64) (*v1alpha1.NetworkChange, error) {
 	last := ""
 	for {
 		var cn v1alpha1.NetshiftNetwork
@@ -151,7 +164,7 @@ func (r changeRun) follow(ctx context.Context, gen int64) (*v1alpha1.NetworkChan
 			return nil, err
 		}
 		ch := cn.Status.Change
-		if ch != nil && ch.Generation >= gen && ch.DryRun == r.dryRun {
+		if ch != nil && ch.Generation > before && ch.DryRun == r.dryRun && ch.Kind == r.kind && ch.To == r.value {
 			line := fmt.Sprintf("%s %s: %d/%d nodes ready, %d applied, %d failed: %s", ch.ID, ch.Phase, ch.Ready, ch.Nodes, ch.Applied, ch.Failed, ch.Message)
 			if line != last && r.output == outputText {
 				fmt.Fprintf(r.out, "%s %s\n", time.Now().Format(time.TimeOnly), line)
@@ -290,7 +303,7 @@ func (r changeRun) putBack(spec *v1alpha1.NetshiftNetworkSpec, applied v1alpha1.
 	for _, kind := range []v1alpha1.ChangeKind{v1alpha1.ChangeMTU, v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort} {
 		if asked, in := wanted(kind, *spec), current(kind, applied); asked != in {
 			setSpec(spec, kind, in)
-			fmt.Fprintf(r.out, "%s %d was asked for and is not in force: put back to %d first (a dry run changes nothing)\n", kind, asked, in)
+			fmt.Fprintf(r.out, "%s %d was asked for and is not in force: the spec is put back to %d\n", kind, asked, in)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func (d *ovnDBFlags) register(f *pflag.FlagSet, usage string) {
 	f.StringVar(&d.tls.Cert, d.flag+"-client-cert", "", "with an ssl: "+p+": the client certificate (PEM) netshift presents to the "+d.db+" database")
 	f.StringVar(&d.tls.CA, d.flag+"-client-cacert", "", "with an ssl: "+p+": the CA certificate(s) (PEM) the "+d.db+" database's certificate must chain to")
 	f.StringVar(&d.tls.ServerName, d.flag+"-cert-common-name", "", "with an ssl: "+p+": a name the "+d.db+
-		" database's certificate must carry (a DNS name of it, as ovs-pki writes its CN; OVN-Kubernetes' flag of that name); empty: any certificate the CA issued for a server, as OVN's own clients accept")
+		" database's certificate must carry as its common name (as ovs-pki writes it) or a DNS name (OVN-Kubernetes' flag of that name); empty: any certificate the CA issued for a server, as OVN's own clients accept")
 }
 
 // options checks the flags and returns the endpoint and, for ssl:, what it

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -143,76 +144,94 @@ func (u uninstallRun) drainPools(ctx context.Context) error {
 }
 
 // cleanNodes asks every node's agent to take netshift off its node and waits
-// until every one reported.
+// until every one reported. It asks again at each look: a node that joins
+// meanwhile is asked too.
 func (u uninstallRun) cleanNodes(ctx context.Context) error {
-	var states v1alpha1.NetshiftNodeStateList
-	if err := u.c.List(ctx, &states); err != nil {
-		if meta404(err) {
-			return nil
-		}
-		return err
-	}
-	for i := range states.Items {
-		nns := &states.Items[i]
-		if nns.Spec.Uninstall {
-			continue
-		}
-		patch := client.MergeFrom(nns.DeepCopy())
-		nns.Spec.Uninstall = true
-		if err := u.c.Patch(ctx, nns, patch); err != nil {
-			return fmt.Errorf("node %s: ask its agent to take netshift off: %w", nns.Name, err)
-		}
-	}
-	fmt.Fprintf(u.out, "asked the agents of %d nodes to take netshift off their nodes\n", len(states.Items))
 	last := ""
 	for {
-		pending, failed, err := u.nodesLeft(ctx)
+		left, err := u.nodesLeft(ctx)
+		if meta404(err) {
+			return nil // netshift's CRDs are gone: so is what the agents kept
+		}
 		if err != nil {
 			return err
 		}
-		line := fmt.Sprintf("%d/%d nodes clean", len(states.Items)-len(pending), len(states.Items))
-		if len(failed) > 0 {
-			line += "; " + strings.Join(failed, "; ")
-		}
-		if line != last {
+		if line := left.line(); line != last {
 			fmt.Fprintf(u.out, "%s %s\n", time.Now().Format(time.TimeOnly), line)
 			last = line
 		}
-		if len(pending) == 0 {
+		if len(left.pending) == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			if u.force {
-				fmt.Fprintf(u.out, "--force: deleting netshift's objects; clean %s by hand (docs/install.md)\n", strings.Join(pending, ", "))
+				fmt.Fprintf(u.out, "--force: deleting netshift's objects; clean %s by hand (docs/install.md)\n", strings.Join(left.pending, ", "))
 				return nil
 			}
 			return fmt.Errorf("nodes %s did not report netshift taken off (is their agent running?); nothing was deleted: run `netshift uninstall` again, or give --force",
-				strings.Join(pending, ", "))
+				strings.Join(left.pending, ", "))
 		case <-time.After(time.Second):
 		}
 	}
 }
 
-// nodesLeft names the nodes whose agent has not reported netshift off, and
-// the errors of those that tried.
-func (u uninstallRun) nodesLeft(ctx context.Context) (pending, failed []string, err error) {
+// nodesLeft is where the nodes stand.
+type nodesLeft struct {
+	nodes   int
+	pending []string
+	// failed are the errors of agents that tried; stateless are nodes with no NetshiftNodeState.
+	failed, stateless []string
+}
+
+func (l nodesLeft) line() string {
+	line := fmt.Sprintf("%d/%d nodes clean", l.nodes-len(l.pending), l.nodes)
+	if len(l.stateless) > 0 {
+		line += "; no NetshiftNodeState (is the operator running?): " + strings.Join(l.stateless, ", ")
+	}
+	if len(l.failed) > 0 {
+		line += "; " + strings.Join(l.failed, "; ")
+	}
+	return line
+}
+
+// nodesLeft asks every node's agent that was not asked yet, and names the
+// nodes whose agent has not reported netshift off.
+func (u uninstallRun) nodesLeft(ctx context.Context) (nodesLeft, error) {
+	var nodes corev1.NodeList
 	var states v1alpha1.NetshiftNodeStateList
+	if err := u.c.List(ctx, &nodes); err != nil {
+		return nodesLeft{}, err
+	}
 	if err := u.c.List(ctx, &states); err != nil {
-		return nil, nil, err
+		return nodesLeft{}, err
 	}
-	for _, nns := range states.Items {
-		r := nns.Status.Uninstall
-		if r != nil && r.Done {
-			continue
-		}
-		pending = append(pending, nns.Name)
-		if r != nil && r.Error != "" {
-			failed = append(failed, r.Error)
+	byName := map[string]*v1alpha1.NetshiftNodeState{}
+	for i := range states.Items {
+		byName[states.Items[i].Name] = &states.Items[i]
+	}
+	l := nodesLeft{nodes: len(nodes.Items)}
+	for _, n := range nodes.Items {
+		nns := byName[n.Name]
+		switch {
+		case nns == nil:
+			l.pending, l.stateless = append(l.pending, n.Name), append(l.stateless, n.Name)
+		case !nns.Spec.Uninstall:
+			patch := client.MergeFrom(nns.DeepCopy())
+			nns.Spec.Uninstall = true
+			if err := u.c.Patch(ctx, nns, patch); err != nil {
+				return l, fmt.Errorf("node %s: ask its agent to take netshift off: %w", n.Name, err)
+			}
+			l.pending = append(l.pending, n.Name)
+		case nns.Status.Uninstall == nil || !nns.Status.Uninstall.Done:
+			l.pending = append(l.pending, n.Name)
+			if r := nns.Status.Uninstall; r != nil && r.Error != "" {
+				l.failed = append(l.failed, r.Error)
+			}
 		}
 	}
-	sort.Strings(pending)
-	return pending, failed, nil
+	sort.Strings(l.pending)
+	return l, nil
 }
 
 // deleteObjects deletes what netshift's manifests install: the workloads

@@ -80,10 +80,10 @@ type Agent struct {
 	IntegrationBridge string
 	// Work maps an operation kind to what the agent does for it.
 	Work map[v1alpha1.OperationKind]Work
-	// cni is how netshift-cni is installed on the node (nil: it is not); uninstalling, once
-	// set by `netshift uninstall`, stops the agent from putting anything back.
-	cni          *CNIInstall
-	uninstalling atomic.Bool
+	// cni is how netshift-cni is installed on the node (nil: it is not); gate, once netshift
+	// was taken off the node (`netshift uninstall`), keeps anything from putting it back.
+	cni  *CNIInstall
+	gate *offGate
 }
 
 // HoldWork is the Reconfigure work until netshift has node settings to
@@ -269,6 +269,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	for _, s := range o.FailStepOnce {
 		a.failSteps[s]++
 	}
+	// Read before anything writes: an agent that restarts on a node netshift was taken off
+	// must not put netshift-cni back before its first look at its NetshiftNodeState.
+	a.gate = &offGate{off: offAtStart(mgr.GetAPIReader(), node)}
 	a.Work = maps.Clone(o.Work)
 	if a.Work == nil {
 		a.Work = map[v1alpha1.OperationKind]Work{}
@@ -291,7 +294,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.CNI.Plugin != "" {
 		install := o.CNI
 		install.chained = new(atomic.Bool)
-		install.stopped = &a.uninstalling
+		install.gate = a.gate
 		a.cni = &install
 		if err := mgr.Add(install); err != nil {
 			return nil, err
@@ -302,7 +305,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			}
 		}
 		if o.CNI.Pool != nil {
-			if err := addPoolNamespaces(mgr, o.CNI.Pool.Namespaces); err != nil {
+			if err := addPoolNamespaces(mgr, o.CNI.Pool.Namespaces, a.gate); err != nil {
 				return nil, fmt.Errorf("node %s: %w", node, err)
 			}
 		}
@@ -329,6 +332,13 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	}
 	if nns.Spec.Uninstall {
 		return a.uninstall(ctx, &nns)
+	}
+	if a.gate.putBack() || nns.Status.Uninstall != nil {
+		// The uninstall was withdrawn: the agent puts netshift back (netshift-cni at its next look).
+		log.FromContext(ctx).Info("netshift is back on the node: spec.uninstall was withdrawn", "node", a.Node)
+		if err := a.report(ctx, &nns, func(s *v1alpha1.NetshiftNodeStateStatus) { s.Uninstall = nil }); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	// A live change moves every node at once and goes before any drained operation.
 	if nns.Spec.LiveChange != nil {

@@ -42,10 +42,16 @@ func (p podAligner) Start(ctx context.Context) error {
 // alignNow aligns the node's pods to its configuration's MTU, unless a live
 // change is under way on the node: between its steps the pods are meant to
 // differ from the configuration, which the change rewrites last.
-func (a *Agent) alignNow(ctx context.Context) (stepOutcome, error) {
-	if a.uninstalling.Load() {
-		return stepOutcome{}, nil // netshift's configuration is gone from the node
-	}
+func (a *Agent) alignNow(ctx context.Context) (o stepOutcome, err error) {
+	// Not once netshift is off the node: its lock would be made again.
+	_, err = a.gate.do(func() error {
+		o, err = a.alignNowOn(ctx)
+		return err
+	})
+	return o, err
+}
+
+func (a *Agent) alignNowOn(ctx context.Context) (stepOutcome, error) {
 	var nns v1alpha1.NetshiftNodeState
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err == nil {
 		if plan, rep := nns.Spec.LiveChange, nns.Status.LiveChange; plan != nil && (rep == nil || rep.ID != plan.ID || !rep.Done) {

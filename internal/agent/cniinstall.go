@@ -42,8 +42,9 @@ type CNIInstall struct {
 	// chained, when set, holds whether netshift-cni is chained now: the
 	// agent is ready only then (new pods on the node get netshift's wiring).
 	chained *atomic.Bool
-	// stopped, once true, ends the keeping: `netshift uninstall` took netshift-cni off.
-	stopped *atomic.Bool
+	// gate, when set, stops the keeping once `netshift uninstall` took netshift-cni off, and
+	// keeps an install in flight from racing with it.
+	gate *offGate
 }
 
 // Start runs until ctx ends (a controller-runtime Runnable).
@@ -68,20 +69,9 @@ func (c CNIInstall) Start(ctx context.Context) error {
 	}
 	last := ""
 	for {
-		if c.stopped != nil && c.stopped.Load() {
-			if c.chained != nil {
-				c.chained.Store(false)
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(every):
-				continue
-			}
-		}
-		changed, err := c.install()
+		changed, ran, err := c.installOnce()
 		if c.chained != nil {
-			c.chained.Store(err == nil)
+			c.chained.Store(ran && err == nil)
 		}
 		switch {
 		case err != nil && err.Error() != last:
@@ -102,6 +92,20 @@ func (c CNIInstall) Start(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// installOnce installs unless netshift was taken off the node (ran false).
+func (c CNIInstall) installOnce() (changed, ran bool, err error) {
+	if c.gate == nil {
+		changed, err = c.install()
+		return changed, true, err
+	}
+	ran, err = c.gate.do(func() error {
+		var err error
+		changed, err = c.install()
+		return err
+	})
+	return changed, ran, err
 }
 
 // install writes what netshift-cni needs on the node: its binary, its place

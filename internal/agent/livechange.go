@@ -444,9 +444,11 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 			r.Warnings = append(r.Warnings, unchecked)
 		}
 	case v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort:
+		// What the steps would change, for a person to read: a node whose tunnels are not in its
+		// OVS (OVN's, changed in the southbound database) has none of its own to list.
 		if tunnels, err := a.tunnelsOf(ctx, plan.Encapsulation); err != nil {
-			r.Problems = append(r.Problems, "cannot list the node's tunnels: "+err.Error())
-		} else {
+			r.Warnings = append(r.Warnings, "the node's tunnels were not listed: "+err.Error())
+		} else if a.Switch != nil {
 			r.WouldChange = append(r.WouldChange, fmt.Sprintf("%d %s tunnels (%s): port %d -> %d", len(tunnels), plan.Encapsulation,
 				clipList(tunnels, 4), plan.From, plan.To))
 		}
@@ -465,11 +467,10 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 
 // tunnelsOf names the node's tunnel interfaces of an encapsulation.
 func (a *Agent) tunnelsOf(ctx context.Context, encap v1alpha1.Encapsulation) ([]string, error) {
-	sw, err := a.ovsdb()
-	if err != nil {
-		return nil, err
+	if a.Switch == nil {
+		return nil, nil
 	}
-	all, err := sw.Tunnels(ctx)
+	all, err := a.Switch.Tunnels(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ type poolNamespaces struct {
 	client client.Client
 	path   string
 	last   []string
+	gate   *offGate
 }
 
 // Reconcile rewrites the list when it changed; any namespace event asks.
@@ -44,15 +45,19 @@ func (p *poolNamespaces) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	if p.last != nil && slices.Equal(p.last, names) {
 		return ctrl.Result{}, nil
 	}
-	if err := cni.WritePoolNamespaces(p.path, names); err != nil {
+	ran, err := p.gate.do(func() error { return cni.WritePoolNamespaces(p.path, names) })
+	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("pool namespaces: write %s: %w", p.path, err)
+	}
+	if !ran {
+		return ctrl.Result{}, nil // netshift is off the node
 	}
 	p.last = names
 	return ctrl.Result{}, nil
 }
 
-func addPoolNamespaces(mgr ctrl.Manager, path string) error {
-	p := &poolNamespaces{client: mgr.GetClient(), path: path}
+func addPoolNamespaces(mgr ctrl.Manager, path string, gate *offGate) error {
+	p := &poolNamespaces{client: mgr.GetClient(), path: path, gate: gate}
 	// Only the opt-in label matters: every other namespace change is ignored.
 	return ctrl.NewControllerManagedBy(mgr).Named("pool-namespaces").
 		For(&corev1.Namespace{}, builder.WithPredicates(predicate.LabelChangedPredicate{})).

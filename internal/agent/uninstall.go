@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -22,11 +23,15 @@ import (
 // netshift's own files. Plugged ports stay: they carry their pods' traffic.
 // It reports what it removed, and tries again while anything is left.
 func (a *Agent) uninstall(ctx context.Context, nns *v1alpha1.NetshiftNodeState) (ctrl.Result, error) {
-	if r := nns.Status.Uninstall; r != nil && r.Done {
-		return ctrl.Result{}, nil
+	var removed []string
+	err := a.gate.takeOff(func() error {
+		var err error
+		removed, err = a.removeNetshift()
+		return err
+	})
+	if r := nns.Status.Uninstall; r != nil && r.Done && err == nil && len(removed) == 0 {
+		return ctrl.Result{}, nil // reported already, and nothing came back since
 	}
-	a.uninstalling.Store(true)
-	removed, err := a.removeNetshift()
 	rep := &v1alpha1.UninstallReport{Done: err == nil, Removed: removed}
 	if err != nil {
 		rep.Error = fmt.Sprintf("node %s: %v", a.Node, err)
@@ -39,6 +44,15 @@ func (a *Agent) uninstall(ctx context.Context, nns *v1alpha1.NetshiftNodeState) 
 		return ctrl.Result{RequeueAfter: uninstallRetry}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// offAtStart says whether netshift was taken off the node before this agent
+// started (an error reads as not: the Reconcile of its state takes it off).
+func offAtStart(r client.Reader, node string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var nns v1alpha1.NetshiftNodeState
+	return r.Get(ctx, client.ObjectKey{Name: node}, &nns) == nil && nns.Spec.Uninstall
 }
 
 const uninstallRetry = 5 * time.Second

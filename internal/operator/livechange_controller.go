@@ -168,17 +168,21 @@ func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.Net
 // createFromNodes creates the NetshiftNetwork from what every node's agent
 // reports, once they agree; until then it says (once each) what it waits for.
 func (r *LiveChangeReconciler) createFromNodes(ctx context.Context) error {
+	// From the manager's cache: this runs at every node's report until the network exists,
+	// and a cluster of thousands of nodes must not be listed from the API server each time.
 	var nodes corev1.NodeList
 	var states v1alpha1.NetshiftNodeStateList
-	if err := r.APIReader.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes); err != nil {
 		return err
 	}
-	if err := r.APIReader.List(ctx, &states); err != nil {
+	if err := r.Client.List(ctx, &states); err != nil {
 		return err
 	}
 	reports := map[string]*v1alpha1.ObservedNetwork{}
 	for _, n := range nodes.Items {
-		reports[n.Name] = nil
+		if reportsItsNetwork(n) {
+			reports[n.Name] = nil
+		}
 	}
 	for i := range states.Items {
 		if _, ok := reports[states.Items[i].Name]; ok {
@@ -202,6 +206,21 @@ func (r *LiveChangeReconciler) createFromNodes(ctx context.Context) error {
 		"vxlanPort", spec.VXLANPort, "genevePort", spec.GenevePort, "underlayMTU", spec.Underlay.MTU)
 	r.waitingFor = ""
 	return nil
+}
+
+// reportsItsNetwork says whether the NetshiftNetwork waits for the node's
+// report: a Ready Linux node runs an agent; one that is down, or runs none
+// (Windows), would keep the network from ever being created.
+func reportsItsNetwork(n corev1.Node) bool {
+	if os := n.Labels[corev1.LabelOSStable]; os != "" && os != "linux" {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // startDryRun records dry run c: in its preconditions, or checked at once

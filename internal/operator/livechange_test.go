@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -198,12 +199,22 @@ func TestADryRunTouchesNothing(t *testing.T) {
 }
 
 // TestTheNetworkIsCreatedFromTheNodes: with no NetshiftNetwork, the operator
-// creates it from what every node's agent reports, and not while two nodes
+// creates it from what every Ready Linux node's agent reports (a node that is
+// down, or runs Windows, does not hold it back), and not while two nodes
 // disagree (nothing is guessed).
 func TestTheNetworkIsCreatedFromTheNodes(t *testing.T) {
 	cl := newCluster(t)
 	startOperator(t, cl)
-	cl.createNodes("o1", "o2")
+	// o3 is down and o4 runs Windows: neither reports, and neither holds the network back.
+	cl.createNodes("o1", "o2", "o3", "o4")
+	for _, n := range []string{"o1", "o2", "o4"} {
+		node := cl.node(n)
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		if err := cl.c.Status().Update(cl.ctx, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.update(cl.node("o4"), func(o client.Object) { o.SetLabels(map[string]string{corev1.LabelOSStable: "windows"}) })
 	report := func(node string, mtu int32) {
 		t.Helper()
 		var nns v1alpha1.NetshiftNodeState

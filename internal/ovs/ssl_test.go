@@ -111,7 +111,7 @@ func TestOVNSSLRefusesUntrustedPeers(t *testing.T) {
 	}{
 		{"client certificate of another CA", &foreignClient, "unknown certificate authority"},
 		{"database certificate of another CA", &other.client, "certificate signed by unknown authority"},
-		{"database certificate without the name asked for", &wrongName, "not ovnsb"},
+		{"database certificate without the name asked for", &wrongName, `does not name "ovnsb"`},
 		{"no files for an ssl: endpoint", nil, "needs a client certificate"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

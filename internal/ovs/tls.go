@@ -113,10 +113,24 @@ func (t *TLS) verify(cs tls.ConnectionState) error {
 	for _, c := range cs.PeerCertificates[1:] {
 		inter.AddCert(c)
 	}
-	_, err = cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, DNSName: t.ServerName,
-		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	leaf := cs.PeerCertificates[0]
+	_, err = leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	if err != nil {
 		return fmt.Errorf("server certificate (checked against %s): %w", t.CA, err)
 	}
+	if t.ServerName != "" && !namesIt(leaf, t.ServerName) {
+		return fmt.Errorf("server certificate %q (checked against %s) does not name %q: neither its common name nor its DNS names",
+			leaf.Subject.CommonName, t.CA, t.ServerName)
+	}
 	return nil
+}
+
+// namesIt says whether the certificate carries name as its subject's common
+// name or one of its DNS names: ovs-pki writes the CN alone (no SAN), which
+// Go's own name check ignores; OVN-Kubernetes matches either.
+func namesIt(c *x509.Certificate, name string) bool {
+	if c.Subject.CommonName == name {
+		return true
+	}
+	return c.VerifyHostname(name) == nil
 }

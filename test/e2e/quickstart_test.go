@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,9 @@ func TestQuickStart(t *testing.T) {
 	ctx := context.Background()
 	kubeconfig := "--kubeconfig=" + s.Kubeconfig
 	before := nodeCNIFiles(t, s)
+	if len(before) != 2 || before["node-1/10-lab.conf"] == "" || before["node-2/10-lab.conf"] == "" {
+		t.Fatalf("the nodes' CNI files before the install: %v; want each node's plugin .conf alone", sortedKeys(before))
+	}
 
 	// kubectl apply -k config/default (the lab's overlay of it: the lab's image).
 	assets, err := controlplane.AssetsDir()
@@ -146,8 +150,14 @@ func nodeCNIFiles(t *testing.T, s *lab.State) map[string]string {
 	layout, _ := kubenode.ParseLayout(s.Options.Layout)
 	files := map[string]string{}
 	for _, n := range s.Topology.Nodes {
-		dir, _ := s.NodeFile(n.Name, layout.CNIConfDir)
-		entries, _ := os.ReadDir(dir)
+		dir, err := s.NodeFile(n.Name, layout.CNIConfDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, e := range entries {
 			if e.IsDir() {
 				files[n.Name+"/"+e.Name()+"/"] = "directory"
@@ -169,4 +179,8 @@ func nodeCNIFiles(t *testing.T, s *lab.State) map[string]string {
 		}
 	}
 	return files
+}
+
+func sortedKeys(m map[string]string) []string {
+	return slices.Sorted(maps.Keys(m))
 }
