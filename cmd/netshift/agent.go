@@ -118,7 +118,7 @@ func agentCmd(g *globals) *cobra.Command {
 		"it shares the node's process namespace (hostPID) to enter them (empty: no runtime, no pods)")
 	f.StringVar(&cniInstall.Plugin, "cni-plugin", "", "the netshift-cni binary to install into the node's CNI binary directory and chain into its CNI configuration, kept so (empty: not installed)")
 	f.StringVar(&cniInstall.ConfDir, "cni-conf-dir", "/etc/cni/net.d", "the node's CNI configuration directory: netshift-cni is chained into the file the runtime uses, the first .conf, .conflist or .json by name "+
-		"(a single plugin's .conf or .json is converted into a .conflist of the same name, which replaces it)")
+		"(a single plugin's .conf or .json stays as it is: netshift writes <base>-netshift.conflist of it, which the runtime loads first)")
 	f.StringVar(&cniInstall.BinDir, "cni-bin-dir", "/opt/cni/bin", "the node's CNI binary directory")
 	f.BoolVar(&cniPools, "cni-port-pools", false, "netshift-cni wraps the network plugin's entry and wires the pods of namespaces labelled "+
 		"netshift.io/port-pools=enabled to the Neutron ports their pools hand them (needs --cni-plugin, --ovsdb, --cni-node-kubeconfig)")

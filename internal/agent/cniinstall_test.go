@@ -4,10 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/containernetworking/cni/libcni"
 
 	"netshift.io/netshift/internal/cni"
 )
@@ -57,12 +60,14 @@ func TestCNIInstallPutsItselfBackAtOnce(t *testing.T) {
 }
 
 // TestCNIInstallConvertsARewrittenConfAtOnce: OVN-Kubernetes writes its
-// single plugin's .conf at every start; the runtime loads it (it sorts
-// before the list netshift made of it) until the agent converts it again,
-// within moments.
+// single plugin's .conf at every start, possibly with new content; netshift
+// leaves it as written (ovnkube-node's readiness probe checks it is there)
+// and the list it loads the runtime with instead follows the new content
+// within moments, long before the agent's period; the .conf taken away
+// takes the list with it.
 func TestCNIInstallConvertsARewrittenConfAtOnce(t *testing.T) {
 	_, conf, bin, plugin := nodeCNIDirs(t)
-	ovn, list := filepath.Join(conf, "10-ovn-kubernetes.conf"), filepath.Join(conf, "10-ovn-kubernetes.conflist")
+	ovn, list := filepath.Join(conf, "10-ovn-kubernetes.conf"), filepath.Join(conf, "10-ovn-kubernetes-netshift.conflist")
 	const ovnConf = `{"cniVersion":"0.4.0","name":"ovn-kubernetes","type":"ovn-k8s-cni-overlay","ipam":{},"dns":{},"logLevel":"4"}`
 	if err := os.WriteFile(ovn, []byte(ovnConf), 0o644); err != nil {
 		t.Fatal(err)
@@ -73,33 +78,61 @@ func TestCNIInstallConvertsARewrittenConfAtOnce(t *testing.T) {
 	go func() {
 		done <- CNIInstall{Plugin: plugin, ConfDir: conf, BinDir: bin, NetworkConfig: "/n.json", Every: time.Hour}.Start(ctx)
 	}()
-	converted := func(what string) {
+	// The .conf as ovnkube-node wrote it, and netshift's list, loaded first, holding its settings and netshift-cni.
+	listed := func(what, written, setting string) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			data, _ := os.ReadFile(list)
-			if _, err := os.Stat(ovn); os.IsNotExist(err) && strings.Contains(string(data), `"netshift-cni"`) {
+			kept, _ := os.ReadFile(ovn)
+			if string(kept) != written {
+				t.Fatalf("%s: the .conf is %s, want it as written, %s", what, kept, written)
+			}
+			if first, _ := runtimeFile(conf); first == list && strings.Contains(string(data), setting) && strings.Contains(string(data), `"netshift-cni"`) {
 				return
 			}
 			if time.Now().After(deadline) {
 				entries, _ := os.ReadDir(conf)
-				t.Fatalf("%s: not converted after 5 s: %v", what, entries)
+				t.Fatalf("%s: not listed with %s after 5 s: %v\n%s", what, setting, entries, data)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	converted("at start")
-	time.Sleep(100 * time.Millisecond)
-	if err := os.WriteFile(ovn, []byte(ovnConf), 0o644); err != nil {
+	listed("at start", ovnConf, `"logLevel": "4"`)
+	time.Sleep(100 * time.Millisecond) // the watch is set before the first look
+	rewritten := strings.Replace(ovnConf, `"logLevel":"4"`, `"logLevel":"5"`, 1)
+	if err := os.WriteFile(ovn, []byte(rewritten), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	converted("after ovnkube-node wrote its .conf again")
-	t.Logf("converted again %s after the rewrite", time.Since(start).Round(time.Millisecond))
+	listed("after ovnkube-node wrote its .conf anew", rewritten, `"logLevel": "5"`)
+	t.Logf("listed again %s after the rewrite", time.Since(start).Round(time.Millisecond))
+	if err := os.Remove(ovn); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(list); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("netshift's list is still there 5 s after the .conf went")
+		}
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runtimeFile is the file the runtime loads from dir: the first of its
+// .conf, .conflist and .json files by name (libcni's, sorted).
+func runtimeFile(dir string) (string, error) {
+	files, err := libcni.ConfFiles(dir, []string{".conf", ".conflist", ".json"})
+	if err != nil || len(files) == 0 {
+		return "", err
+	}
+	sort.Strings(files)
+	return files[0], nil
 }
 
 // TestCNIInstallWaitsForThePoolNamespaces: with port pools, netshift-cni is

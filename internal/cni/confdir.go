@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 
 	"github.com/containernetworking/cni/libcni"
@@ -38,7 +39,7 @@ func confFiles(confDir string) ([]string, error) {
 }
 
 // readConf reads a configuration file and its permissions, which what
-// replaces it keeps.
+// netshift writes in its stead keeps.
 func readConf(path string) ([]byte, os.FileMode, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -129,6 +130,33 @@ func encode(v any) ([]byte, error) {
 func mustJSON(s string) json.RawMessage {
 	raw, _ := json.Marshal(s) // a string always encodes
 	return raw
+}
+
+// madeFrom is the single plugin's file netshift made the list at path of
+// (see listName), or "" for a list netshift did not make. A list that does
+// not hold ConvertedFrom's bytes is not parsed: it may be anything.
+func madeFrom(path string, data []byte) (string, error) {
+	if !bytes.Contains(data, []byte(ConvertedFrom)) {
+		return "", nil
+	}
+	from, err := convertedFrom(data)
+	if err != nil || from == "" {
+		return "", err
+	}
+	if want := listName(from); filepath.Base(path) != want {
+		return "", fmt.Errorf("%s %s: netshift names its list of that file %s", ConvertedFrom, from, want)
+	}
+	return from, nil
+}
+
+// equalJSON: the same JSON value, however written (numbers compared as
+// written).
+func equalJSON(a, b []byte) bool {
+	var va, vb any
+	if decode(a, &va) != nil || decode(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }
 
 // convertedFrom is the file a list was converted from (ConvertedFrom), or

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 )
@@ -305,34 +306,80 @@ func (l loaded) networkPlugin(t *testing.T) string {
 	return string(raw)
 }
 
+// TestListNameSortsJustBeforeItsFile: the runtime sorts whole names
+// (sort.Strings); netshift's list of a file comes just before it, whatever
+// the base name holds.
+func TestListNameSortsJustBeforeItsFile(t *testing.T) {
+	for _, conf := range []string{"10-ovn-kubernetes.conf", "00-multus.conf", "10-pods.json", "a.conf", "10-a.b.conf", "x-.conf", "-.json", "10-netshift.conf"} {
+		list := listName(conf)
+		names := []string{conf, list}
+		sort.Strings(names)
+		if names[0] != list || !strings.HasSuffix(list, ".conflist") || strings.TrimSuffix(list, listSuffix) != strings.TrimSuffix(conf, filepath.Ext(conf)) {
+			t.Errorf("%s: its list %s sorts as %v", conf, list, names)
+		}
+	}
+	if got := listName("10-ovn-kubernetes.conf"); got != "10-ovn-kubernetes-netshift.conflist" {
+		t.Errorf("listName: %s", got)
+	}
+}
+
+// madeOf is the file netshift's list in n's directory says it was made of.
+func (n testNode) madeOf(t *testing.T, list string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(n.conf, list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := madeFrom(list, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return from
+}
+
+// netshiftsList is netshift's list of conf (named from), as Install writes it.
+func netshiftsList(conf, from string) string {
+	list, err := listOf([]byte(conf), from, nil, "/n.json", nil)
+	if err != nil {
+		panic(err)
+	}
+	return string(list)
+}
+
 func TestInstallChainsTheFileTheRuntimeUses(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
 		pool  bool
 		// what the runtime loads afterwards: its file, name, cniVersion, plugin types,
-		// and the network plugin's entry (the conf it was converted from, kept whole)
+		// and the network plugin's entry (the .conf's content, whole)
 		file, network, version, types, entry string
-		// what the directory holds afterwards beside the runtime's file, each as it was
-		kept []string
+		// the file netshift's list says it was made of; "" for a list chained in place
+		from string
 	}{
 		{name: "OVN-Kubernetes' .conf", files: map[string]string{"10-ovn-kubernetes.conf": ovnConf},
-			file: "10-ovn-kubernetes.conflist", network: "ovn-kubernetes", version: "0.4.0", types: "ovn-k8s-cni-overlay,netshift-cni", entry: ovnConf},
+			file: "10-ovn-kubernetes-netshift.conflist", network: "ovn-kubernetes", version: "0.4.0", types: "ovn-k8s-cni-overlay,netshift-cni", entry: ovnConf,
+			from: "10-ovn-kubernetes.conf"},
 		{name: "OVN-Kubernetes' .conf, with pools", files: map[string]string{"10-ovn-kubernetes.conf": ovnConf}, pool: true,
-			file: "10-ovn-kubernetes.conflist", network: "ovn-kubernetes", version: "0.4.0", types: "netshift-cni,netshift-cni", entry: ovnConf},
+			file: "10-ovn-kubernetes-netshift.conflist", network: "ovn-kubernetes", version: "0.4.0", types: "netshift-cni,netshift-cni", entry: ovnConf,
+			from: "10-ovn-kubernetes.conf"},
 		{name: "Multus' 00-multus.conf before OVN-Kubernetes'",
 			files: map[string]string{"00-multus.conf": multusConf, "10-ovn-kubernetes.conf": ovnConf, "multus.d/": "", "multus.d/multus.kubeconfig": "k"},
-			file:  "00-multus.conflist", network: "multus-cni-network", version: "0.3.1", types: "multus-shim,netshift-cni", entry: multusConf,
-			kept: []string{"10-ovn-kubernetes.conf", "multus.d/", "multus.d/multus.kubeconfig"}},
+			file:  "00-multus-netshift.conflist", network: "multus-cni-network", version: "0.3.1", types: "multus-shim,netshift-cni", entry: multusConf,
+			from: "00-multus.conf"},
 		{name: "a .json", files: map[string]string{"10-pods.json": bridgeConf},
-			file: "10-pods.conflist", network: "pods", version: "1.0.0", types: "bridge,netshift-cni", entry: bridgeConf},
+			file: "10-pods-netshift.conflist", network: "pods", version: "1.0.0", types: "bridge,netshift-cni", entry: bridgeConf, from: "10-pods.json"},
 		{name: "a .conflist before a .conf", files: map[string]string{"05-pods.conflist": mainList, "10-ovn-kubernetes.conf": ovnConf},
 			file: "05-pods.conflist", network: "pods", version: "1.0.0", types: "ovn-k8s-cni-overlay,portmap,netshift-cni",
-			entry: `{"type":"ovn-k8s-cni-overlay","mtu":1400}`, kept: []string{"10-ovn-kubernetes.conf"}},
+			entry: `{"type":"ovn-k8s-cni-overlay","mtu":1400}`},
+		{name: "a plugin's list named like netshift's", files: map[string]string{"10-ovn-kubernetes-netshift.conflist": mainList, "10-ovn-kubernetes.conf": ovnConf},
+			file: "10-ovn-kubernetes-netshift.conflist", network: "pods", version: "1.0.0", types: "ovn-k8s-cni-overlay,portmap,netshift-cni",
+			entry: `{"type":"ovn-k8s-cni-overlay","mtu":1400}`},
 		{name: "what the runtime does not read is left alone",
-			files: map[string]string{"10-ovn-kubernetes.conf": ovnConf, "00-old.conf.bak": bridgeConf, "00-dir.conf/": "", "netshift-cni/": "", "netshift-cni/kubeconfig": "k", "README": "r"},
-			file:  "10-ovn-kubernetes.conflist", network: "ovn-kubernetes", version: "0.4.0", types: "ovn-k8s-cni-overlay,netshift-cni", entry: ovnConf,
-			kept: []string{"00-old.conf.bak", "00-dir.conf/", "netshift-cni/", "netshift-cni/kubeconfig", "README"}},
+			files: map[string]string{"10-ovn-kubernetes.conf": ovnConf, "00-old.conf.bak": bridgeConf, "00-dir.conf/": "", "netshift-cni/": "", "netshift-cni/kubeconfig": "k", "README": "r",
+				"20-broken.conflist": `{"name":`},
+			file: "10-ovn-kubernetes-netshift.conflist", network: "ovn-kubernetes", version: "0.4.0", types: "ovn-k8s-cni-overlay,netshift-cni", entry: ovnConf,
+			from: "10-ovn-kubernetes.conf"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newTestNode(t, tc.files)
@@ -340,6 +387,7 @@ func TestInstallChainsTheFileTheRuntimeUses(t *testing.T) {
 			if tc.pool {
 				pool = testPool
 			}
+			before := files(t, n.conf)
 			if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", pool); err != nil || !changed {
 				t.Fatalf("Install: %v, changed %v", err, changed)
 			}
@@ -350,13 +398,17 @@ func TestInstallChainsTheFileTheRuntimeUses(t *testing.T) {
 			if got := l.networkPlugin(t); !sameJSON(t, got, tc.entry) {
 				t.Fatalf("the network plugin's entry %s, want %s", got, tc.entry)
 			}
+			if got := n.madeOf(t, tc.file); got != tc.from {
+				t.Fatalf("%s says it was made of %q, want %q", tc.file, got, tc.from)
+			}
+			// Everything else, the plugin's .conf included, byte for byte as it was.
 			after := files(t, n.conf)
-			if want := strings.Join(append([]string{tc.file}, tc.kept...), " "); names(after) != names(setOf(strings.Fields(want))) {
+			if want := names(before) + " " + tc.file; names(after) != names(setOf(strings.Fields(want))) {
 				t.Fatalf("the directory holds %s, want %s", names(after), want)
 			}
-			for _, k := range tc.kept {
-				if after[k] != tc.files[k] {
-					t.Fatalf("%s changed: %s", k, after[k])
+			for name, was := range before {
+				if name != tc.file && after[name] != was {
+					t.Fatalf("%s changed: %s", name, after[name])
 				}
 			}
 			if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", pool); err != nil || changed {
@@ -374,26 +426,34 @@ func setOf(keys []string) map[string]string {
 	return m
 }
 
-// TestInstallConvertsAgainWhenThePluginRewritesItsConf: ovnkube-node writes
-// its .conf at every start; the runtime then loads it, without netshift-cni,
-// until the next Install converts it again over the stale list.
-func TestInstallConvertsAgainWhenThePluginRewritesItsConf(t *testing.T) {
+// TestInstallListFollowsThePluginsConf: ovnkube-node writes its .conf at
+// every start, the same or not; netshift's list follows what it holds (not
+// when it was written) within one Install, and leaves the .conf as written.
+func TestInstallListFollowsThePluginsConf(t *testing.T) {
 	for _, pool := range []*PoolConfig{nil, testPool} {
 		n := newTestNode(t, map[string]string{"10-ovn-kubernetes.conf": ovnConf})
 		if _, err := Install(n.conf, n.bin, n.plugin, "/n.json", pool); err != nil {
 			t.Fatal(err)
 		}
+		n.write(t, "10-ovn-kubernetes.conf", ovnConf)
+		later := time.Now().Add(time.Hour)
+		if err := os.Chtimes(filepath.Join(n.conf, "10-ovn-kubernetes.conf"), later, later); err != nil {
+			t.Fatal(err)
+		}
+		if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", pool); err != nil || changed {
+			t.Fatalf("Install after the same .conf was written again: %v, changed %v", err, changed)
+		}
 		rewritten := strings.Replace(ovnConf, `"logLevel":"4"`, `"logLevel":"5"`, 1)
 		n.write(t, "10-ovn-kubernetes.conf", rewritten)
-		if l := runtimeLoads(t, n.conf); l.File != "10-ovn-kubernetes.conf" || strings.Join(l.Types, ",") != "ovn-k8s-cni-overlay" {
-			t.Fatalf("after the rewrite the runtime loads %s %v", l.File, l.Types)
-		}
 		if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", pool); err != nil || !changed {
 			t.Fatalf("Install after the rewrite: %v, changed %v", err, changed)
 		}
 		l := runtimeLoads(t, n.conf)
-		if got := names(files(t, n.conf)); got != "10-ovn-kubernetes.conflist" || l.File != got || l.Types[len(l.Types)-1] != PluginName {
-			t.Fatalf("the directory holds %s; the runtime loads %s %v", got, l.File, l.Types)
+		if got := files(t, n.conf); names(got) != "10-ovn-kubernetes-netshift.conflist 10-ovn-kubernetes.conf" || got["10-ovn-kubernetes.conf"] != rewritten {
+			t.Fatalf("the directory holds %s, the .conf %s", names(got), got["10-ovn-kubernetes.conf"])
+		}
+		if l.File != "10-ovn-kubernetes-netshift.conflist" || l.Types[len(l.Types)-1] != PluginName {
+			t.Fatalf("the runtime loads %s %v", l.File, l.Types)
 		}
 		if got := l.networkPlugin(t); !sameJSON(t, got, rewritten) {
 			t.Fatalf("the network plugin's entry %s, want the rewritten %s", got, rewritten)
@@ -404,11 +464,88 @@ func TestInstallConvertsAgainWhenThePluginRewritesItsConf(t *testing.T) {
 	}
 }
 
+// TestInstallKeepsWhatAnotherChainingPluginAdded: a plugin that chains
+// itself into the file the runtime uses, as netshift does, may add its entry
+// to netshift's list; netshift keeps it, through a rewrite of the .conf too,
+// so that neither undoes the other's write in turn.
+func TestInstallKeepsWhatAnotherChainingPluginAdded(t *testing.T) {
+	n := newTestNode(t, map[string]string{"10-ovn-kubernetes.conf": ovnConf})
+	if _, err := Install(n.conf, n.bin, n.plugin, "/n.json", nil); err != nil {
+		t.Fatal(err)
+	}
+	n.chainAnother(t, "10-ovn-kubernetes-netshift.conflist")
+	// netshift-cni is put back last, as in any list; the other plugin finds its entry there.
+	if _, err := Install(n.conf, n.bin, n.plugin, "/n.json", nil); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", nil); err != nil || changed {
+		t.Fatalf("a second Install after another plugin chained itself: %v, changed %v", err, changed)
+	}
+	n.write(t, "10-ovn-kubernetes.conf", strings.Replace(ovnConf, `"logLevel":"4"`, `"logLevel":"5"`, 1))
+	if _, err := Install(n.conf, n.bin, n.plugin, "/n.json", nil); err != nil {
+		t.Fatal(err)
+	}
+	if l := runtimeLoads(t, n.conf); strings.Join(l.Types, ",") != "ovn-k8s-cni-overlay,istio-cni,netshift-cni" || l.Plugins[0]["logLevel"] != "5" {
+		t.Fatalf("the runtime loads %s %v: %v", l.File, l.Types, l.Plugins[0])
+	}
+}
+
+// chainAnother appends another chaining plugin's entry to a list, as
+// istio-cni does to the file the runtime uses.
+func (n testNode) chainAnother(t *testing.T, list string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(n.conf, list))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l map[string]any
+	if err := json.Unmarshal(data, &l); err != nil {
+		t.Fatal(err)
+	}
+	l["plugins"] = append(l["plugins"].([]any), map[string]any{"type": "istio-cni"})
+	added, _ := json.Marshal(l)
+	n.write(t, list, string(added))
+}
+
+// TestInstallRemovesItsListWhenTheConfGoes: a plugin that takes its .conf
+// away (uninstalled, or being reinstalled) takes its network away; netshift's
+// list of it goes too, and the runtime's next file is chained instead.
+func TestInstallRemovesItsListWhenTheConfGoes(t *testing.T) {
+	n := newTestNode(t, map[string]string{"10-ovn-kubernetes.conf": ovnConf})
+	if _, err := Install(n.conf, n.bin, n.plugin, "/n.json", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(n.conf, "10-ovn-kubernetes.conf")); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", nil); err == nil || !strings.Contains(err.Error(), "no CNI configuration in") || !changed {
+		t.Fatalf("Install after the .conf went: %v, changed %v", err, changed)
+	}
+	if got := names(files(t, n.conf)); got != "" {
+		t.Fatalf("the directory holds %s", got)
+	}
+	n.write(t, "10-ovn-kubernetes.conf", ovnConf)
+	n.write(t, "20-pods.conflist", mainList)
+	if _, err := Install(n.conf, n.bin, n.plugin, "/n.json", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(n.conf, "10-ovn-kubernetes.conf")); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := Install(n.conf, n.bin, n.plugin, "/n.json", nil); err != nil || !changed {
+		t.Fatalf("Install after the .conf went: %v, changed %v", err, changed)
+	}
+	if l := runtimeLoads(t, n.conf); l.File != "20-pods.conflist" || l.Types[len(l.Types)-1] != PluginName || names(files(t, n.conf)) != "20-pods.conflist" {
+		t.Fatalf("the runtime loads %s %v, of %s", l.File, l.Types, names(files(t, n.conf)))
+	}
+}
+
 // TestInstallRefusesBadConfiguration: a configuration the runtime could not
 // load, or that netshift cannot chain into without harm, is named and left
 // as it is, and netshift-cni is not installed.
 func TestInstallRefusesBadConfiguration(t *testing.T) {
 	onlyNetshift := `{"cniVersion":"1.0.0","name":"pods","plugins":[{"type":"netshift-cni","networkConfig":"/n.json"}]}`
+	ours := netshiftsList(ovnConf, "10-ovn-kubernetes.conf")
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
@@ -423,10 +560,12 @@ func TestInstallRefusesBadConfiguration(t *testing.T) {
 		{"a list with no name", map[string]string{"10-pods.conflist": `{"cniVersion":"1.0.0","plugins":[{"type":"bridge"}]}`}, "10-pods.conflist: not a CNI configuration list: error parsing configuration list: no name"},
 		{"a list with a plugin with no type", map[string]string{"10-pods.conflist": `{"name":"pods","plugins":[{"bridge":"cni0"}]}`}, "10-pods.conflist: not a CNI configuration list"},
 		{"a list of netshift-cni only", map[string]string{"10-pods.conflist": onlyNetshift}, "10-pods.conflist: not a CNI configuration list: only netshift-cni in it"},
-		{"a conversion over a list netshift did not make", map[string]string{"10-ovn-kubernetes.conf": ovnConf, "10-ovn-kubernetes.conflist": mainList},
-			"10-ovn-kubernetes.conf: converted into a list, it would overwrite 10-ovn-kubernetes.conflist, which netshift did not make from it"},
-		{"a file the runtime would load instead of the converted list", map[string]string{"10-ovn-kubernetes.conf": ovnConf, "10-ovn-kubernetes.confb.conf": bridgeConf},
-			"10-ovn-kubernetes.conf: converted into 10-ovn-kubernetes.conflist, it would come after 10-ovn-kubernetes.confb.conf, which the runtime would load instead"},
+		{"a file between netshift's list and its .conf", map[string]string{"10-ovn-kubernetes-netshift.conflist": ours, "10-ovn-kubernetes.conf": ovnConf, "10-ovn-kubernetes-old.conf": bridgeConf},
+			"10-ovn-kubernetes.conf: netshift's list of it, 10-ovn-kubernetes-netshift.conflist, would be loaded instead of 10-ovn-kubernetes-old.conf, which the runtime loads without netshift"},
+		{"netshift's list, the .conf rewritten unloadable", map[string]string{"10-ovn-kubernetes-netshift.conflist": ours, "10-ovn-kubernetes.conf": `{"cniVersion":`},
+			"10-ovn-kubernetes.conf: not a CNI configuration"},
+		{"netshift's list named after another file", map[string]string{"10-ovn-kubernetes-netshift.conflist": netshiftsList(multusConf, "00-multus.conf"), "10-ovn-kubernetes.conf": ovnConf},
+			"10-ovn-kubernetes-netshift.conflist: netshift.io/converted-from 00-multus.conf: netshift names its list of that file 00-multus-netshift.conflist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newTestNode(t, tc.files)

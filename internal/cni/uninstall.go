@@ -1,59 +1,34 @@
 package cni
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
-// Unchained is a configuration list without netshift-cni: List, or, for a
-// list Install converted from a single plugin's file, that file's content
-// (Conf) and name (From), to be written back in the list's place.
-type Unchained struct {
-	List []byte
-	From string
-	Conf []byte
-}
-
-// Unchain undoes what Install did to a configuration list: netshift-cni's
-// entries go, a wrapped main entry is the network plugin's own again, and a
-// converted list gives back the one plugin configuration it was made from
-// (its first plugin, which Convert kept whole). A list netshift-cni is not
-// in comes back as it is, byte for byte, with changed false.
-func Unchain(conflist []byte) (u Unchained, changed bool, err error) {
-	list, plugins, err := decodeList(conflist)
+// Unchain takes netshift-cni out of a configuration list Install chained it
+// into in place: netshift-cni's entries go, and a wrapped main entry is the
+// network plugin's own again. A list netshift-cni is not in comes back as it
+// is, byte for byte, with changed false.
+func Unchain(conflist []byte) (list []byte, changed bool, err error) {
+	top, plugins, err := decodeList(conflist)
 	if err != nil {
-		return Unchained{}, false, err
+		return nil, false, err
 	}
-	from, err := convertedFrom(conflist)
-	if err != nil {
-		return Unchained{}, false, err
-	}
-	if from == "" && !hasPlugin(plugins) {
-		return Unchained{List: conflist}, false, nil
-	}
-	if len(plugins) == 0 {
-		return Unchained{}, false, fmt.Errorf("converted from %s, but no plugins: nothing to write back", from)
+	if !hasPlugin(plugins) {
+		return conflist, false, nil
 	}
 	if plugins, err = unchain(plugins); err != nil {
-		return Unchained{}, false, err
+		return nil, false, err
 	}
-	if from == "" {
-		if list["plugins"], err = json.Marshal(plugins); err != nil {
-			return Unchained{}, false, err
-		}
-		u.List, err = encode(list)
-		return u, err == nil, err
+	if top["plugins"], err = json.Marshal(plugins); err != nil {
+		return nil, false, err
 	}
-	if len(plugins) != 1 {
-		return Unchained{}, false, fmt.Errorf("converted from %s, but holds %d plugins besides %s: one file cannot hold them", from, len(plugins), PluginName)
-	}
-	u.From = from
-	u.Conf, err = encode(plugins[0])
-	return u, err == nil, err
+	list, err = encode(top)
+	return list, err == nil, err
 }
 
 func hasPlugin(plugins []map[string]any) bool {
@@ -66,12 +41,13 @@ func hasPlugin(plugins []map[string]any) bool {
 }
 
 // Uninstall undoes Install on a node: every configuration list in confDir
-// loses netshift-cni, a list converted from a single plugin's file is that
-// file again (unless the network plugin has written it anew since: then
-// the stale list just goes), netshift-cni's binary leaves binDir, and its
-// directory in confDir (its node identity) goes. A list netshift-cni is not
-// in is left as it is. It refuses a list it cannot read, changing nothing;
-// a second call finds nothing to do and reports changed false.
+// loses netshift-cni, the lists netshift made of single plugins' files go
+// (those files, which Install never writes, are the runtime's again),
+// netshift-cni's binary leaves binDir, and its directory in confDir (its
+// node identity) goes. A list that does not name netshift is left as it is,
+// unread as JSON. It refuses a list naming netshift that it cannot read,
+// changing nothing; a second call finds nothing to do and reports changed
+// false.
 func Uninstall(confDir, binDir string) (changed bool, err error) {
 	plan, err := planUninstall(confDir)
 	if err != nil {
@@ -93,7 +69,7 @@ func Uninstall(confDir, binDir string) (changed bool, err error) {
 	return changed, nil
 }
 
-// planUninstall decides what Uninstall writes in confDir, reading only.
+// planUninstall decides what Uninstall changes in confDir, reading only.
 func planUninstall(confDir string) (confPlan, error) {
 	files, err := confFiles(confDir)
 	if err != nil {
@@ -105,33 +81,39 @@ func planUninstall(confDir string) (confPlan, error) {
 			continue
 		}
 		data, mode, err := readConf(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // gone since it was listed, or a dangling link: the runtime cannot read it either
+		}
 		if err != nil {
 			return confPlan{}, err
 		}
-		u, changed, err := Unchain(data)
-		if err != nil {
-			return confPlan{}, fmt.Errorf("%s: %w", path, err)
+		// Another plugin's list is none of netshift's business, even one the runtime could not load.
+		if !bytes.Contains(data, []byte(PluginName)) && !bytes.Contains(data, []byte(ConvertedFrom)) {
+			continue
 		}
-		switch {
-		case !changed:
-		case u.From == "":
-			plan.writes = append(plan.writes, confWrite{path, u.List, mode})
-		case strings.TrimSuffix(u.From, filepath.Ext(u.From)) != strings.TrimSuffix(filepath.Base(path), ".conflist"):
-			return confPlan{}, fmt.Errorf("%s: %s %s: netshift converts a file into a list of the same base name only", path, ConvertedFrom, u.From)
-		default:
-			plan = restore(plan, path, filepath.Join(confDir, u.From), u.Conf, mode)
+		if plan, err = planUnchain(plan, path, data, mode); err != nil {
+			return confPlan{}, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	return plan, nil
 }
 
-// restore plans a converted list's file back, written before the list goes
-// so the runtime always finds a configuration. A file the network plugin has
-// written since is its newer configuration, and stays.
-func restore(plan confPlan, list, conf string, data []byte, mode os.FileMode) confPlan {
-	if _, err := os.Lstat(conf); errors.Is(err, os.ErrNotExist) {
-		plan.writes = append(plan.writes, confWrite{conf, data, mode})
+// planUnchain adds what takes netshift out of the list at path to plan:
+// netshift's own list goes, whether the file it was made of is there or not
+// (the plugin's to keep or remove); another list is written without
+// netshift-cni.
+func planUnchain(plan confPlan, path string, data []byte, mode os.FileMode) (confPlan, error) {
+	from, err := madeFrom(path, data)
+	if err != nil {
+		return plan, err
 	}
-	plan.removes = append(plan.removes, list)
-	return plan
+	if from != "" {
+		plan.removes = append(plan.removes, path)
+		return plan, nil
+	}
+	list, changed, err := Unchain(data)
+	if err == nil && changed {
+		plan.writes = append(plan.writes, confWrite{path, list, mode})
+	}
+	return plan, err
 }

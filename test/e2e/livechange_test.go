@@ -137,7 +137,7 @@ func podMTU(t testing.TB, p lab.PodSpec) int {
 }
 
 // TestLiveChanges: in plain VXLAN (on nodes laid out as CRI-O's, netshift-cni
-// chained into a list the agent made of the plugin's .conf), plain Geneve and OVN labs that came up
+// chained into a list the agent made beside the plugin's .conf), plain Geneve and OVN labs that came up
 // whole (labCameUpWhole), with the probe running, the MTU goes down by 100
 // and back up, and the tunnel port of the encapsulation in use changes; after
 // each, every long-lived connection is alive and nothing failed. Then the lab
@@ -149,7 +149,7 @@ func TestLiveChanges(t *testing.T) {
 		mtu                   int
 	}{
 		// Nodes laid out as CRI-O's, their plugin writing a .conf: netshift goes in with the
-		// runtime-crio component and chains netshift-cni into a list made of the .conf.
+		// runtime-crio component and chains netshift-cni into a list made of the .conf, beside it.
 		{"vxlan", "--tunnel vxlan --node-layout crio --cni-conf", "vxlanPort", 1450},
 		{"geneve", "--tunnel geneve", "genevePort", 1442},
 		{"ovn", "--ovn", "genevePort", 1442},

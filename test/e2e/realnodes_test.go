@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/containernetworking/cni/libcni"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,45 +49,44 @@ func mtuIn(t *testing.T, netns, link string) int {
 	return m
 }
 
-// netshiftCNIChained checks what a person would look at on each node: the
-// configuration the runtime uses is the list the agent made of the plugin's
-// (a .conf turned into a .conflist of the same name, nothing else beside
-// it), the plugin's entry first and netshift-cni's last, and netshift-cni's
-// binary where the runtime looks for plugins.
+// netshiftCNIChained checks what a person would look at on each node: with
+// a .conflist lab, the plugin's 10-lab.conflist alone, netshift-cni chained
+// into it; with a --cni-conf lab, the plugin's 10-lab.conf, as it wrote it
+// (one plugin, no netshift-cni), and netshift's 10-lab-netshift.conflist
+// made of it, which the runtime loads first. The list the runtime loads holds
+// the plugin's entry first and netshift-cni's last, and netshift-cni's binary
+// is where the runtime looks for plugins.
 func netshiftCNIChained(t *testing.T, s *lab.State) {
 	t.Helper()
 	layout, err := kubenode.ParseLayout(s.Options.Layout)
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := []string{"10-lab.conflist"}
+	if s.Options.CNIConf {
+		want = []string{"10-lab-netshift.conflist", "10-lab.conf"}
+	}
 	for _, n := range s.Topology.Nodes {
 		dir, err := s.NodeFile(n.Name, layout.CNIConfDir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries, err := os.ReadDir(dir)
+		found, err := libcni.ConfFiles(dir, []string{".conf", ".conflist", ".json"})
 		if err != nil {
 			t.Fatal(err)
 		}
+		sort.Strings(found) // as the runtime: the first is the one it loads
 		var confs []string
-		for _, e := range entries {
-			if ext := filepath.Ext(e.Name()); ext == ".conf" || ext == ".conflist" || ext == ".json" {
-				confs = append(confs, e.Name())
-			}
+		for _, f := range found {
+			confs = append(confs, filepath.Base(f))
 		}
-		if !slices.Equal(confs, []string{"10-lab.conflist"}) {
-			t.Errorf("node %s: %s holds %q, want only 10-lab.conflist (the plugin's, netshift-cni chained)", n.Name, layout.CNIConfDir, confs)
+		if !slices.Equal(confs, want) {
+			t.Errorf("node %s: %s holds %q, want %q", n.Name, layout.CNIConfDir, confs, want)
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, "10-lab.conflist"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var list struct {
-			Plugins []struct{ Type string } `json:"plugins"`
-		}
-		if err := json.Unmarshal(data, &list); err != nil || len(list.Plugins) != 2 || list.Plugins[0].Type != labcni.Name || list.Plugins[1].Type != cni.PluginName {
-			t.Errorf("node %s: 10-lab.conflist (%v): want the plugin's entry, then netshift-cni's:\n%s", n.Name, err, data)
+		chainedList(t, n.Name, found[0])
+		if s.Options.CNIConf {
+			pluginsConf(t, n.Name, found[1], found[0])
 		}
 		bin, err := s.NodeFile(n.Name, filepath.Join(layout.CNIBinDir, cni.PluginName))
 		if err != nil {
@@ -94,6 +96,52 @@ func netshiftCNIChained(t *testing.T, s *lab.State) {
 			t.Errorf("node %s: netshift-cni is not installed: %v", n.Name, err)
 		}
 	}
+}
+
+// chainedList checks the list the runtime loads: the plugin's entry, then
+// netshift-cni's.
+func chainedList(t *testing.T, node, path string) {
+	t.Helper()
+	list, err := libcni.ConfListFromFile(path)
+	if err != nil {
+		t.Errorf("node %s: the runtime cannot load %s: %v", node, filepath.Base(path), err)
+		return
+	}
+	if len(list.Plugins) != 2 || list.Plugins[0].Network.Type != labcni.Name || list.Plugins[1].Network.Type != cni.PluginName {
+		t.Errorf("node %s: %s: want the plugin's entry, then netshift-cni's:\n%s", node, filepath.Base(path), list.Bytes)
+	}
+}
+
+// pluginsConf checks the plugin's .conf beside netshift's list: one plugin,
+// the lab's, no netshift-cni, and the very configuration the list's first
+// entry holds; the list names it as what it was made of.
+func pluginsConf(t *testing.T, node, conf, list string) {
+	t.Helper()
+	data, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := libcni.NetworkPluginConfFromBytes(data)
+	if err != nil || c.Network.Type != labcni.Name || strings.Contains(string(data), cni.PluginName) {
+		t.Errorf("node %s: %s (%v) is not the plugin's own:\n%s", node, filepath.Base(conf), err, data)
+		return
+	}
+	var l map[string]json.RawMessage
+	var plugins []json.RawMessage
+	raw, _ := os.ReadFile(list)
+	err = json.Unmarshal(raw, &l)
+	if err == nil {
+		err = json.Unmarshal(l["plugins"], &plugins)
+	}
+	if from := string(l[cni.ConvertedFrom]); err != nil || from != `"`+filepath.Base(conf)+`"` || len(plugins) == 0 || !sameJSON(plugins[0], data) {
+		t.Errorf("node %s: %s (%v) is not made of %s as it is now:\n%s", node, filepath.Base(list), err, filepath.Base(conf), raw)
+	}
+}
+
+// sameJSON: the same JSON value, however written.
+func sameJSON(a, b []byte) bool {
+	var va, vb any
+	return json.Unmarshal(a, &va) == nil && json.Unmarshal(b, &vb) == nil && reflect.DeepEqual(va, vb)
 }
 
 func tenantPod(name, node string, mutate func(*corev1.Pod)) *corev1.Pod {

@@ -70,9 +70,10 @@ func (n Node) cniFile(conflist []byte) (string, []byte, error) {
 	return "10-lab.conf", data, err
 }
 
-// writeOnce writes dir/name unless the directory holds a configuration
-// already: the plugin's own, or what netshift made of it (a .conf it
-// turned into a .conflist of the same name).
+// writeOnce writes dir/name unless the directory holds the plugin's
+// configuration already, as a .conf or a .conflist of name's base name: a
+// .conflist with netshift-cni chained into it, or a .conf netshift left as
+// it is (its list of it, 10-lab-netshift.conflist, is another base name).
 func writeOnce(dir, name string, data []byte) error {
 	base := strings.TrimSuffix(strings.TrimSuffix(name, ".conflist"), ".conf")
 	for _, ext := range []string{".conf", ".conflist"} {
