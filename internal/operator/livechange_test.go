@@ -27,25 +27,8 @@ func TestClockCheckStopsALiveChange(t *testing.T) {
 	ctx, bound := startOperator(t, cl)
 	cl.createNodes("k1", "k2")
 	addr := timeEndpoint(t, bound)
-	for node, offset := range map[string]time.Duration{"k1": 0, "k2": 200 * time.Millisecond} {
-		m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
-			OperatorTimeURL: "http://" + addr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		actx, acancel := context.WithCancel(ctx)
-		adone := make(chan struct{})
-		go func() { defer close(adone); _ = m.Start(actx) }()
-		defer func() { acancel(); <-adone }()
-	}
-	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.NetshiftNetworkSpec{MTU: ptr.To[int32](1450)}}
-	if err := cl.c.Create(cl.ctx, cn); err != nil {
-		t.Fatal(err)
-	}
-	cl.eventually(30*time.Second, "the applied values recorded", func() bool {
-		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
-		return cn.Status.Applied != nil
-	})
+	startAgents(t, ctx, addr, map[string]time.Duration{"k1": 0, "k2": 200 * time.Millisecond})
+	cn := createNetwork(t, cl, 1450)
 	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
 	cl.eventually(30*time.Second, "the change to fail its preconditions", func() bool {
 		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
@@ -93,6 +76,36 @@ func startOperator(t *testing.T, cl *cluster) (ctx context.Context, bound chan s
 	return ctx, bound
 }
 
+// startAgents runs an agent per node, each with its clock offset, until the test ends.
+func startAgents(t *testing.T, ctx context.Context, timeAddr string, offsets map[string]time.Duration) {
+	t.Helper()
+	for node, offset := range offsets {
+		m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
+			OperatorTimeURL: "http://" + timeAddr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		actx, acancel := context.WithCancel(ctx)
+		adone := make(chan struct{})
+		go func() { defer close(adone); _ = m.Start(actx) }()
+		t.Cleanup(func() { acancel(); <-adone })
+	}
+}
+
+// createNetwork creates the NetshiftNetwork at mtu and waits for the operator to record it applied.
+func createNetwork(t *testing.T, cl *cluster, mtu int32) *v1alpha1.NetshiftNetwork {
+	t.Helper()
+	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.NetshiftNetworkSpec{MTU: ptr.To(mtu)}}
+	if err := cl.c.Create(cl.ctx, cn); err != nil {
+		t.Fatal(err)
+	}
+	cl.eventually(30*time.Second, "the applied values recorded", func() bool {
+		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
+		return cn.Status.Applied != nil
+	})
+	return cn
+}
+
 func timeEndpoint(t *testing.T, bound chan string) string {
 	t.Helper()
 	select {
@@ -123,25 +136,8 @@ func TestADryRunTouchesNothing(t *testing.T) {
 	ctx, bound := startOperator(t, cl)
 	cl.createNodes("d1", "d2")
 	addr := timeEndpoint(t, bound)
-	for node, offset := range map[string]time.Duration{"d1": 0, "d2": 200 * time.Millisecond} {
-		m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
-			OperatorTimeURL: "http://" + addr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		actx, acancel := context.WithCancel(ctx)
-		adone := make(chan struct{})
-		go func() { defer close(adone); _ = m.Start(actx) }()
-		defer func() { acancel(); <-adone }()
-	}
-	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: v1alpha1.NetshiftNetworkSpec{MTU: ptr.To[int32](1450)}}
-	if err := cl.c.Create(cl.ctx, cn); err != nil {
-		t.Fatal(err)
-	}
-	cl.eventually(30*time.Second, "the applied values recorded", func() bool {
-		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
-		return cn.Status.Applied != nil
-	})
+	startAgents(t, ctx, addr, map[string]time.Duration{"d1": 0, "d2": 200 * time.Millisecond})
+	cn := createNetwork(t, cl, 1450)
 	for _, bad := range []struct {
 		req  v1alpha1.DryRunRequest
 		says string
