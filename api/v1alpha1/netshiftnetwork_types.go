@@ -262,6 +262,12 @@ type NetworkChange struct {
 	// StartedAt is when the change was recorded.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// Steps are the steps every node runs, in this order from T0, as the network plugin's driver
+	// names them; NetworkConfig, netshift's own, is last.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Steps []StepAction `json:"steps,omitempty"`
 	// T0 is the synchronized time every node's steps are timed from.
 	// +optional
 	T0 *metav1.MicroTime `json:"t0,omitempty"`

@@ -93,24 +93,18 @@ type NodeOperation struct {
 	Network *NodeNetworkConfig `json:"network,omitempty"`
 }
 
-// StepAction is what one step of a live change does on a node.
+// StepAction names one step of a live change on a node. The network plugin's
+// driver names its steps (which devices or records each one sets: see the
+// driver's page in docs/); NetworkConfig, netshift's own, runs last.
 //
-// +kubebuilder:validation:Enum=PodMTU;HostVethMTU;NodePortMTU;TunnelPort;NetworkConfig
+// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+// +kubebuilder:validation:MaxLength=63
 type StepAction string
 
-const (
-	// StepPodMTU sets the MTU of every pod's eth0, inside each pod's namespace.
-	StepPodMTU StepAction = "PodMTU"
-	// StepHostVethMTU sets the MTU of the node ends of the pods' veths.
-	StepHostVethMTU StepAction = "HostVethMTU"
-	// StepNodePortMTU sets the MTU of the node's own ports into the pod network.
-	StepNodePortMTU StepAction = "NodePortMTU"
-	// StepTunnelPort changes the destination port of every tunnel port in one OVSDB transaction.
-	StepTunnelPort StepAction = "TunnelPort"
-	// StepNetworkConfig writes the node's network configuration, which new pods are set up
-	// from, with the values in force after the change (the plan's network). It runs last.
-	StepNetworkConfig StepAction = "NetworkConfig"
-)
+// StepNetworkConfig writes the node's network configuration, which new pods are
+// set up from, with the values in force after the change (the plan's network).
+// It is netshift's own step, the last of every plan, whatever the plugin.
+const StepNetworkConfig StepAction = "NetworkConfig"
 
 // ScheduledStep is one step of a live change on a node, run at a fixed offset
 // from T0, never "after the previous step".
@@ -119,9 +113,9 @@ type ScheduledStep struct {
 	Action StepAction `json:"action"`
 	// OffsetMs is when the step runs, in milliseconds after T0.
 	OffsetMs int32 `json:"offsetMs"`
-	// Value is the new MTU or port. Which interfaces an MTU step sets the agent finds on its
-	// node when the step runs: the pods from the node's container runtime, the node's own
-	// ports from its Open vSwitch; never from the API, which tenants can write to.
+	// Value is the new MTU or port. Which interfaces a step sets the agent finds on its node
+	// when the step runs (the pods from the node's container runtime, the node's own devices
+	// from its kernel and switch), never from the API, which tenants can write to.
 	Value int32 `json:"value"`
 }
 

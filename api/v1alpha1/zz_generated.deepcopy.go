@@ -615,6 +615,11 @@ func (in *NetworkChange) DeepCopyInto(out *NetworkChange) {
 		in, out := &in.StartedAt, &out.StartedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.Steps != nil {
+		in, out := &in.Steps, &out.Steps
+		*out = make([]StepAction, len(*in))
+		copy(*out, *in)
+	}
 	if in.T0 != nil {
 		in, out := &in.T0, &out.T0
 		*out = (*in).DeepCopy()

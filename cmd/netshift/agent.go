@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,13 +12,15 @@ import (
 	"netshift.io/netshift/internal/agent"
 	"netshift.io/netshift/internal/cni"
 	"netshift.io/netshift/internal/cri"
+	"netshift.io/netshift/internal/netplugin/plugins"
+	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/plug"
 )
 
 func agentCmd(g *globals) *cobra.Command {
 	var node, health, netns, ovsdb, underlay, timeURL string
 	var maxSkew time.Duration
-	var rebootCommand, networkConfig, bootIDFile, criEndpoint string
+	var rebootCommand, networkConfig, bootIDFile, criEndpoint, networkPlugin string
 	var cniInstall agent.CNIInstall
 	var hold time.Duration
 	var labHooks func(*agent.Options, *rest.Config) error
@@ -52,6 +55,9 @@ func agentCmd(g *globals) *cobra.Command {
 			if parkedTTL < time.Second || parkedTTL > 24*time.Hour {
 				return usagef("--cni-parked-ttl %s: want 1s to 24h", parkedTTL)
 			}
+			if err := plugins.Check(networkPlugin); err != nil {
+				return asUsage(err)
+			}
 			mode, err := plug.ParseMode("--plug-mode", plugMode)
 			if err != nil {
 				return asUsage(err)
@@ -66,7 +72,7 @@ func agentCmd(g *globals) *cobra.Command {
 			}
 			o := agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
 				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, Reboot: reboot,
-				NetworkConfig: networkConfig, BootIDFile: bootIDFile,
+				NetworkConfig: networkConfig, BootIDFile: bootIDFile, NetworkPlugin: networkPlugin,
 				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}}
 			o.CNI = cniInstall
@@ -86,7 +92,7 @@ func agentCmd(g *globals) *cobra.Command {
 				o.CNI.ParkedTTL = parkedTTL
 			}
 			if criEndpoint != "" {
-				o.Pods = &agent.RuntimePods{Endpoint: criEndpoint}
+				o.Pods = &nodenet.RuntimePods{Endpoint: criEndpoint}
 			}
 			if err := labHooks(&o, cfg); err != nil {
 				return err
@@ -114,6 +120,7 @@ func agentCmd(g *globals) *cobra.Command {
 	f.StringVar(&plugMode, "plug-mode", string(plug.PerPort), "how ports are plugged unless the Node's netshift.io/plug-mode annotation says otherwise: per-port or direct")
 	f.StringVar(&integration, "integration-bridge", "br-int", "the integration bridge the network controller programs")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
+	f.StringVar(&networkPlugin, "network-plugin", plugins.Default, "the cluster's network plugin, whose driver takes the node's steps of a live change ("+strings.Join(plugins.Names, ", ")+")")
 	f.StringVar(&criEndpoint, "cri-endpoint", cri.DefaultEndpoint, "the node's container runtime (CRI socket): where the agent finds its node's pods and their network namespaces; "+
 		"it shares the node's process namespace (hostPID) to enter them (empty: no runtime, no pods)")
 	f.StringVar(&cniInstall.Plugin, "cni-plugin", "", "the netshift-cni binary to install into the node's CNI binary directory and chain into its CNI configuration, kept so (empty: not installed)")

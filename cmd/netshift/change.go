@@ -247,8 +247,11 @@ func (r changeRun) reports(ctx context.Context, id string) (map[string]*v1alpha1
 func (r changeRun) writeDryRun(ch *v1alpha1.NetworkChange, reports map[string]*v1alpha1.LiveChangeReport) {
 	fmt.Fprintf(r.out, "\n%s %d -> %d, checked on %d nodes (nothing was changed)\n", ch.Kind, ch.From, ch.To, len(reports))
 	var steps []string
-	for _, s := range livechange.Schedule(livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}, time.Second) {
-		steps = append(steps, string(s.Action))
+	for _, s := range ch.Steps {
+		steps = append(steps, string(s))
+	}
+	if len(steps) == 0 {
+		steps = []string{"(the operator did not say)"}
 	}
 	fmt.Fprintf(r.out, "steps on every node, in order, from one synchronized T0: %s\n\n", strings.Join(steps, ", "))
 	tw := tabwriter.NewWriter(r.out, 0, 4, 2, ' ', 0)

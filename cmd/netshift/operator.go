@@ -1,8 +1,11 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
+	"netshift.io/netshift/internal/netplugin/plugins"
 	"netshift.io/netshift/internal/operator"
 )
 
@@ -47,9 +50,10 @@ func operatorCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&o.ZoneMigration, "zone-migration", false, "move the cluster between OVN interconnect layouts as the ConfigMap ovn-interconnect-configuration says (without it the layout is only reported in NetshiftNetwork status.zones)")
 	f.StringVar(&o.ZoneConfigNamespace, "zone-config-namespace", operator.Namespace, "namespace of the ConfigMap ovn-interconnect-configuration")
-	f.StringVar(&o.ZonePluginNamespace, "zone-plugin-namespace", o.ZonePluginNamespace, "namespace of the network plugin's node DaemonSet and central Deployment (a zone move restarts the node's plugin pod; the central side is scaled)")
-	f.StringVar(&o.ZonePluginPods, "zone-plugin-pods", o.ZonePluginPods, "label selector of the network plugin's per-node pods: the pod a node's move deletes, whose successor joins the zone of the node's k8s.ovn.org/zone-name label and annotates the node")
-	f.StringVar(&o.ZoneCentral, "zone-central-deployment", o.ZoneCentral, "name of the Deployment running the central NB/SB databases and ovn-northd: scaled up before nodes join the central zone, to 0 once none is left in it")
+	f.StringVar(&o.NetworkPlugin, "network-plugin", o.NetworkPlugin, "the cluster's network plugin, whose driver says which steps a change has and which of the plugin's objects hold its settings ("+strings.Join(plugins.Names, ", ")+")")
+	f.StringVar(&o.ZonePluginNamespace, "zone-plugin-namespace", o.ZonePluginNamespace, "namespace of the network plugin's node DaemonSet and central Deployment (a zone move restarts the node's plugin pod; the central side is scaled); empty: the plugin driver's")
+	f.StringVar(&o.ZonePluginPods, "zone-plugin-pods", o.ZonePluginPods, "label selector of the network plugin's per-node pods: the pod a node's move deletes, whose successor joins the zone of the node's k8s.ovn.org/zone-name label and annotates the node; empty: the plugin driver's")
+	f.StringVar(&o.ZoneCentral, "zone-central-deployment", o.ZoneCentral, "name of the Deployment running the central NB/SB databases and ovn-northd: scaled up before nodes join the central zone, to 0 once none is left in it; empty: the plugin driver's")
 	f.Int32Var(&o.ZoneCentralReplicas, "zone-central-replicas", o.ZoneCentralReplicas, "replicas of the central Deployment when it runs (1..9)")
 	f.DurationVar(&o.ZoneMoveTimeout, "zone-move-timeout", o.ZoneMoveTimeout, "how long a restarted plugin pod may take to annotate its node before the move is reported held in status.zones.held (10s..1h; a crash-looping pod is reported at once)")
 	f.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect one leader among operator replicas; only the leader decides")

@@ -31,23 +31,18 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"netshift.io/netshift/api/v1alpha1"
-	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/netplugin"
+	"netshift.io/netshift/internal/netplugin/plugins"
+	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
+	"netshift.io/netshift/internal/scheme"
 )
 
 // Work does an operation's work on the node. It must be idempotent: a
 // restarted agent may run it again for the same operation if it died before
 // reporting the result.
 type Work func(ctx context.Context, node string, op v1alpha1.NodeOperation) error
-
-// TunnelPortPath is another way of taking the tunnel port step, for a lab
-// build's benchmark: Use says, at the step's arming, whether it takes it;
-// Set then changes the tunnels' port at the step's time.
-type TunnelPortPath interface {
-	Use(ctx context.Context) bool
-	Set(ctx context.Context, encapsulation string, port int) (changed int, err error)
-}
 
 // Agent runs its node's plan.
 type Agent struct {
@@ -66,8 +61,9 @@ type Agent struct {
 	Reboot Rebooter
 	// NetworkConfig and BootIDFile locate the node's files (see Options).
 	NetworkConfig, BootIDFile string
-	// TunnelPortPath is a lab build's other way of taking the tunnel port step (see Options).
-	TunnelPortPath TunnelPortPath
+	// Plugin is the network plugin's driver on this node: every step of a live change but
+	// netshift's own NetworkConfig is its.
+	Plugin netplugin.Node
 	// failSteps counts the runs of each step still to fail (tests' fault injection).
 	failSteps map[v1alpha1.StepAction]int
 	// doneAt and settled track the pass that aligns, once a change is done, the pods its steps
@@ -75,7 +71,7 @@ type Agent struct {
 	doneAt  map[string]time.Time
 	settled map[string]bool
 	// Pods lists the node's pods from its container runtime (see Options).
-	Pods NodePods
+	Pods nodenet.NodePods
 	// IntegrationBridge is the bridge pods are attached to (default br-int).
 	IntegrationBridge string
 	// Work maps an operation kind to what the agent does for it.
@@ -133,7 +129,10 @@ type Options struct {
 	FailStepOnce []v1alpha1.StepAction
 	// TunnelPortPath, when set (lab builds), may take the tunnel port step another way: the
 	// benchmark compares the OVSDB client netshift uses with the exec of ovs-vsctl it replaced.
-	TunnelPortPath TunnelPortPath
+	TunnelPortPath nodenet.TunnelPortPath
+	// NetworkPlugin names the cluster's network plugin, whose driver takes the node's steps
+	// (default lab: see package plugins for the others).
+	NetworkPlugin string
 	// NetworkConfig is the node's network configuration file, which new pods are set up from; a
 	// live change rewrites it as its last step. Empty: nothing on the node reads one.
 	NetworkConfig string
@@ -149,9 +148,17 @@ type Options struct {
 	IntegrationBridge string
 	// Pods lists the node's pods (RuntimePods: from its container runtime); nil: the agent
 	// knows no pods, and a pod MTU step fails saying so.
-	Pods NodePods
+	Pods nodenet.NodePods
 	// CNI, when its Plugin is set, installs netshift-cni on the node and keeps it chained.
 	CNI CNIInstall
+}
+
+// networkPlugin is the plugin the options name, the lab's by default.
+func networkPlugin(o Options) string {
+	if o.NetworkPlugin == "" {
+		return plugins.Default
+	}
+	return o.NetworkPlugin
 }
 
 // Rebooter reboots the node. It may end this process (the node goes down);
@@ -227,7 +234,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 operator.Scheme(),
+		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: o.HealthAddr,
 		Controller:             config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
@@ -265,7 +272,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
 		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Reboot: o.Reboot, failSteps: map[v1alpha1.StepAction]int{},
 		doneAt: map[string]time.Time{}, settled: map[string]bool{}, Pods: o.Pods, IntegrationBridge: o.IntegrationBridge,
-		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, TunnelPortPath: o.TunnelPortPath}
+		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile}
 	for _, s := range o.FailStepOnce {
 		a.failSteps[s]++
 	}
@@ -278,7 +285,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	a.Work[v1alpha1.OperationReboot] = a.rebootNode
 	if a.Pods == nil {
-		a.Pods = noPods{}
+		a.Pods = nodenet.NoPods{}
+	}
+	a.Plugin, err = plugins.Node(networkPlugin(o), nodenet.Env{Node: node, Netns: o.NodeNetns, Pods: a.Pods, Switch: sw,
+		IntegrationBridge: o.IntegrationBridge, LockPods: a.lockPods, Now: a.now, TunnelPortPath: o.TunnelPortPath})
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", node, err)
 	}
 	if a.MaxClockSkew == 0 {
 		a.MaxClockSkew = 50 * time.Millisecond

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/nodeconfig"
 )
 
@@ -33,8 +34,8 @@ func (p podAligner) Start(ctx context.Context) error {
 		}
 		if o, err := p.a.alignNow(ctx); err != nil {
 			logger.Error(err, "aligning the node's pods to its MTU")
-		} else if o.changed > 0 {
-			logger.Info("pods aligned to the node's MTU", "changed", o.changed, "skipped", o.skipped)
+		} else if o.Changed > 0 {
+			logger.Info("pods aligned to the node's MTU", "changed", o.Changed, "skipped", o.Skipped)
 		}
 	}
 }
@@ -42,7 +43,7 @@ func (p podAligner) Start(ctx context.Context) error {
 // alignNow aligns the node's pods to its configuration's MTU, unless a live
 // change is under way on the node: between its steps the pods are meant to
 // differ from the configuration, which the change rewrites last.
-func (a *Agent) alignNow(ctx context.Context) (o stepOutcome, err error) {
+func (a *Agent) alignNow(ctx context.Context) (o netplugin.Outcome, err error) {
 	// Not once netshift is off the node: its lock would be made again.
 	_, err = a.gate.do(func() error {
 		o, err = a.alignNowOn(ctx)
@@ -51,24 +52,24 @@ func (a *Agent) alignNow(ctx context.Context) (o stepOutcome, err error) {
 	return o, err
 }
 
-func (a *Agent) alignNowOn(ctx context.Context) (stepOutcome, error) {
+func (a *Agent) alignNowOn(ctx context.Context) (netplugin.Outcome, error) {
 	var nns v1alpha1.NetshiftNodeState
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err == nil {
 		if plan, rep := nns.Spec.LiveChange, nns.Status.LiveChange; plan != nil && (rep == nil || rep.ID != plan.ID || !rep.Done) {
-			return stepOutcome{}, nil
+			return netplugin.Outcome{}, nil
 		}
 	}
 	lock, err := a.lockConfig(ctx)
 	if err != nil {
-		return stepOutcome{}, err
+		return netplugin.Outcome{}, err
 	}
 	defer lock.Unlock()
 	f, err := nodeconfig.Read(a.NetworkConfig)
 	if errors.Is(err, fs.ErrNotExist) {
-		return stepOutcome{}, nil // netshift has not configured this node yet
+		return netplugin.Outcome{}, nil // netshift has not configured this node yet
 	}
 	if err != nil {
-		return stepOutcome{}, err
+		return netplugin.Outcome{}, err
 	}
-	return a.alignPods(ctx, int(f.MTU))
+	return a.Plugin.Align(ctx, int(f.MTU))
 }

@@ -20,8 +20,9 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/nodeconfig"
-	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/nodenet"
 )
 
 // liveChange runs the node's part of a live change: preconditions first
@@ -173,7 +174,7 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NetshiftNodeSta
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
 	at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
 	armed := a.armStep(ctx, plan, step)
-	defer armed.release()
+	defer armed.Release()
 	askShortSlices()
 	if err := a.untilFinalApproach(ctx, at); err != nil {
 		return res, false, err
@@ -188,7 +189,7 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NetshiftNodeSta
 		logger.Info("plan withdrawn before its step; stopping", "step", step.Action)
 		return res, true, nil
 	}
-	began, ended, outcome, priority, err := a.onTime(ctx, at, armed.fire)
+	began, ended, outcome, priority, err := a.onTime(ctx, at, armed.Fire)
 	if began.IsZero() {
 		return res, false, fmt.Errorf("node %s: wait for step %s: %w", a.Node, step.Action, err)
 	}
@@ -198,82 +199,34 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NetshiftNodeSta
 		logger.Error(err, "step failed", "step", step.Action)
 	} else {
 		logger.Info("step done", "step", step.Action, "value", step.Value, "lateMicros", res.LateMicros, "tookMs", res.TookMs, "waitedMicros", res.WaitedMicros,
-			"changed", res.Changed, "skipped", outcome.skipped, "priority", priority)
+			"changed", res.Changed, "skipped", outcome.Skipped, "priority", priority)
 	}
 	return res, false, nil
 }
 
 // stepResult is the report of a step scheduled at at, run from began to ended.
-func stepResult(step v1alpha1.ScheduledStep, at, began, ended time.Time, o stepOutcome) v1alpha1.StepResult {
+func stepResult(step v1alpha1.ScheduledStep, at, began, ended time.Time, o netplugin.Outcome) v1alpha1.StepResult {
 	res := v1alpha1.StepResult{Action: step.Action, At: metav1.NewMicroTime(began),
 		ScheduledAt: ptr.To(metav1.NewMicroTime(at)), EndedAt: ptr.To(metav1.NewMicroTime(ended)),
 		LateMicros: began.Sub(at).Microseconds(), LateMs: int32(began.Sub(at).Milliseconds()), TookMs: int32(ended.Sub(began).Milliseconds()),
-		WaitedMicros: o.waited.Microseconds(), Changed: int32(o.changed), Skipped: o.report()}
-	if !o.committed.IsZero() {
-		res.CommittedAt = ptr.To(metav1.NewMicroTime(o.committed))
+		WaitedMicros: o.Waited.Microseconds(), Changed: int32(o.Changed), Skipped: o.Report()}
+	if !o.Committed.IsZero() {
+		res.CommittedAt = ptr.To(metav1.NewMicroTime(o.Committed))
 	}
 	return res
 }
 
-// armedStep is a step made ready before its time: fire runs it, release
-// frees what was opened for it (whether it ran or not).
-type armedStep struct {
-	fire    func(context.Context) (stepOutcome, error)
-	release func()
-}
-
-// armStep prepares a step. The tunnel port's transaction is built now, from
-// the switch's cache, and the MTU steps' namespaces are entered now; a step
-// that cannot be prepared (or needs nothing prepared) runs whole at its time.
-func (a *Agent) armStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) armedStep {
-	whole := armedStep{fire: func(ctx context.Context) (stepOutcome, error) { return a.runStep(ctx, plan, step) }, release: func() {}}
-	switch {
-	case a.failSteps[step.Action] > 0:
-		return whole
-	case step.Action == v1alpha1.StepPodMTU || step.Action == v1alpha1.StepHostVethMTU:
-		// The namespaces the step will enter are entered now: the node's and
-		// each pod's known now (a pod set up meanwhile gets a handle at the step).
-		hs := newNetnsHandles()
-		if _, err := hs.get(a.NodeNetns); err != nil {
-			hs.close()
-			return whole
-		}
-		if step.Action == v1alpha1.StepPodMTU {
-			if pods, _, err := a.Pods.PodNetworks(ctx); err == nil {
-				for _, p := range pods {
-					_, _ = hs.get(p.Netns) // a pod gone meanwhile is the step's to skip
-				}
-			}
-		}
-		return armedStep{fire: func(ctx context.Context) (stepOutcome, error) {
-			return a.runStep(withHandles(ctx, hs), plan, step)
-		}, release: hs.close}
-	case step.Action != v1alpha1.StepTunnelPort || a.Switch == nil:
-		return whole
+// armStep prepares a step through the network plugin's driver; netshift's
+// own configuration step, and a step a test makes fail, run whole at their time.
+func (a *Agent) armStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) netplugin.Armed {
+	if a.failSteps[step.Action] > 0 || step.Action == v1alpha1.StepNetworkConfig {
+		return netplugin.Whole(func(ctx context.Context) (netplugin.Outcome, error) { return a.runStep(ctx, plan, step) })
 	}
-	if a.TunnelPortPath != nil && a.TunnelPortPath.Use(ctx) {
-		return armedStep{fire: func(ctx context.Context) (stepOutcome, error) {
-			n, err := a.TunnelPortPath.Set(ctx, string(plan.Encapsulation), int(step.Value))
-			return stepOutcome{changed: n, committed: a.now()}, err
-		}, release: func() {}}
-	}
-	prepared, err := a.Switch.PrepareTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
+	armed, err := a.Plugin.Arm(ctx, plan, step)
 	if err != nil {
-		log.FromContext(ctx).Info("could not prepare the tunnel port step; it runs whole at its time", "node", a.Node, "error", err.Error())
-		return whole
+		return netplugin.Whole(func(context.Context) (netplugin.Outcome, error) { return netplugin.Outcome{}, err })
 	}
-	// The transaction's own connection: at its time the step's thread sends it
-	// and is the one woken by the reply.
-	if err := prepared.Arm(ctx); err != nil {
-		log.FromContext(ctx).Info("could not open the tunnel port step's own OVSDB connection; it is sent through the agent's", "node", a.Node, "error", err.Error())
-	}
-	return armedStep{fire: func(ctx context.Context) (stepOutcome, error) {
-		err := prepared.Commit(ctx)
-		if err != nil {
-			err = fmt.Errorf("node %s: %w", a.Node, err)
-		}
-		return stepOutcome{changed: len(prepared.Names), committed: prepared.Committed}, err
-	}, release: prepared.Release}
+	return armed
 }
 
 // settleDelay is how long after its last step the agent aligns the node's
@@ -294,12 +247,12 @@ func (a *Agent) settle(ctx context.Context, plan *v1alpha1.LiveChangePlan) (ctrl
 		return ctrl.Result{}, err
 	}
 	defer lock.Unlock()
-	o, err := a.alignPods(ctx, int(plan.Network.MTU))
+	o, err := a.Plugin.Align(ctx, int(plan.Network.MTU))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	a.settled[plan.ID] = true
-	log.FromContext(ctx).Info("pods aligned after the change", "node", a.Node, "change", plan.ID, "changed", o.changed, "skipped", o.skipped)
+	log.FromContext(ctx).Info("pods aligned after the change", "node", a.Node, "change", plan.ID, "changed", o.Changed, "skipped", o.Skipped)
 	return ctrl.Result{}, nil
 }
 
@@ -310,193 +263,95 @@ func (a *Agent) alignAfterBoot(ctx context.Context, mtu int) error {
 		return err
 	}
 	defer lock.Unlock()
-	_, err = a.alignPods(ctx, mtu)
+	_, err = a.Plugin.Align(ctx, mtu)
 	return err
 }
 
-// check reads back what the plan set: every interface's MTU, or the tunnels' port.
-func (a *Agent) check(ctx context.Context, plan *v1alpha1.LiveChangePlan) error {
-	for _, step := range plan.Steps {
-		switch step.Action {
-		case v1alpha1.StepPodMTU:
-			if err := a.checkPodMTU(ctx, int(step.Value)); err != nil {
-				return err
-			}
-		case v1alpha1.StepHostVethMTU:
-			if err := a.checkHostVethMTU(ctx, int(step.Value)); err != nil {
-				return err
-			}
-		case v1alpha1.StepNetworkConfig:
-			if a.NetworkConfig == "" || plan.Network == nil {
-				continue
-			}
-			f, err := nodeconfig.Read(a.NetworkConfig)
-			if err != nil {
-				return err
-			}
-			if f.NodeNetworkConfig != *plan.Network {
-				return fmt.Errorf("%s holds %+v, want %+v", a.NetworkConfig, f.NodeNetworkConfig, *plan.Network)
-			}
-		case v1alpha1.StepTunnelPort:
-			sw, err := a.ovsdb()
-			if err != nil {
-				return err
-			}
-			tunnels, err := sw.Tunnels(ctx)
-			if err != nil {
-				return err
-			}
-			for _, t := range tunnels {
-				if t.Type == string(plan.Encapsulation) && t.DstPort != int(step.Value) {
-					return fmt.Errorf("tunnel %s has port %d, want %d", t.Name, t.DstPort, step.Value)
-				}
-			}
-		}
+// carries reads back that the node carries network: what the plugin's
+// driver set, and the node's network configuration.
+func (a *Agent) carries(ctx context.Context, network v1alpha1.NodeNetworkConfig) error {
+	if err := a.Plugin.Carries(ctx, network); err != nil {
+		return err
+	}
+	if a.NetworkConfig == "" {
+		return nil
+	}
+	f, err := nodeconfig.Read(a.NetworkConfig)
+	if err != nil {
+		return err
+	}
+	if f.NodeNetworkConfig != network {
+		return fmt.Errorf("%s holds %+v, want %+v", a.NetworkConfig, f.NodeNetworkConfig, network)
 	}
 	return nil
 }
 
 // runStep carries out one step. Every step is idempotent.
-func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (stepOutcome, error) {
+func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (netplugin.Outcome, error) {
 	if a.failSteps[step.Action] > 0 {
 		a.failSteps[step.Action]--
-		return stepOutcome{}, fmt.Errorf("node %s: %s failed on purpose (a test's fault injection)", a.Node, step.Action)
+		return netplugin.Outcome{}, fmt.Errorf("node %s: %s failed on purpose (a test's fault injection)", a.Node, step.Action)
 	}
-	switch step.Action {
-	case v1alpha1.StepPodMTU:
-		lock, err := a.lockConfig(ctx)
+	if step.Action != v1alpha1.StepNetworkConfig {
+		armed, err := a.Plugin.Arm(ctx, plan, step)
 		if err != nil {
-			return stepOutcome{}, err
+			return netplugin.Outcome{}, err
 		}
-		defer lock.Unlock()
-		return a.setPodMTU(ctx, int(step.Value))
-	case v1alpha1.StepHostVethMTU:
-		return a.setHostVethMTU(ctx, int(step.Value))
-	case v1alpha1.StepNodePortMTU:
-		return a.setNodePortMTU(ctx, int(step.Value))
-	case v1alpha1.StepTunnelPort:
-		sw, err := a.ovsdb()
-		if err != nil {
-			return stepOutcome{}, err
-		}
-		prepared, err := sw.PrepareTunnelPort(ctx, string(plan.Encapsulation), int(step.Value))
-		if err != nil {
-			return stepOutcome{}, err
-		}
-		err = prepared.Commit(ctx)
-		return stepOutcome{changed: len(prepared.Names), committed: prepared.Committed}, err
-	case v1alpha1.StepNetworkConfig:
-		if plan.Network == nil {
-			return stepOutcome{}, fmt.Errorf("node %s: the plan of %s carries no network to write", a.Node, plan.ID)
-		}
-		if a.NetworkConfig == "" {
-			// Nothing on this node reads one (no --network-config): the step has nothing to do.
-			return stepOutcome{}, nil
-		}
-		lock, err := a.lockConfig(ctx)
-		if err != nil {
-			return stepOutcome{}, err
-		}
-		defer lock.Unlock()
-		if err := nodeconfig.Write(a.NetworkConfig, nodeconfig.File{NodeNetworkConfig: *plan.Network, Change: plan.ID}); err != nil {
-			return stepOutcome{}, fmt.Errorf("node %s: %w", a.Node, err)
-		}
-		if plan.Kind != v1alpha1.ChangeMTU {
-			return stepOutcome{}, nil // a port change leaves the pods' MTU as it was
-		}
-		// Pods set up between the MTU steps read the old configuration: give them the new one.
-		return a.alignPods(ctx, int(plan.Network.MTU))
+		defer armed.Release()
+		return armed.Fire(ctx)
 	}
-	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Action)
+	if plan.Network == nil {
+		return netplugin.Outcome{}, fmt.Errorf("node %s: the plan of %s carries no network to write", a.Node, plan.ID)
+	}
+	if a.NetworkConfig == "" {
+		// Nothing on this node reads one (no --network-config): the step has nothing to do.
+		return netplugin.Outcome{}, nil
+	}
+	lock, err := a.lockConfig(ctx)
+	if err != nil {
+		return netplugin.Outcome{}, err
+	}
+	defer lock.Unlock()
+	if err := nodeconfig.Write(a.NetworkConfig, nodeconfig.File{NodeNetworkConfig: *plan.Network, Change: plan.ID}); err != nil {
+		return netplugin.Outcome{}, fmt.Errorf("node %s: %w", a.Node, err)
+	}
+	if plan.Kind != v1alpha1.ChangeMTU {
+		return netplugin.Outcome{}, nil // a port change leaves the pods' MTU as it was
+	}
+	// Pods set up between the MTU steps read the old configuration: give them the new one.
+	return a.Plugin.Align(ctx, int(plan.Network.MTU))
 }
 
-// ovsdb is the node's switch, opened at the agent's start.
-func (a *Agent) ovsdb() (*ovs.Switch, error) {
-	if a.Switch == nil {
-		return nil, fmt.Errorf("node %s: the agent has no OVSDB (--ovsdb)", a.Node)
-	}
-	return a.Switch, nil
-}
-
-// preconditions checks, touching nothing, that the node can take the change.
+// preconditions checks, touching nothing, that the node can take the change:
+// its clock, what the plugin's driver finds, the underlay for an MTU, the new
+// port for a tunnel.
 func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan) v1alpha1.LiveChangeReport {
 	r := v1alpha1.LiveChangeReport{ID: plan.ID}
 	a.checkClock(ctx, &r, plan.TimeURL)
-	if a.Switch != nil {
-		if err := a.Switch.Reachable(ctx); err != nil {
-			r.Problems = append(r.Problems, "OVS is not reachable: "+err.Error())
-		}
-	}
+	f := a.Plugin.Check(ctx, plan)
 	switch plan.Kind {
 	case v1alpha1.ChangeMTU:
-		if pods, _, err := a.Pods.PodNetworks(ctx); err != nil {
-			r.Problems = append(r.Problems, "cannot list the node's pods: "+err.Error())
-		} else {
-			r.WouldChange = append(r.WouldChange, fmt.Sprintf("%d pods' eth0 and their node ends: MTU %d -> %d", len(pods), plan.From, plan.To))
-		}
-		if a.Switch != nil {
-			r.WouldChange = append(r.WouldChange, fmt.Sprintf("the node's own ports on %s: MTU %d -> %d", a.bridge(), plan.From, plan.To))
-		}
 		switch problem, unchecked := a.underlayFits(ctx, plan); {
 		case problem != "":
-			r.Problems = append(r.Problems, problem)
+			f.Problems = append(f.Problems, problem)
 		case unchecked != "":
-			r.Warnings = append(r.Warnings, unchecked)
+			f.Warnings = append(f.Warnings, unchecked)
 		}
 	case v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort:
-		// What the steps would change, for a person to read: a node whose tunnels are not in its
-		// OVS (OVN's, changed in the southbound database) has none of its own to list.
-		if tunnels, err := a.tunnelsOf(ctx, plan.Encapsulation); err != nil {
-			r.Warnings = append(r.Warnings, "the node's tunnels were not listed: "+err.Error())
-		} else if a.Switch != nil {
-			r.WouldChange = append(r.WouldChange, fmt.Sprintf("%d %s tunnels (%s): port %d -> %d", len(tunnels), plan.Encapsulation,
-				clipList(tunnels, 4), plan.From, plan.To))
-		}
 		if owner, err := udpPortUser(a.NodeNetns, int(plan.To)); err != nil {
-			r.Problems = append(r.Problems, "cannot check UDP port use: "+err.Error())
+			f.Problems = append(f.Problems, "cannot check UDP port use: "+err.Error())
 		} else if owner != "" {
-			r.Problems = append(r.Problems, fmt.Sprintf("UDP port %d is in use on the node by %s", plan.To, owner))
+			f.Problems = append(f.Problems, fmt.Sprintf("UDP port %d is in use on the node by %s", plan.To, owner))
 		}
 	}
 	if a.NetworkConfig != "" {
-		r.WouldChange = append(r.WouldChange, "the node's network configuration for new pods: "+a.NetworkConfig)
+		f.WouldChange = append(f.WouldChange, "the node's network configuration for new pods: "+a.NetworkConfig)
 	}
+	r.Problems = append(r.Problems, f.Problems...)
+	r.Warnings = append(r.Warnings, f.Warnings...)
+	r.WouldChange = f.WouldChange
 	r.Ready = len(r.Problems) == 0
 	return r
-}
-
-// tunnelsOf names the node's tunnel interfaces of an encapsulation.
-func (a *Agent) tunnelsOf(ctx context.Context, encap v1alpha1.Encapsulation) ([]string, error) {
-	if a.Switch == nil {
-		return nil, nil
-	}
-	all, err := a.Switch.Tunnels(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, t := range all {
-		if t.Type == string(encap) {
-			names = append(names, t.Name)
-		}
-	}
-	return names, nil
-}
-
-// clipList shows at most n names and how many more there are.
-func clipList(names []string, n int) string {
-	if len(names) <= n {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
-}
-
-// bridge is the integration bridge the node's own pod-network ports are on.
-func (a *Agent) bridge() string {
-	if a.IntegrationBridge == "" {
-		return "br-int"
-	}
-	return a.IntegrationBridge
 }
 
 // underlayFits says why the plan's MTU does not fit the node's underlay
@@ -507,7 +362,7 @@ func (a *Agent) underlayFits(ctx context.Context, plan *v1alpha1.LiveChangePlan)
 	if err != nil {
 		return "", "the underlay's MTU was not checked: " + err.Error()
 	}
-	mtu, err := linkMTU(a.NodeNetns, link)
+	mtu, err := nodenet.LinkMTU(a.NodeNetns, link)
 	if err != nil {
 		return "underlay: " + err.Error(), ""
 	}
@@ -521,16 +376,6 @@ func (a *Agent) underlayFits(ctx context.Context, plan *v1alpha1.LiveChangePlan)
 	}
 	return fmt.Sprintf("MTU %d does not fit the underlay: %s has MTU %d, and %d + %d bytes of %s overhead = %d%s",
 		plan.To, link, mtu, plan.To, plan.Encapsulation.Overhead(), plan.Encapsulation, need, declared), ""
-}
-
-// linkMTU reads a link's MTU in a network namespace ("": this process's own).
-func linkMTU(netns, link string) (int, error) {
-	h, err := netdev.Open(netns)
-	if err != nil {
-		return 0, err
-	}
-	defer h.Close()
-	return h.MTU(link)
 }
 
 // udpPortUser says which socket holds a UDP port in the node's namespace

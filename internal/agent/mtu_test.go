@@ -16,7 +16,10 @@ import (
 	"netshift.io/netshift/internal/images"
 	"netshift.io/netshift/internal/lab/kubenode/kubenodetest"
 	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/netplugin"
+	"netshift.io/netshift/internal/netplugin/labnet"
 	"netshift.io/netshift/internal/nodeconfig"
+	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs/ovstest"
 )
 
@@ -121,22 +124,23 @@ func TestMTUStepsOnARealNodeTouchOnlyWhatTheNodeSays(t *testing.T) {
 	before := linkMTUs(t, sw.Netns)
 
 	a := &Agent{Node: node.Name, NodeNetns: sw.Netns, OVSDB: sw.Socket, Switch: sw.DB, NetworkConfig: c.NetworkConfig(0),
-		Pods: &RuntimePods{Endpoint: node.Socket()}, failSteps: map[v1alpha1.StepAction]int{}}
+		Pods: &nodenet.RuntimePods{Endpoint: node.Socket()}, failSteps: map[v1alpha1.StepAction]int{}}
+	a.Plugin = labnet.NewNode(nodenet.Env{Node: a.Node, Netns: a.NodeNetns, Pods: a.Pods, Switch: a.Switch, LockPods: a.lockPods, Now: time.Now})
 	network := v1alpha1.NodeNetworkConfig{MTU: 1350, Encapsulation: v1alpha1.EncapVXLAN, TunnelPort: 4789}
 	plan := &v1alpha1.LiveChangePlan{ID: "mtu-1", Kind: v1alpha1.ChangeMTU, To: 1350, Encapsulation: v1alpha1.EncapVXLAN, Network: &network}
 	if err := cs.CoreV1().Pods("tenant").Delete(ctx, "doomed", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	outcomes := map[v1alpha1.StepAction]stepOutcome{}
-	for _, action := range []v1alpha1.StepAction{v1alpha1.StepPodMTU, v1alpha1.StepHostVethMTU, v1alpha1.StepNodePortMTU, v1alpha1.StepNetworkConfig} {
+	outcomes := map[v1alpha1.StepAction]netplugin.Outcome{}
+	for _, action := range []v1alpha1.StepAction{netplugin.StepPodMTU, netplugin.StepHostVethMTU, netplugin.StepNodePortMTU, v1alpha1.StepNetworkConfig} {
 		o, err := a.runStep(ctx, plan, v1alpha1.ScheduledStep{Action: action, Value: 1350})
 		if err != nil {
 			t.Fatalf("step %s failed on a node with hostile pods: %v", action, err)
 		}
 		outcomes[action] = o
 	}
-	if o := outcomes[v1alpha1.StepPodMTU]; o.changed < 5 || !strings.Contains(strings.Join(o.skipped, "\n"), "pod tenant/renamer: eth0") {
-		t.Errorf("pod step: changed %d, skipped %v; want the five pods with their eth0 set and the renamed one skipped", o.changed, o.skipped)
+	if o := outcomes[netplugin.StepPodMTU]; o.Changed < 5 || !strings.Contains(strings.Join(o.Skipped, "\n"), "pod tenant/renamer: eth0") {
+		t.Errorf("pod step: changed %d, skipped %v; want the five pods with their eth0 set and the renamed one skipped", o.Changed, o.Skipped)
 	}
 
 	after := linkMTUs(t, sw.Netns)

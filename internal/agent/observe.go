@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
-	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/nodeconfig"
+	"netshift.io/netshift/internal/nodenet"
 )
 
 // observeEvery is how often the agent looks at its node's network again: it
@@ -64,15 +64,15 @@ func (a *Agent) observe(ctx context.Context) v1alpha1.ObservedNetwork {
 			o.Problems = append(o.Problems, what+": "+err.Error())
 		}
 	}
-	if err := a.observeMTU(ctx, &o); err != nil {
+	if err := a.observeConfig(&o); err != nil {
 		problem("pod MTU", err)
 	}
-	if err := a.observeTunnels(ctx, &o); err != nil {
-		problem("tunnels", err)
+	if err := a.Plugin.Observe(ctx, &o); err != nil {
+		problem("network plugin", err)
 	}
 	if link, err := a.underlayInterface(ctx); err != nil {
 		problem("underlay", err)
-	} else if mtu, err := linkMTU(a.NodeNetns, link); err != nil {
+	} else if mtu, err := nodenet.LinkMTU(a.NodeNetns, link); err != nil {
 		problem("underlay", err)
 	} else {
 		o.UnderlayInterface, o.UnderlayMTU = link, int32(mtu)
@@ -80,73 +80,19 @@ func (a *Agent) observe(ctx context.Context) v1alpha1.ObservedNetwork {
 	return o
 }
 
-// observeMTU reads the pod MTU from the node's network configuration, which
-// netshift wrote, or else from the MTU most of the node's pods have.
-func (a *Agent) observeMTU(ctx context.Context, o *v1alpha1.ObservedNetwork) error {
-	if a.NetworkConfig != "" {
-		f, err := nodeconfig.Read(a.NetworkConfig)
-		if err == nil {
-			o.MTU, o.MTUFrom = f.MTU, "NetworkConfig"
-			return nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	if a.Pods == nil {
+// observeConfig reads the pod MTU from the node's network configuration,
+// which netshift wrote; without one, the plugin's driver reads it from the pods.
+func (a *Agent) observeConfig(o *v1alpha1.ObservedNetwork) error {
+	if a.NetworkConfig == "" {
 		return nil
 	}
-	pods, _, err := a.Pods.PodNetworks(ctx)
-	if err != nil {
-		return err
+	f, err := nodeconfig.Read(a.NetworkConfig)
+	if err == nil {
+		o.MTU, o.MTUFrom = f.MTU, "NetworkConfig"
+		return nil
 	}
-	count := map[int]int{}
-	for _, p := range pods {
-		if mtu, err := linkMTU(p.Netns, "eth0"); err == nil {
-			count[mtu]++
-		}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	best := 0
-	for mtu, n := range count {
-		if n > count[best] || (n == count[best] && mtu < best) {
-			best = mtu
-		}
-	}
-	if best > 0 {
-		o.MTU, o.MTUFrom = int32(best), "Pods"
-	}
-	return nil
-}
-
-// observeTunnels reads the tunnel protocol and port from the node's Open
-// vSwitch, or else from its kernel's tunnel devices.
-func (a *Agent) observeTunnels(ctx context.Context, o *v1alpha1.ObservedNetwork) error {
-	defaults := map[string]int32{"vxlan": 4789, "geneve": 6081}
-	if a.Switch != nil {
-		tunnels, err := a.Switch.Tunnels(ctx)
-		if err != nil {
-			return err
-		}
-		if len(tunnels) > 0 {
-			o.Encapsulation, o.TunnelPort = v1alpha1.Encapsulation(tunnels[0].Type), int32(tunnels[0].DstPort)
-			if o.TunnelPort == 0 {
-				o.TunnelPort = defaults[tunnels[0].Type]
-			}
-			return nil
-		}
-	}
-	h, err := netdev.Open(a.NodeNetns)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	devs, err := h.TunnelDevices()
-	if err != nil || len(devs) == 0 {
-		return err
-	}
-	o.Encapsulation, o.TunnelPort = v1alpha1.Encapsulation(devs[0].Kind), int32(devs[0].Port)
-	if o.TunnelPort == 0 {
-		o.TunnelPort = defaults[devs[0].Kind]
-	}
-	return nil
+	return err
 }

@@ -115,19 +115,11 @@ func (a *Agent) checkAfterReboot(ctx context.Context, op v1alpha1.NodeOperation)
 			return fmt.Errorf("align the pods to MTU %d after the reboot: %w", mtu, err)
 		}
 	}
-	steps := []v1alpha1.ScheduledStep{{Action: v1alpha1.StepPodMTU, Value: mtu}}
-	if a.Switch != nil {
-		// The pods' host ends and the tunnels are found through the node's Open vSwitch.
-		steps = append(steps, v1alpha1.ScheduledStep{Action: v1alpha1.StepHostVethMTU, Value: mtu},
-			v1alpha1.ScheduledStep{Action: v1alpha1.StepTunnelPort, Value: op.Network.TunnelPort})
-	}
-	steps = append(steps, v1alpha1.ScheduledStep{Action: v1alpha1.StepNetworkConfig, Value: mtu})
-	plan := &v1alpha1.LiveChangePlan{ID: op.ID, Encapsulation: op.Network.Encapsulation, Network: op.Network, Steps: steps}
 	// A node that just came up may not have every pod and port back yet: the check is taken
 	// again until it passes or checkAfterRebootFor has passed.
 	var err error
 	for deadline := time.Now().Add(checkAfterRebootFor); ; {
-		if err = a.check(ctx, plan); err == nil || time.Now().After(deadline) {
+		if err = a.carries(ctx, *op.Network); err == nil || time.Now().After(deadline) {
 			break
 		}
 		select {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"netshift.io/netshift/internal/netplugin"
 )
 
 // finalApproach is how long before a step's time the agent stops waiting on
@@ -153,7 +155,7 @@ const schedNormal = 0
 // its time comes, not when the scheduler next gets to the agent. The thread
 // is never handed back to the Go runtime (the goroutine ends locked to it, so
 // the runtime ends the thread): its priority cannot leak into other work.
-func (a *Agent) onTime(ctx context.Context, at time.Time, fire func(context.Context) (stepOutcome, error)) (began, ended time.Time, o stepOutcome, prio Priority, err error) {
+func (a *Agent) onTime(ctx context.Context, at time.Time, fire func(context.Context) (netplugin.Outcome, error)) (began, ended time.Time, o netplugin.Outcome, prio Priority, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -167,7 +169,7 @@ func (a *Agent) onTime(ctx context.Context, at time.Time, fire func(context.Cont
 		o, err = fire(ctx)
 		ended = a.now()
 		if after, ok := threadRunDelay(); ok && known {
-			o.waited = after - waited
+			o.Waited = after - waited
 		}
 	}()
 	<-done

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"netshift.io/netshift/internal/netplugin"
 )
 
 // A step never starts before its time, and the real-time thread it started
@@ -22,9 +24,9 @@ func TestOnTime(t *testing.T) {
 	for i := range 20 {
 		at := a.now().Add(time.Duration(i%4) * time.Millisecond)
 		ran := false
-		began, ended, _, prio, err := a.onTime(context.Background(), at, func(context.Context) (stepOutcome, error) {
+		began, ended, _, prio, err := a.onTime(context.Background(), at, func(context.Context) (netplugin.Outcome, error) {
 			ran = true
-			return stepOutcome{changed: 1}, nil
+			return netplugin.Outcome{Changed: 1}, nil
 		})
 		if err != nil || !ran {
 			t.Fatalf("round %d: ran %v, %v", i, ran, err)
@@ -75,15 +77,15 @@ func TestOnTimeCountsTheStepsWaitForAProcessor(t *testing.T) {
 		t.Cleanup(func() { _ = busy.Process.Kill(); _ = busy.Wait() })
 	}
 	a := &Agent{now: time.Now}
-	_, _, o, _, err := a.onTime(context.Background(), time.Now().Add(time.Millisecond), func(context.Context) (stepOutcome, error) {
+	_, _, o, _, err := a.onTime(context.Background(), time.Now().Add(time.Millisecond), func(context.Context) (netplugin.Outcome, error) {
 		// The step's thread steps down among the busy threads, as on a node
 		// whose kernel grants it nothing, and works for a while.
 		if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: schedNormal, Nice: 19}, 0); err != nil {
-			return stepOutcome{}, err
+			return netplugin.Outcome{}, err
 		}
 		for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
 		}
-		return stepOutcome{}, nil
+		return netplugin.Outcome{}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -93,8 +95,8 @@ func TestOnTimeCountsTheStepsWaitForAProcessor(t *testing.T) {
 	}
 	// At nice 19 against twice as many busy processes as processors, the step
 	// ran a small share of its 100 ms.
-	if o.waited < 30*time.Millisecond {
-		t.Fatalf("the step's thread waited %v for a processor, want most of its 100 ms", o.waited)
+	if o.Waited < 30*time.Millisecond {
+		t.Fatalf("the step's thread waited %v for a processor, want most of its 100 ms", o.Waited)
 	}
 }
 

@@ -6,6 +6,7 @@ package livechange
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -108,37 +109,49 @@ func (c Change) Apply(applied v1alpha1.AppliedNetwork) v1alpha1.AppliedNetwork {
 	return applied
 }
 
+// NodeSteps are the steps a network plugin's driver changes a node with.
+type NodeSteps struct {
+	// Path are an MTU change's steps from the pods outward: what the pods
+	// send first, then each hop of the path they send through.
+	Path []v1alpha1.StepAction
+	// Tunnel are a tunnel port change's steps, in the order they run.
+	Tunnel []v1alpha1.StepAction
+}
+
 // Schedule is a node's steps for a change, at fixed offsets from T0 spaced
-// by spacing. Lowering the MTU shrinks what pods send first, then the path
-// (host veths, then node ports); raising it widens the path first and the
-// pods last, so no packet is ever larger than the narrowest hop. The last
-// step writes the node's network configuration, so the pods created after the
-// change (the nodes are cordoned until then, for an MTU) get the new values. A change
-// without node steps (an OVN tunnel port, set in the southbound database)
-// has that step only. Which interfaces each MTU step sets is the node's to
-// find when it runs (its pods from its container runtime, its own ports from
-// its OVS): a step with nothing to set on a node changes nothing there.
-func Schedule(c Change, spacing time.Duration) []v1alpha1.ScheduledStep {
-	var steps []v1alpha1.ScheduledStep
-	at := func(i int) int32 { return int32(time.Duration(i) * spacing / time.Millisecond) }
-	// The configuration step's offset is fixed too: one spacing after the last slot.
-	configAt := 0
+// by spacing. Lowering the MTU runs the driver's path from the pods outward:
+// what pods send shrinks first, then the path; raising it widens the path
+// first and the pods last, so no packet is ever larger than the narrowest hop.
+// The last step, netshift's own, writes the node's network configuration, so
+// the pods created after the change (the nodes are cordoned until then, for
+// an MTU) get the new values. A change without node steps (a port the cluster
+// holds in a record of its own, or of an encapsulation it does not use) has
+// that step only. Which interfaces each step sets is the node's to find when
+// it runs: a step with nothing to set on a node changes nothing there.
+func Schedule(c Change, s NodeSteps, spacing time.Duration) []v1alpha1.ScheduledStep {
+	var order []v1alpha1.StepAction
 	switch {
 	case !c.NodeSteps:
 	case c.Kind != v1alpha1.ChangeMTU:
-		steps = append(steps, v1alpha1.ScheduledStep{Action: v1alpha1.StepTunnelPort, OffsetMs: 0, Value: c.To})
-		configAt = 1
+		order = s.Tunnel
+	case c.To > c.From:
+		order = slices.Clone(s.Path)
+		slices.Reverse(order)
 	default:
-		configAt = 3
-		order := []v1alpha1.StepAction{v1alpha1.StepPodMTU, v1alpha1.StepHostVethMTU, v1alpha1.StepNodePortMTU}
-		if c.To > c.From {
-			order[0], order[2] = order[2], order[0]
-		}
-		for i, action := range order {
-			steps = append(steps, v1alpha1.ScheduledStep{Action: action, OffsetMs: at(i), Value: c.To})
-		}
+		order = s.Path
 	}
-	return append(steps, v1alpha1.ScheduledStep{Action: v1alpha1.StepNetworkConfig, OffsetMs: at(configAt), Value: c.To})
+	return timed(order, c.To, spacing)
+}
+
+// timed puts steps at fixed offsets from T0, spacing apart, each setting
+// value, and netshift's own NetworkConfig step one spacing after the last.
+func timed(order []v1alpha1.StepAction, value int32, spacing time.Duration) []v1alpha1.ScheduledStep {
+	at := func(i int) int32 { return int32(time.Duration(i) * spacing / time.Millisecond) }
+	steps := make([]v1alpha1.ScheduledStep, 0, len(order)+1)
+	for i, action := range order {
+		steps = append(steps, v1alpha1.ScheduledStep{Action: action, OffsetMs: at(i), Value: value})
+	}
+	return append(steps, v1alpha1.ScheduledStep{Action: v1alpha1.StepNetworkConfig, OffsetMs: at(len(order)), Value: value})
 }
 
 // NodeConfig is the configuration a node's new pods get once applied is in force.

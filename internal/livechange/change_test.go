@@ -39,23 +39,61 @@ func actions(steps []v1alpha1.ScheduledStep) []string {
 	return out
 }
 
+// ovsSteps are the steps of a plugin whose pods hang off an OVS bridge (the lab's).
+var ovsSteps = NodeSteps{Path: []v1alpha1.StepAction{"PodMTU", "HostVethMTU", "NodePortMTU"}, Tunnel: []v1alpha1.StepAction{"TunnelPort"}}
+
+// TestScheduleKeepsADriversOrder: whatever steps a driver names, lowering
+// runs its path as given, raising runs it reversed, a port change runs its
+// tunnel steps in order, each a spacing apart, and the configuration is last.
+func TestScheduleKeepsADriversOrder(t *testing.T) {
+	kernel := NodeSteps{Path: []v1alpha1.StepAction{"PodMTU", "HostVethMTU", "BridgeMTU", "VXLANDeviceMTU"},
+		Tunnel: []v1alpha1.StepAction{"VXLANDevice", "FDB"}}
+	for _, tc := range []struct {
+		c    Change
+		want []string
+	}{
+		{Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1400, NodeSteps: true}, []string{"PodMTU", "HostVethMTU", "BridgeMTU", "VXLANDeviceMTU", "NetworkConfig"}},
+		{Change{Kind: v1alpha1.ChangeMTU, From: 1400, To: 1450, NodeSteps: true}, []string{"VXLANDeviceMTU", "BridgeMTU", "HostVethMTU", "PodMTU", "NetworkConfig"}},
+		{Change{Kind: v1alpha1.ChangeVXLANPort, From: 8472, To: 4789, NodeSteps: true}, []string{"VXLANDevice", "FDB", "NetworkConfig"}},
+		{Change{Kind: v1alpha1.ChangeVXLANPort, From: 8472, To: 4789, NodeSteps: false}, []string{"NetworkConfig"}},
+		{Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1400, NodeSteps: true}, nil}, // checked below with no path at all
+	} {
+		steps := kernel
+		if tc.want == nil {
+			steps, tc.want = NodeSteps{}, []string{"NetworkConfig"}
+		}
+		got := Schedule(tc.c, steps, 50*time.Millisecond)
+		if !reflect.DeepEqual(actions(got), tc.want) {
+			t.Fatalf("%+v: steps %v, want %v", tc.c, actions(got), tc.want)
+		}
+		for i, s := range got {
+			if s.OffsetMs != int32(50*i) || s.Value != tc.c.To {
+				t.Fatalf("%+v: step %d is %+v, want offset %d ms and value %d", tc.c, i, s, 50*i, tc.c.To)
+			}
+		}
+	}
+	if kernel.Path[0] != "PodMTU" {
+		t.Fatal("Schedule reordered the driver's own list")
+	}
+}
+
 func TestScheduleOrder(t *testing.T) {
-	down := Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, NodeSteps: true}, 100*time.Millisecond)
+	down := Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, NodeSteps: true}, ovsSteps, 100*time.Millisecond)
 	if got := actions(down); !reflect.DeepEqual(got, []string{"PodMTU", "HostVethMTU", "NodePortMTU", "NetworkConfig"}) {
 		t.Fatalf("decrease order = %v: pods first, the path after", got)
 	}
 	if down[0].OffsetMs != 0 || down[1].OffsetMs != 100 || down[2].OffsetMs != 200 || down[2].Value != 1350 || down[3].OffsetMs != 300 {
 		t.Fatalf("offsets = %+v", down)
 	}
-	up := Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1350, To: 1450, NodeSteps: true}, 100*time.Millisecond)
+	up := Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1350, To: 1450, NodeSteps: true}, ovsSteps, 100*time.Millisecond)
 	if got := actions(up); !reflect.DeepEqual(got, []string{"NodePortMTU", "HostVethMTU", "PodMTU", "NetworkConfig"}) {
 		t.Fatalf("increase order = %v: the path first, pods last", got)
 	}
-	port := Schedule(Change{Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790, NodeSteps: true}, time.Second)
+	port := Schedule(Change{Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790, NodeSteps: true}, ovsSteps, time.Second)
 	if got := actions(port); !reflect.DeepEqual(got, []string{"TunnelPort", "NetworkConfig"}) || port[0].Value != 4790 || port[1].OffsetMs != 1000 {
 		t.Fatalf("port schedule = %+v", port)
 	}
-	southbound := Schedule(Change{Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, NodeSteps: false}, time.Second)
+	southbound := Schedule(Change{Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, NodeSteps: false}, ovsSteps, time.Second)
 	if got := actions(southbound); !reflect.DeepEqual(got, []string{"NetworkConfig"}) || southbound[0].OffsetMs != 0 || southbound[0].Value != 6082 {
 		t.Fatalf("a change without node steps only writes the configuration: %+v", southbound)
 	}
@@ -100,7 +138,7 @@ func TestEvaluate(t *testing.T) {
 	ready := &v1alpha1.LiveChangeReport{ID: "c", Ready: true}
 	done := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true}
 	bad := &v1alpha1.LiveChangeReport{ID: "c", Problems: []string{"port 4790 in use by pid 77 (nc)"}}
-	broken := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Steps: []v1alpha1.StepResult{{Action: v1alpha1.StepPodMTU, Error: "no such device"}}}
+	broken := &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Steps: []v1alpha1.StepResult{{Action: "PodMTU", Error: "no such device"}}}
 	rollback := Policy{Action: v1alpha1.FailureRollback}
 	none := Policy{Action: v1alpha1.FailureNone}
 	cases := []struct {

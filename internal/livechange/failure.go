@@ -43,16 +43,21 @@ func RollbackID(id string) string { return id + "-rollback" }
 func RebootOperationID(id string) string { return id + "-reboot" }
 
 // RollbackPlan is a node's plan that puts back the values from before the
-// change: the steps of its plan of the change in reverse (the order that
+// change: the node steps of its plan of the change in reverse (the order that
 // keeps every packet within the narrowest hop, the other way), timed from t0,
-// with network written last. A change without node steps (a Geneve port set
-// in OVN's southbound database) has none to undo either.
+// with network written last. A change without node steps (a Geneve port the
+// cluster holds in OVN's southbound database) has none to undo either.
 func RollbackPlan(plan *v1alpha1.LiveChangePlan, t0 metav1.MicroTime, spacing time.Duration, network v1alpha1.NodeNetworkConfig) *v1alpha1.LiveChangePlan {
-	nodeSteps := slices.ContainsFunc(plan.Steps, func(s v1alpha1.ScheduledStep) bool { return s.Action != v1alpha1.StepNetworkConfig })
-	back := Change{Kind: plan.Kind, From: plan.To, To: plan.From, NodeSteps: nodeSteps}
+	var back []v1alpha1.StepAction
+	for _, s := range plan.Steps {
+		if s.Action != v1alpha1.StepNetworkConfig {
+			back = append(back, s.Action)
+		}
+	}
+	slices.Reverse(back)
 	return &v1alpha1.LiveChangePlan{ID: RollbackID(plan.ID), Kind: plan.Kind, From: plan.To, To: plan.From,
 		UnderlayMTU: plan.UnderlayMTU, Encapsulation: plan.Encapsulation, Rollback: true,
-		T0: &t0, Network: &network, Steps: Schedule(back, spacing)}
+		T0: &t0, Network: &network, Steps: timed(back, plan.From, spacing)}
 }
 
 // RollbackOutcome is where a rollback stands and what follows it.

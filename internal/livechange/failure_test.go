@@ -39,7 +39,7 @@ func TestRollbackPlan(t *testing.T) {
 	t0 := metav1.NewMicroTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	old := v1alpha1.NodeNetworkConfig{MTU: 1450, Encapsulation: v1alpha1.EncapVXLAN, TunnelPort: 4789}
 	down := &v1alpha1.LiveChangePlan{ID: "mtu-3-1", Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, Encapsulation: v1alpha1.EncapVXLAN,
-		Steps: Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, NodeSteps: true}, 100*time.Millisecond)}
+		Steps: Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, NodeSteps: true}, ovsSteps, 100*time.Millisecond)}
 	back := RollbackPlan(down, t0, 100*time.Millisecond, old)
 	if back.ID != "mtu-3-1-rollback" || !back.Rollback || back.From != 1350 || back.To != 1450 || !back.T0.Equal(&t0) || *back.Network != old {
 		t.Fatalf("rollback plan = %+v", back)
@@ -55,14 +55,14 @@ func TestRollbackPlan(t *testing.T) {
 	}
 	portChange := Change{Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790, NodeSteps: true}
 	port := RollbackPlan(&v1alpha1.LiveChangePlan{ID: "vxlanport-4-1", Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790,
-		Steps: Schedule(portChange, time.Second)}, t0, time.Second, old)
+		Steps: Schedule(portChange, ovsSteps, time.Second)}, t0, time.Second, old)
 	if got := actions(port.Steps); !reflect.DeepEqual(got, []string{"TunnelPort", "NetworkConfig"}) || port.Steps[0].Value != 4789 {
 		t.Fatalf("rollback of a port change = %+v", port.Steps)
 	}
 	// A Geneve port set in OVN's southbound database has no node step: its rollback has none either.
 	southbound := Change{Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082}
 	sb := RollbackPlan(&v1alpha1.LiveChangePlan{ID: "geneveport-5-1", Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082,
-		Steps: Schedule(southbound, time.Second)}, t0, time.Second, old)
+		Steps: Schedule(southbound, ovsSteps, time.Second)}, t0, time.Second, old)
 	if got := actions(sb.Steps); !reflect.DeepEqual(got, []string{"NetworkConfig"}) {
 		t.Fatalf("rollback of a southbound port change = %+v", sb.Steps)
 	}
@@ -72,7 +72,7 @@ func TestEvaluateRollback(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	back := &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Done: true}
 	stuck := &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Done: true, Failed: true,
-		Steps: []v1alpha1.StepResult{{Action: v1alpha1.StepNodePortMTU, Error: "ovsdb: timeout"}}}
+		Steps: []v1alpha1.StepResult{{Action: "NodePortMTU", Error: "ovsdb: timeout"}}}
 	running := &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true}
 	all := &v1alpha1.ChangeRollback{All: true, Reason: "steps failed: node b: PodMTU: boom"}
 	some := &v1alpha1.ChangeRollback{Reason: "steps failed: node b: PodMTU: boom"}
@@ -129,7 +129,7 @@ func TestCaughtUp(t *testing.T) {
 		nns.Name = "n"
 		if rep != "" {
 			nns.Status.LiveChange = &v1alpha1.LiveChangeReport{ID: rep, Done: done, Failed: failed,
-				Steps: []v1alpha1.StepResult{{Action: v1alpha1.StepPodMTU, Error: map[bool]string{true: "boom"}[failed]}}}
+				Steps: []v1alpha1.StepResult{{Action: "PodMTU", Error: map[bool]string{true: "boom"}[failed]}}}
 		}
 		return nns
 	}

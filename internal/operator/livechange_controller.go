@@ -22,7 +22,7 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/livechange"
-	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/netplugin"
 )
 
 // AbortAnnotation on NetshiftNetwork asks to abort the change it names (`netshift abort`).
@@ -56,13 +56,14 @@ type LiveChangeReconciler struct {
 	RetryAfter time.Duration
 	// Ledger serializes the change's holds with the drains' and the zone moves'.
 	Ledger *Ledger
-	// OVNSouthbound, when set, is the OVN southbound database: a Geneve port change then goes
-	// into its Encap records at T0 instead of into each node's OVS.
-	OVNSouthbound *ovs.Southbound
+	// Plugin is the network plugin's driver: which steps a change has on the nodes, and where
+	// the cluster, rather than its nodes, holds a tunnel port (set by this controller at T0).
+	Plugin netplugin.Cluster
 	// AnswerTimeout is how long the change waits for an agent's preconditions (from the start)
 	// and for its step report (from T0).
 	AnswerTimeout time.Duration
-	// SouthboundResync is how often the Encap records' port is checked with no change in progress.
+	// SouthboundResync is how often the cluster's record of the tunnel port is checked with no
+	// change in progress.
 	SouthboundResync time.Duration
 	// TimeURL is this operator's /time endpoint as agents reach it, given to them in their plans.
 	TimeURL string
@@ -161,7 +162,8 @@ func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.Net
 	}
 	started := metav1.NewTime(r.Now())
 	st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhasePreconditions,
-		Message: "checking preconditions on every node", Attempt: attempt, StartedAt: &started, Generation: cn.Generation}
+		Message: "checking preconditions on every node", Attempt: attempt, StartedAt: &started, Generation: cn.Generation,
+		Steps: r.stepsOf(cn, c)}
 	return 100 * time.Millisecond
 }
 
@@ -230,7 +232,8 @@ func (r *LiveChangeReconciler) startDryRun(ctx context.Context, cn *v1alpha1.Net
 	log.FromContext(ctx).Info("dry run requested", "change", id, "from", c.From, "to", c.To)
 	started := metav1.NewTime(r.Now())
 	ch := &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, DryRun: true, Phase: v1alpha1.PhasePreconditions,
-		Message: "dry run: checking preconditions on every node", Attempt: 1, StartedAt: &started, Generation: cn.Generation}
+		Message: "dry run: checking preconditions on every node", Attempt: 1, StartedAt: &started, Generation: cn.Generation,
+		Steps: r.stepsOf(cn, c)}
 	cn.Status.Change = ch
 	switch {
 	case c.From == c.To:
@@ -346,7 +349,7 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 		if wait := ch.T0.Sub(now); wait > 0 {
 			return wait, nil
 		}
-		if _, err := r.OVNSouthbound.SetEncapPort(ctx, int(ch.To), nil); err != nil {
+		if err := r.setTunnelPortRecord(ctx, ch.Kind, ch.To); err != nil {
 			ch.Southbound = "Failed: " + err.Error()
 		} else {
 			ch.Southbound = "Done"
@@ -433,19 +436,21 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Netshi
 	}
 	t0 := metav1.NewMicroTime(r.Now().Add(r.Lead))
 	ch.T0 = &t0
-	if ch.Kind == v1alpha1.ChangeGenevePort && r.OVNSouthbound != nil {
-		// ovn-controller owns the tunnel ports: the port goes into the southbound Encap records
-		// at T0 (done by this controller, which holds the connection), and nodes have no step.
-		c.NodeSteps = false
+	if r.Plugin.TunnelPortRecord(ch.Kind) != nil {
+		// The cluster holds the port (OVN's southbound Encap rows, from which ovn-controller
+		// builds every tunnel): it is set there at T0, by this controller, which holds the
+		// connection; the driver gives the nodes no tunnel step.
 		ch.Southbound = "Pending"
 	}
+	steps := r.Plugin.Steps(ch.Kind, livechange.FromSpec(cn.Spec).Encapsulation)
+	ch.Steps = actions(livechange.Schedule(c, steps, r.Spacing))
 	network := livechange.NodeConfig(c.Apply(*cn.Status.Applied), livechange.FromSpec(cn.Spec).Encapsulation)
 	for _, n := range nodes {
 		nns := byNode[n.Name]
 		plan := nns.Spec.LiveChange.DeepCopy()
 		plan.T0 = &t0
 		plan.Network = &network
-		plan.Steps = livechange.Schedule(c, r.Spacing)
+		plan.Steps = livechange.Schedule(c, steps, r.Spacing)
 		if err := r.setPlan(ctx, nns, plan); err != nil {
 			return err
 		}
@@ -537,22 +542,51 @@ func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.No
 	return nil
 }
 
-// keepSouthbound, in OVN mode with Geneve, puts the applied port back on the
-// Encap records that lost it, and comes back to check every southboundResync.
+// keepSouthbound, where the cluster holds the tunnel port in a record of its
+// own (OVN's southbound Encap rows), puts the applied port back on the rows
+// that lost it, and comes back to check every SouthboundResync.
 func (r *LiveChangeReconciler) keepSouthbound(ctx context.Context, cn *v1alpha1.NetshiftNetwork, requeue time.Duration) time.Duration {
-	if r.OVNSouthbound == nil || livechange.FromSpec(cn.Spec).Encapsulation != v1alpha1.EncapGeneve || cn.Status.Applied == nil {
+	kind := v1alpha1.ChangeGenevePort
+	if livechange.FromSpec(cn.Spec).Encapsulation == v1alpha1.EncapVXLAN {
+		kind = v1alpha1.ChangeVXLANPort
+	}
+	record := r.Plugin.TunnelPortRecord(kind)
+	if record == nil || cn.Status.Applied == nil {
 		return requeue
 	}
-	port := cn.Status.Applied.GenevePort
-	if fixed, err := keepEncapPort(ctx, r.OVNSouthbound, port); err != nil {
-		log.FromContext(ctx).Error(err, "check the southbound Encap records' port", "port", port)
+	port := livechange.NodeConfig(*cn.Status.Applied, livechange.FromSpec(cn.Spec).Encapsulation).TunnelPort
+	if fixed, err := record.Keep(ctx, int(port)); err != nil {
+		log.FromContext(ctx).Error(err, "check the cluster's record of the tunnel port", "port", port)
 	} else if fixed > 0 {
-		log.FromContext(ctx).Info("southbound Encap records had lost the applied Geneve port; set it again", "records", fixed, "port", port)
+		log.FromContext(ctx).Info("the cluster's record of the tunnel port had lost the applied port; set it again", "records", fixed, "port", port)
 	}
 	if requeue == 0 || requeue > r.SouthboundResync {
 		return r.SouthboundResync
 	}
 	return requeue
+}
+
+// stepsOf names the steps change c has on every node.
+func (r *LiveChangeReconciler) stepsOf(cn *v1alpha1.NetshiftNetwork, c livechange.Change) []v1alpha1.StepAction {
+	return actions(livechange.Schedule(c, r.Plugin.Steps(c.Kind, livechange.FromSpec(cn.Spec).Encapsulation), r.Spacing))
+}
+
+func actions(steps []v1alpha1.ScheduledStep) []v1alpha1.StepAction {
+	out := make([]v1alpha1.StepAction, len(steps))
+	for i, s := range steps {
+		out[i] = s.Action
+	}
+	return out
+}
+
+// setTunnelPortRecord sets port in the cluster's record of the tunnel port a
+// change of kind changes.
+func (r *LiveChangeReconciler) setTunnelPortRecord(ctx context.Context, kind v1alpha1.ChangeKind, port int32) error {
+	record := r.Plugin.TunnelPortRecord(kind)
+	if record == nil {
+		return fmt.Errorf("the %s driver holds no cluster record of the %s (was the operator restarted without --ovn-southbound?)", r.Plugin.Name(), kind)
+	}
+	return record.Set(ctx, int(port))
 }
 
 // setConditions keeps the four conditions present and current.

@@ -15,6 +15,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
+	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/operator"
 )
 
@@ -121,7 +122,7 @@ func timeEndpoint(t *testing.T, bound chan string) string {
 // operator and the clock check, not about pods.
 type nodeWithoutPods struct{}
 
-func (nodeWithoutPods) PodNetworks(context.Context) ([]agent.PodNetwork, []string, error) {
+func (nodeWithoutPods) PodNetworks(context.Context) ([]nodenet.PodNetwork, []string, error) {
 	return nil, nil, nil
 }
 

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -23,6 +24,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"netshift.io/netshift/internal/netplugin"
+	"netshift.io/netshift/internal/netplugin/plugins"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/rollout"
 	"netshift.io/netshift/internal/scheme"
@@ -59,6 +62,9 @@ type Options struct {
 	TimeAdvertiseURL string
 	// TimeBound, when set, receives the time endpoint's bound address.
 	TimeBound chan<- string
+	// NetworkPlugin names the cluster's network plugin, whose driver says what a change
+	// touches (default lab: see package plugins for the others).
+	NetworkPlugin string
 	// OVNSouthbound is the OVN southbound database (OVN clusters), for Geneve port changes.
 	OVNSouthbound string
 	// OVNNorthbound is the OVN northbound database: with it, the logical switch ports of plugged
@@ -74,6 +80,7 @@ type Options struct {
 	// ZonePluginNamespace, ZonePluginPods, ZoneCentral and ZoneCentralReplicas name the network
 	// plugin's objects a zone move acts on: its namespace, the label selector of its per-node
 	// DaemonSet pods, and the Deployment of its central side with the replicas it runs when started.
+	// Empty: the plugin driver's.
 	ZonePluginNamespace string
 	ZonePluginPods      string
 	ZoneCentral         string
@@ -103,11 +110,24 @@ func (o Options) zoneNamespace() string {
 	return o.ZoneConfigNamespace
 }
 
-func (o Options) zonePluginNamespace() string {
-	if o.ZonePluginNamespace == "" {
-		return "ovn-kubernetes"
+// zoneObjects are the plugin objects a zone move acts on: the driver's, each
+// replaced by its flag when set; nil when the plugin has no zones.
+func (o Options) zoneObjects(plugin netplugin.Cluster) *netplugin.Zones {
+	z := plugin.Zones()
+	if z == nil {
+		return nil
 	}
-	return o.ZonePluginNamespace
+	objects := *z
+	if o.ZonePluginNamespace != "" {
+		objects.Namespace = o.ZonePluginNamespace
+	}
+	if o.ZonePluginPods != "" {
+		objects.NodePods = o.ZonePluginPods
+	}
+	if o.ZoneCentral != "" {
+		objects.Central = o.ZoneCentral
+	}
+	return &objects
 }
 
 // DefaultOptions are the operator's defaults.
@@ -118,14 +138,21 @@ func DefaultOptions() Options {
 		EvictionRetry: 5 * time.Second, AdmissionSettle: rollout.DefaultSettle,
 		ChangeLead: 2 * time.Second, StepSpacing: 100 * time.Millisecond, TimeAddr: ":8082",
 		AnswerTimeout: 30 * time.Second, SouthboundResync: 30 * time.Second, ChangeRetry: 15 * time.Second,
-		ZonePluginNamespace: "ovn-kubernetes", ZonePluginPods: "app=ovnkube-node", ZoneCentral: "ovnkube-central",
-		ZoneCentralReplicas: 1, ZoneMoveTimeout: 5 * time.Minute,
+		NetworkPlugin: plugins.Default, ZoneCentralReplicas: 1, ZoneMoveTimeout: 5 * time.Minute,
 	}
 }
 
 // NewManager builds the operator: a controller-runtime manager with leader
 // election, health probes, metrics, and every netshift controller.
 func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	var sb *ovs.Southbound
+	if o.OVNSouthbound != "" {
+		sb = &ovs.Southbound{DB: o.OVNSouthbound, TLS: o.OVNSouthboundTLS}
+	}
+	plugin, zoneObjects, err := o.networkPlugin(sb)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -135,15 +162,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
-		// The zone controller reads one ConfigMap, and may read no other: cache
-		// that one, watched by name; and the network plugin's central
-		// Deployment, by name in the plugin's namespace, as its Role allows.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.zoneNamespace(): {
-				FieldSelector: fields.OneTermEqualSelector("metadata.name", zones.ConfigMapName)}}},
-			&appsv1.Deployment{}: {Namespaces: map[string]cache.Config{o.zonePluginNamespace(): {
-				FieldSelector: fields.OneTermEqualSelector("metadata.name", o.ZoneCentral)}}},
-		}},
+		Cache:                         cache.Options{ByObject: o.cached(zoneObjects)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -171,33 +190,13 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	// One ledger: every hold of a node (a drain's, a zone move's, a live change's) is taken and
 	// given back one at a time, and a drain's slot and a zone move's are counted together.
 	ledger := &Ledger{}
-	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now, Ledger: ledger,
-		Lead: o.ChangeLead, Spacing: o.StepSpacing, RetryAfter: o.ChangeRetry, TimeURL: o.TimeAdvertiseURL}
-	if o.OVNSouthbound != "" {
-		lc.OVNSouthbound = &ovs.Southbound{DB: o.OVNSouthbound, TLS: o.OVNSouthboundTLS}
-		if err := mgr.Add(closeAtStop(lc.OVNSouthbound.Close)); err != nil {
+	if sb != nil {
+		if err := mgr.Add(closeAtStop(sb.Close)); err != nil {
 			return nil, err
 		}
 	}
-	if lc.RetryAfter == 0 {
-		lc.RetryAfter = 15 * time.Second
-	}
-	lc.AnswerTimeout = o.AnswerTimeout
-	lc.SouthboundResync = o.SouthboundResync
-	if lc.SouthboundResync == 0 {
-		lc.SouthboundResync = 30 * time.Second
-	}
-	if lc.AnswerTimeout == 0 {
-		lc.AnswerTimeout = 30 * time.Second
-	}
-	if lc.Lead == 0 {
-		lc.Lead = 2 * time.Second
-	}
-	if lc.Spacing == 0 {
-		lc.Spacing = 100 * time.Millisecond
-	}
-	if err := lc.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up live change controller: %w", err)
+	if err := setupLiveChange(mgr, o, plugin, ledger); err != nil {
+		return nil, err
 	}
 	dr := &DrainReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Ledger: ledger,
@@ -207,21 +206,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := dr.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up drain controller: %w", err)
 	}
-	pluginPods, err := labels.Parse(o.ZonePluginPods)
-	if err != nil {
-		return nil, fmt.Errorf("--zone-plugin-pods: %q is not a label selector: %w", o.ZonePluginPods, err)
-	}
-	zonePasses := prometheus.NewCounter(prometheus.CounterOpts{Name: "netshift_zone_passes_total",
-		Help: "Zone controller passes completed: each read the nodes, the pools and the ConfigMap and decided the next moves."})
-	if err := reg.Register(zonePasses); err != nil {
-		return nil, err
-	}
-	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Enabled: o.ZoneMigration, Now: time.Now,
-		Plugin: ZonePlugin{Namespace: o.zonePluginNamespace(), NodePods: pluginPods, Central: o.ZoneCentral, Replicas: o.ZoneCentralReplicas,
-			MoveTimeout: o.ZoneMoveTimeout},
-		Passes: zonePasses, Ledger: ledger}
-	if err := zr.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up zone controller: %w", err)
+	if zoneObjects != nil {
+		if err := setupZones(mgr, o, *zoneObjects, ledger, reg); err != nil {
+			return nil, err
+		}
 	}
 	if o.OVNNorthbound != "" {
 		nb := &ovs.Northbound{DB: o.OVNNorthbound, TLS: o.OVNNorthboundTLS}
@@ -229,8 +217,8 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 			return nil, err
 		}
 		pc := &PortChassisReconciler{Client: mgr.GetClient(), Northbound: nb, Recorder: mgr.GetEventRecorder("netshift-ports")}
-		if lc.OVNSouthbound != nil {
-			pc.Southbound = lc.OVNSouthbound // a migration's source lets go of its port before the target takes it alone
+		if sb != nil {
+			pc.Southbound = sb // a migration's source lets go of its port before the target takes it alone
 		}
 		if err := pc.SetupWithManager(ctx, mgr); err != nil {
 			return nil, fmt.Errorf("set up port chassis controller: %w", err)
@@ -242,6 +230,74 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		}
 	}
 	return mgr, nil
+}
+
+// networkPlugin is the cluster driver of the plugin the options name, and
+// the plugin objects a zone move acts on (nil when it has no zones).
+func (o Options) networkPlugin(sb *ovs.Southbound) (netplugin.Cluster, *netplugin.Zones, error) {
+	name := o.NetworkPlugin
+	if name == "" {
+		name = plugins.Default
+	}
+	plugin, err := plugins.Cluster(name, plugins.ClusterEnv{Southbound: sb})
+	if err != nil {
+		return nil, nil, err
+	}
+	zoneObjects := o.zoneObjects(plugin)
+	if zoneObjects == nil && o.ZoneMigration {
+		return nil, nil, fmt.Errorf("--zone-migration: the network plugin %s has no zones to move between", name)
+	}
+	return plugin, zoneObjects, nil
+}
+
+// cached limits the cache to what the operator may read. The zone controller
+// reads one ConfigMap, and may read no other: cache that one, watched by
+// name; and the network plugin's central Deployment, by name in the plugin's
+// namespace, as its Role allows.
+func (o Options) cached(zoneObjects *netplugin.Zones) map[client.Object]cache.ByObject {
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{o.zoneNamespace(): {
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", zones.ConfigMapName)}}},
+	}
+	if zoneObjects != nil {
+		byObject[&appsv1.Deployment{}] = cache.ByObject{Namespaces: map[string]cache.Config{zoneObjects.Namespace: {
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", zoneObjects.Central)}}}
+	}
+	return byObject
+}
+
+// setupLiveChange adds the live change controller, zero options taking their defaults.
+func setupLiveChange(mgr ctrl.Manager, o Options, plugin netplugin.Cluster, ledger *Ledger) error {
+	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now, Ledger: ledger,
+		Lead: cmp.Or(o.ChangeLead, 2*time.Second), Spacing: cmp.Or(o.StepSpacing, 100*time.Millisecond),
+		RetryAfter: cmp.Or(o.ChangeRetry, 15*time.Second), AnswerTimeout: cmp.Or(o.AnswerTimeout, 30*time.Second),
+		SouthboundResync: cmp.Or(o.SouthboundResync, 30*time.Second), TimeURL: o.TimeAdvertiseURL, Plugin: plugin}
+	if err := lc.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up live change controller: %w", err)
+	}
+	return nil
+}
+
+// setupZones adds the zone controller, which moves nodes between OVN
+// interconnect layouts through the plugin's objects.
+func setupZones(mgr ctrl.Manager, o Options, objects netplugin.Zones, ledger *Ledger, reg prometheus.Registerer) error {
+	pluginPods, err := labels.Parse(objects.NodePods)
+	if err != nil {
+		return fmt.Errorf("--zone-plugin-pods: %q is not a label selector: %w", objects.NodePods, err)
+	}
+	zonePasses := prometheus.NewCounter(prometheus.CounterOpts{Name: "netshift_zone_passes_total",
+		Help: "Zone controller passes completed: each read the nodes, the pools and the ConfigMap and decided the next moves."})
+	if err := reg.Register(zonePasses); err != nil {
+		return err
+	}
+	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Enabled: o.ZoneMigration, Now: time.Now,
+		Plugin: ZonePlugin{Namespace: objects.Namespace, NodePods: pluginPods, Central: objects.Central, Replicas: o.ZoneCentralReplicas,
+			MoveTimeout: o.ZoneMoveTimeout},
+		Passes: zonePasses, Ledger: ledger}
+	if err := zr.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up zone controller: %w", err)
+	}
+	return nil
 }
 
 // closeAtStop closes a connection of the operator's when it stops.

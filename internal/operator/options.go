@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+
+	"netshift.io/netshift/internal/netplugin/plugins"
 )
 
 // durationBound is the range a duration flag of the operator accepts.
@@ -36,8 +38,13 @@ func (o Options) Validate() error {
 	if o.ZoneCentralReplicas < 1 || o.ZoneCentralReplicas > 9 {
 		return fmt.Errorf("--zone-central-replicas: %d is outside 1..9", o.ZoneCentralReplicas)
 	}
-	if _, err := labels.Parse(o.ZonePluginPods); err != nil || strings.TrimSpace(o.ZonePluginPods) == "" {
-		return fmt.Errorf("--zone-plugin-pods: %q is not a non-empty label selector (like app=ovnkube-node)", o.ZonePluginPods)
+	if _, err := labels.Parse(o.ZonePluginPods); err != nil || (o.ZonePluginPods != "" && strings.TrimSpace(o.ZonePluginPods) == "") {
+		return fmt.Errorf("--zone-plugin-pods: %q is not a label selector (like app=ovnkube-node; empty: the network plugin's)", o.ZonePluginPods)
+	}
+	if o.NetworkPlugin != "" {
+		if err := plugins.Check(o.NetworkPlugin); err != nil {
+			return err
+		}
 	}
 	if o.TimeAdvertiseURL != "" {
 		if u, err := url.Parse(o.TimeAdvertiseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -50,7 +50,7 @@ func (r *LiveChangeReconciler) advanceRollback(ctx context.Context, cn *v1alpha1
 			return wait, nil
 		}
 		ch.Southbound = "Rolled back"
-		if _, err := r.OVNSouthbound.SetEncapPort(ctx, int(ch.From), nil); err != nil {
+		if err := r.setTunnelPortRecord(ctx, ch.Kind, ch.From); err != nil {
 			ch.Southbound = "Failed: rollback: " + err.Error()
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/netplugin"
 )
 
 func TestChangeSkew(t *testing.T) {
@@ -22,24 +23,24 @@ func TestChangeSkew(t *testing.T) {
 		return st
 	}
 	states := []v1alpha1.NetshiftNodeState{
-		node("n1", "c1", step(v1alpha1.StepTunnelPort, 0, 300*time.Microsecond)),
-		node("n2", "c1", step(v1alpha1.StepTunnelPort, 0, 1200*time.Microsecond)),
-		node("n3", "c1", step(v1alpha1.StepTunnelPort, 0, -100*time.Microsecond)),
-		node("n4", "c0", step(v1alpha1.StepTunnelPort, 0, 90*time.Millisecond)),                             // another change's
-		node("n5", "c1", v1alpha1.StepResult{Action: v1alpha1.StepTunnelPort, At: metav1.NewMicroTime(t0)}), // an older agent's: no schedule
+		node("n1", "c1", step(netplugin.StepTunnelPort, 0, 300*time.Microsecond)),
+		node("n2", "c1", step(netplugin.StepTunnelPort, 0, 1200*time.Microsecond)),
+		node("n3", "c1", step(netplugin.StepTunnelPort, 0, -100*time.Microsecond)),
+		node("n4", "c0", step(netplugin.StepTunnelPort, 0, 90*time.Millisecond)),                             // another change's
+		node("n5", "c1", v1alpha1.StepResult{Action: netplugin.StepTunnelPort, At: metav1.NewMicroTime(t0)}), // an older agent's: no schedule
 	}
 	got := changeSkew(states, "c1")
-	want := Skew{Node: "n2", Step: v1alpha1.StepTunnelPort, LateMicros: 1200, WaitedMicros: 600, SpreadMicros: 1300, Steps: 3}
+	want := Skew{Node: "n2", Step: netplugin.StepTunnelPort, LateMicros: 1200, WaitedMicros: 600, SpreadMicros: 1300, Steps: 3}
 	if got == nil || *got != want {
 		t.Errorf("skew %+v, want %+v", got, want)
 	}
 	// Two steps: the spread is the widest of either, never across steps.
 	states = []v1alpha1.NetshiftNodeState{
-		node("n1", "c2", step(v1alpha1.StepPodMTU, 0, 0), step(v1alpha1.StepHostVethMTU, 500*time.Millisecond, 2*time.Millisecond)),
-		node("n2", "c2", step(v1alpha1.StepPodMTU, 0, 500*time.Microsecond), step(v1alpha1.StepHostVethMTU, 500*time.Millisecond, 0)),
+		node("n1", "c2", step(netplugin.StepPodMTU, 0, 0), step(netplugin.StepHostVethMTU, 500*time.Millisecond, 2*time.Millisecond)),
+		node("n2", "c2", step(netplugin.StepPodMTU, 0, 500*time.Microsecond), step(netplugin.StepHostVethMTU, 500*time.Millisecond, 0)),
 	}
 	got = changeSkew(states, "c2")
-	want = Skew{Node: "n1", Step: v1alpha1.StepHostVethMTU, LateMicros: 2000, WaitedMicros: 1000, SpreadMicros: 2000, Steps: 4}
+	want = Skew{Node: "n1", Step: netplugin.StepHostVethMTU, LateMicros: 2000, WaitedMicros: 1000, SpreadMicros: 2000, Steps: 4}
 	if got == nil || *got != want {
 		t.Errorf("two steps: skew %+v, want %+v", got, want)
 	}

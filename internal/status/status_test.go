@@ -8,18 +8,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/zones"
 )
 
 func TestLiveChangeProgress(t *testing.T) {
 	t0 := metav1.NewMicroTime(metav1.Now().Time)
-	steps := []v1alpha1.ScheduledStep{{Action: v1alpha1.StepPodMTU}, {Action: v1alpha1.StepHostVethMTU}, {Action: v1alpha1.StepNetworkConfig}}
+	steps := []v1alpha1.ScheduledStep{{Action: netplugin.StepPodMTU}, {Action: netplugin.StepHostVethMTU}, {Action: v1alpha1.StepNetworkConfig}}
 	scheduled := &v1alpha1.LiveChangePlan{ID: "c", T0: &t0, Steps: steps}
 	checking := &v1alpha1.LiveChangePlan{ID: "c"}
 	active := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseScheduled}}
 	ended := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseFailed, Converging: []string{"n"}}}
-	one := []v1alpha1.StepResult{{Action: v1alpha1.StepPodMTU}}
-	failed := []v1alpha1.StepResult{{Action: v1alpha1.StepPodMTU, Error: "no such device"}}
+	one := []v1alpha1.StepResult{{Action: netplugin.StepPodMTU}}
+	failed := []v1alpha1.StepResult{{Action: netplugin.StepPodMTU, Error: "no such device"}}
 	rollingBack := &v1alpha1.LiveChangePlan{ID: "c-rollback", Rollback: true, T0: scheduled.T0, Steps: scheduled.Steps}
 	for _, tc := range []struct {
 		name string

@@ -18,6 +18,7 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/lab/probe"
+	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/testenv"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -296,7 +297,7 @@ func tunnelStepTimes(b *testing.B, c client.Client) (commit, late, waited []floa
 			continue
 		}
 		for _, s := range rep.Steps {
-			if s.Action != v1alpha1.StepTunnelPort || s.ScheduledAt == nil || s.CommittedAt == nil {
+			if s.Action != netplugin.StepTunnelPort || s.ScheduledAt == nil || s.CommittedAt == nil {
 				continue
 			}
 			took := s.CommittedAt.Sub(s.ScheduledAt.Time)

@@ -25,6 +25,7 @@ import (
 	"netshift.io/netshift/internal/lab/probe"
 	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/nodeconfig"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/ovs"
@@ -223,7 +224,7 @@ func TestLiveChanges(t *testing.T) {
 					if rep := st.Status.LiveChange; rep != nil && rep.ID == cn.Status.Change.ID {
 						timed += len(rep.Steps)
 						for _, sr := range rep.Steps {
-							if sr.ScheduledAt == nil || sr.EndedAt == nil || sr.Action == v1alpha1.StepTunnelPort && sr.CommittedAt == nil {
+							if sr.ScheduledAt == nil || sr.EndedAt == nil || sr.Action == netplugin.StepTunnelPort && sr.CommittedAt == nil {
 								t.Errorf("%s: node %s step %s reports no schedule, end or commit: %+v", ch.what, st.Name, sr.Action, sr)
 							}
 						}

@@ -1,4 +1,7 @@
-package agent
+// Package nodenet is what drivers share of a node's pod network: the pods
+// from the node's container runtime, their interfaces and the node ends of
+// their links, and MTUs set through netlink handles opened before a step's time.
+package nodenet
 
 import (
 	"context"
@@ -76,9 +79,9 @@ func (r *RuntimePods) PodNetworks(ctx context.Context) ([]PodNetwork, []string, 
 	return pods, skipped, nil
 }
 
-// noPods is the source of an agent whose node has no runtime to ask.
-type noPods struct{}
+// NoPods is the source of an agent whose node has no runtime to ask.
+type NoPods struct{}
 
-func (noPods) PodNetworks(context.Context) ([]PodNetwork, []string, error) {
+func (NoPods) PodNetworks(context.Context) ([]PodNetwork, []string, error) {
 	return nil, nil, fmt.Errorf("this agent has no container runtime to list its node's pods from (--cri-endpoint)")
 }

@@ -1,4 +1,4 @@
-package operator
+package labnet
 
 import (
 	"reflect"
@@ -17,11 +17,11 @@ func TestEncapsToFix(t *testing.T) {
 		{6082, []string{"a", "b"}},      // a chassis that registered again lost the port
 		{7000, []string{"a", "b", "c"}}, // every record
 	} {
-		if got := encapsToFix(records, tc.port); !reflect.DeepEqual(got, tc.want) {
+		if got := EncapsToFix(records, tc.port); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("port %d: fix %v, want %v", tc.port, got, tc.want)
 		}
 	}
-	if got := encapsToFix(nil, 6081); got != nil {
+	if got := EncapsToFix(nil, 6081); got != nil {
 		t.Errorf("no records: %v", got)
 	}
 }

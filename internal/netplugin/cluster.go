@@ -1,0 +1,45 @@
+package netplugin
+
+import (
+	"context"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/livechange"
+)
+
+// Cluster is a network plugin's driver in the operator.
+type Cluster interface {
+	// Name is the driver's name, as --network-plugin takes it.
+	Name() string
+	// Steps are the node steps of a change of kind, on a cluster whose tunnels
+	// use encap. The core orders and times them.
+	Steps(kind v1alpha1.ChangeKind, encap v1alpha1.Encapsulation) livechange.NodeSteps
+	// TunnelPortRecord is where the cluster, rather than each node, holds the
+	// tunnel port a change of kind changes (OVN's southbound Encap rows, which
+	// ovn-controller builds every node's tunnels from); nil when the nodes hold it.
+	TunnelPortRecord(kind v1alpha1.ChangeKind) TunnelPortRecord
+	// Zones names the plugin's objects a zone move goes through; nil for a
+	// plugin without zones, on whose clusters the zone controller does not run.
+	Zones() *Zones
+}
+
+// TunnelPortRecord is a cluster-wide record of the tunnel port. The operator
+// sets it at T0, sets it back in a rollback, and keeps it set between changes.
+type TunnelPortRecord interface {
+	// Set writes port into every record.
+	Set(ctx context.Context, port int) error
+	// Keep writes port into the records that lost it (a chassis registered
+	// again) and says how many it fixed.
+	Keep(ctx context.Context, port int) (fixed int, err error)
+}
+
+// Zones are the plugin objects a move between OVN interconnect layouts acts
+// on: the defaults of the operator's --zone-plugin-* flags.
+type Zones struct {
+	// Namespace is the plugin's namespace.
+	Namespace string
+	// NodePods is the label selector of its per-node DaemonSet's pods.
+	NodePods string
+	// Central is the Deployment of its central side (databases, northd).
+	Central string
+}

@@ -1,0 +1,57 @@
+// Package plugins picks a network plugin's drivers by name: the one place
+// that knows every driver.
+package plugins
+
+import (
+	"fmt"
+	"strings"
+
+	"netshift.io/netshift/internal/netplugin"
+	"netshift.io/netshift/internal/netplugin/labnet"
+	"netshift.io/netshift/internal/nodenet"
+	"netshift.io/netshift/internal/ovs"
+)
+
+// Default is the plugin an agent or operator given none drives: the lab's.
+const Default = labnet.Name
+
+// Names are the drivers --network-plugin takes.
+var Names = []string{labnet.Name}
+
+// ClusterEnv is what the operator gives a plugin's cluster driver.
+type ClusterEnv struct {
+	// Southbound is the OVN southbound database the operator was given (--ovn-southbound), if any.
+	Southbound *ovs.Southbound
+}
+
+// Node is the node driver of the plugin named name.
+func Node(name string, env nodenet.Env) (netplugin.Node, error) {
+	switch name {
+	case labnet.Name:
+		return labnet.NewNode(env), nil
+	}
+	return nil, unknown(name)
+}
+
+// Cluster is the cluster driver of the plugin named name.
+func Cluster(name string, env ClusterEnv) (netplugin.Cluster, error) {
+	switch name {
+	case labnet.Name:
+		return &labnet.Cluster{Southbound: env.Southbound}, nil
+	}
+	return nil, unknown(name)
+}
+
+// Check refuses a name no driver has, naming the ones there are.
+func Check(name string) error {
+	for _, n := range Names {
+		if n == name {
+			return nil
+		}
+	}
+	return unknown(name)
+}
+
+func unknown(name string) error {
+	return fmt.Errorf("--network-plugin: %q is not a network plugin netshift has a driver for (%s)", name, strings.Join(Names, ", "))
+}
