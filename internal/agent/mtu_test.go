@@ -17,7 +17,7 @@ import (
 	"netshift.io/netshift/internal/lab/kubenode/kubenodetest"
 	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/netplugin"
-	"netshift.io/netshift/internal/netplugin/labnet"
+	"netshift.io/netshift/internal/netplugin/ovsbridge"
 	"netshift.io/netshift/internal/nodeconfig"
 	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs/ovstest"
@@ -125,7 +125,7 @@ func TestMTUStepsOnARealNodeTouchOnlyWhatTheNodeSays(t *testing.T) {
 
 	a := &Agent{Node: node.Name, NodeNetns: sw.Netns, OVSDB: sw.Socket, Switch: sw.DB, NetworkConfig: c.NetworkConfig(0),
 		Pods: &nodenet.RuntimePods{Endpoint: node.Socket()}, failSteps: map[v1alpha1.StepAction]int{}}
-	a.Plugin = labnet.NewNode(nodenet.Env{Node: a.Node, Netns: a.NodeNetns, Pods: a.Pods, Switch: a.Switch, LockPods: a.lockPods, Now: time.Now})
+	a.Plugin = ovsbridge.NewNode(nodenet.Env{Node: a.Node, Netns: a.NodeNetns, Pods: a.Pods, Switch: a.Switch, LockPods: a.lockPods, Now: time.Now})
 	network := v1alpha1.NodeNetworkConfig{MTU: 1350, Encapsulation: v1alpha1.EncapVXLAN, TunnelPort: 4789}
 	plan := &v1alpha1.LiveChangePlan{ID: "mtu-1", Kind: v1alpha1.ChangeMTU, To: 1350, Encapsulation: v1alpha1.EncapVXLAN, Network: &network}
 	if err := cs.CoreV1().Pods("tenant").Delete(ctx, "doomed", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {

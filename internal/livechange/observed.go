@@ -95,3 +95,45 @@ func clipNames(names []string) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
 }
+
+// InitialApplied is what status.applied starts from when a NetshiftNetwork
+// is first seen: the value the reporting nodes carry, where they agree, and
+// the spec's where no node can tell (no pod yet, no tunnel). A user's spec
+// says what they want, not what the nodes have: a spec that differs from the
+// nodes starts a live change. Nodes that disagree are no start (ok false):
+// why names them, and status.applied waits until they agree.
+func InitialApplied(w Wanted, reports map[string]*v1alpha1.ObservedNetwork) (applied v1alpha1.AppliedNetwork, why string, ok bool) {
+	applied = v1alpha1.AppliedNetwork{MTU: w.MTU, VXLANPort: w.VXLANPort, GenevePort: w.GenevePort}
+	mtus := map[int32][]string{}
+	ports := map[v1alpha1.Encapsulation]map[int32][]string{v1alpha1.EncapVXLAN: {}, v1alpha1.EncapGeneve: {}}
+	for _, n := range sortedNodes(reports) {
+		o := reports[n]
+		if o == nil {
+			continue
+		}
+		if o.MTU > 0 {
+			mtus[o.MTU] = append(mtus[o.MTU], n)
+		}
+		if byPort, known := ports[o.Encapsulation]; known && o.TunnelPort > 0 {
+			byPort[o.TunnelPort] = append(byPort[o.TunnelPort], n)
+		}
+	}
+	switch {
+	case len(mtus) > 1:
+		return applied, "the nodes disagree on the pod MTU: " + byValue(mtus), false
+	case len(ports[v1alpha1.EncapVXLAN]) > 1:
+		return applied, "the nodes disagree on the VXLAN port: " + byValue(ports[v1alpha1.EncapVXLAN]), false
+	case len(ports[v1alpha1.EncapGeneve]) > 1:
+		return applied, "the nodes disagree on the Geneve port: " + byValue(ports[v1alpha1.EncapGeneve]), false
+	}
+	if len(mtus) == 1 {
+		applied.MTU = onlyKey(mtus)
+	}
+	if len(ports[v1alpha1.EncapVXLAN]) == 1 {
+		applied.VXLANPort = onlyKey(ports[v1alpha1.EncapVXLAN])
+	}
+	if len(ports[v1alpha1.EncapGeneve]) == 1 {
+		applied.GenevePort = onlyKey(ports[v1alpha1.EncapGeneve])
+	}
+	return applied, "", true
+}

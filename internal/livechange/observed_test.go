@@ -47,3 +47,42 @@ func TestTheNetworkIsWhatEveryNodeReports(t *testing.T) {
 		t.Errorf("geneve: %+v", geneve)
 	}
 }
+
+// TestInitialAppliedIsWhatTheNodesCarry: status.applied starts from the
+// nodes' values where they agree, the spec's where none can tell, and does
+// not start while they disagree.
+func TestInitialAppliedIsWhatTheNodesCarry(t *testing.T) {
+	mtu := int32(1400)
+	w := FromSpec(v1alpha1.NetshiftNetworkSpec{MTU: &mtu, Encapsulation: v1alpha1.EncapGeneve, GenevePort: 6081})
+	seen := func(mtu, port int32, encap v1alpha1.Encapsulation) *v1alpha1.ObservedNetwork {
+		return &v1alpha1.ObservedNetwork{MTU: mtu, TunnelPort: port, Encapsulation: encap}
+	}
+	for _, tc := range []struct {
+		name    string
+		reports map[string]*v1alpha1.ObservedNetwork
+		want    v1alpha1.AppliedNetwork
+		why     string
+	}{
+		{"the nodes' values, not the spec's", map[string]*v1alpha1.ObservedNetwork{"a": seen(1450, 6082, v1alpha1.EncapGeneve), "b": seen(1450, 6082, v1alpha1.EncapGeneve)},
+			v1alpha1.AppliedNetwork{MTU: 1450, VXLANPort: 4789, GenevePort: 6082}, ""},
+		{"no report: the spec's", map[string]*v1alpha1.ObservedNetwork{"a": nil}, v1alpha1.AppliedNetwork{MTU: 1400, VXLANPort: 4789, GenevePort: 6081}, ""},
+		{"no pod, no tunnel: the spec's", map[string]*v1alpha1.ObservedNetwork{"a": {}}, v1alpha1.AppliedNetwork{MTU: 1400, VXLANPort: 4789, GenevePort: 6081}, ""},
+		{"one node's word is taken while the other is silent", map[string]*v1alpha1.ObservedNetwork{"a": seen(1500, 0, ""), "b": nil},
+			v1alpha1.AppliedNetwork{MTU: 1500, VXLANPort: 4789, GenevePort: 6081}, ""},
+		{"a VXLAN node sets the VXLAN port", map[string]*v1alpha1.ObservedNetwork{"a": seen(1450, 8472, v1alpha1.EncapVXLAN)},
+			v1alpha1.AppliedNetwork{MTU: 1450, VXLANPort: 8472, GenevePort: 6081}, ""},
+		{"MTUs differ", map[string]*v1alpha1.ObservedNetwork{"a": seen(1450, 6081, v1alpha1.EncapGeneve), "b": seen(1400, 6081, v1alpha1.EncapGeneve)},
+			v1alpha1.AppliedNetwork{}, "the nodes disagree on the pod MTU: 1400 on b; 1450 on a"},
+		{"ports differ", map[string]*v1alpha1.ObservedNetwork{"a": seen(1450, 6081, v1alpha1.EncapGeneve), "b": seen(1450, 6090, v1alpha1.EncapGeneve)},
+			v1alpha1.AppliedNetwork{}, "the nodes disagree on the Geneve port: 6081 on a; 6090 on b"},
+	} {
+		got, why, ok := InitialApplied(w, tc.reports)
+		if why != tc.why || ok != (tc.why == "") {
+			t.Errorf("%s: why %q ok %v, want %q", tc.name, why, ok, tc.why)
+			continue
+		}
+		if ok && got != tc.want {
+			t.Errorf("%s: applied %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

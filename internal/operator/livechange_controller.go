@@ -105,8 +105,11 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	var requeue time.Duration
 	switch {
 	case st.Applied == nil:
-		// First sight: what the spec says is what was installed.
-		st.Applied = &v1alpha1.AppliedNetwork{MTU: wanted.MTU, VXLANPort: wanted.VXLANPort, GenevePort: wanted.GenevePort}
+		// First sight: what the nodes carry is what is applied, whatever the spec asks.
+		var err error
+		if requeue, err = r.firstSight(ctx, wanted, st); err != nil {
+			return ctrl.Result{}, err
+		}
 	case st.Change != nil && st.Change.Phase.Active():
 		var err error
 		if requeue, err = r.advance(ctx, &cn); err != nil {
@@ -172,24 +175,9 @@ func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.Net
 func (r *LiveChangeReconciler) createFromNodes(ctx context.Context) error {
 	// From the manager's cache: this runs at every node's report until the network exists,
 	// and a cluster of thousands of nodes must not be listed from the API server each time.
-	var nodes corev1.NodeList
-	var states v1alpha1.NetshiftNodeStateList
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	reports, err := r.networkReports(ctx)
+	if err != nil {
 		return err
-	}
-	if err := r.Client.List(ctx, &states); err != nil {
-		return err
-	}
-	reports := map[string]*v1alpha1.ObservedNetwork{}
-	for _, n := range nodes.Items {
-		if reportsItsNetwork(n) {
-			reports[n.Name] = nil
-		}
-	}
-	for i := range states.Items {
-		if _, ok := reports[states.Items[i].Name]; ok {
-			reports[states.Items[i].Name] = states.Items[i].Status.Network
-		}
 	}
 	spec, why := livechange.FromNodes(reports)
 	logger := log.FromContext(ctx)
@@ -208,6 +196,56 @@ func (r *LiveChangeReconciler) createFromNodes(ctx context.Context) error {
 		"vxlanPort", spec.VXLANPort, "genevePort", spec.GenevePort, "underlayMTU", spec.Underlay.MTU)
 	r.waitingFor = ""
 	return nil
+}
+
+// firstSight sets status.applied from what the nodes report they carry (the
+// spec's values where none can tell); while the nodes disagree it waits.
+func (r *LiveChangeReconciler) firstSight(ctx context.Context, wanted livechange.Wanted, st *v1alpha1.NetshiftNetworkStatus) (time.Duration, error) {
+	reports, err := r.networkReports(ctx)
+	if err != nil {
+		return 0, err
+	}
+	applied, why, ok := livechange.InitialApplied(wanted, reports)
+	if !ok {
+		if why != r.waitingFor {
+			log.FromContext(ctx).Info("status.applied not set yet", "why", why)
+			r.waitingFor = why
+		}
+		return firstSightRetry, nil
+	}
+	r.waitingFor = ""
+	st.Applied = &applied
+	log.FromContext(ctx).Info("status.applied set from the nodes' reports", "mtu", applied.MTU, "vxlanPort", applied.VXLANPort, "genevePort", applied.GenevePort)
+	return 0, nil
+}
+
+// firstSightRetry is how often a NetshiftNetwork whose nodes disagree is
+// looked at again (their reports also wake it).
+const firstSightRetry = 30 * time.Second
+
+// networkReports are the reports (status.network) of the nodes that run an
+// agent, nil for one that has not reported; read from the manager's cache.
+func (r *LiveChangeReconciler) networkReports(ctx context.Context) (map[string]*v1alpha1.ObservedNetwork, error) {
+	var nodes corev1.NodeList
+	var states v1alpha1.NetshiftNodeStateList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	if err := r.Client.List(ctx, &states); err != nil {
+		return nil, err
+	}
+	reports := map[string]*v1alpha1.ObservedNetwork{}
+	for _, n := range nodes.Items {
+		if reportsItsNetwork(n) {
+			reports[n.Name] = nil
+		}
+	}
+	for i := range states.Items {
+		if _, ok := reports[states.Items[i].Name]; ok {
+			reports[states.Items[i].Name] = states.Items[i].Status.Network
+		}
+	}
+	return reports, nil
 }
 
 // reportsItsNetwork says whether the NetshiftNetwork waits for the node's

@@ -7,16 +7,17 @@ import (
 	"strings"
 
 	"netshift.io/netshift/internal/netplugin"
-	"netshift.io/netshift/internal/netplugin/labnet"
+	"netshift.io/netshift/internal/netplugin/ovsbridge"
 	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs"
 )
 
-// Default is the plugin an agent or operator given none drives: the lab's.
-const Default = labnet.Name
+// Default is the plugin an agent or operator given none drives: pods on an
+// Open vSwitch bridge (the lab's own plugin).
+const Default = ovsbridge.Name
 
 // Names are the drivers --network-plugin takes.
-var Names = []string{labnet.Name}
+var Names = []string{ovsbridge.Name}
 
 // ClusterEnv is what the operator gives a plugin's cluster driver.
 type ClusterEnv struct {
@@ -27,8 +28,8 @@ type ClusterEnv struct {
 // Node is the node driver of the plugin named name.
 func Node(name string, env nodenet.Env) (netplugin.Node, error) {
 	switch name {
-	case labnet.Name:
-		return labnet.NewNode(env), nil
+	case ovsbridge.Name:
+		return ovsbridge.NewNode(env), nil
 	}
 	return nil, unknown(name)
 }
@@ -36,8 +37,8 @@ func Node(name string, env nodenet.Env) (netplugin.Node, error) {
 // Cluster is the cluster driver of the plugin named name.
 func Cluster(name string, env ClusterEnv) (netplugin.Cluster, error) {
 	switch name {
-	case labnet.Name:
-		return &labnet.Cluster{Southbound: env.Southbound}, nil
+	case ovsbridge.Name:
+		return &ovsbridge.Cluster{Southbound: env.Southbound}, nil
 	}
 	return nil, unknown(name)
 }

@@ -1,4 +1,4 @@
-package labnet
+package ovsbridge
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"netshift.io/netshift/internal/ovs"
 )
 
-// Node is the lab plugin's driver on a node.
+// Node is the driver on a node.
 type Node struct {
 	env nodenet.Env
 	ovs nodenet.OVSNode
@@ -82,7 +82,7 @@ func (n *Node) Arm(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1al
 	case netplugin.StepTunnelPort:
 		return n.armTunnelPort(ctx, string(plan.Encapsulation), int(step.Value)), nil
 	}
-	return netplugin.Armed{}, fmt.Errorf("node %s: the lab plugin has no step %q", n.env.Node, step.Action)
+	return netplugin.Armed{}, fmt.Errorf("node %s: the %s driver has no step %q", n.env.Node, Name, step.Action)
 }
 
 // armMTU enters, before the step's time, the node's namespace and (for the

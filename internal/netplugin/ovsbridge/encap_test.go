@@ -1,4 +1,4 @@
-package labnet
+package ovsbridge
 
 import (
 	"reflect"

@@ -1,4 +1,4 @@
-package labnet
+package ovsbridge
 
 import (
 	"context"
@@ -10,20 +10,20 @@ import (
 	"netshift.io/netshift/internal/ovs"
 )
 
-// Name is the lab plugin's name, as --network-plugin takes it.
-const Name = "lab"
+// Name is the driver's name, as --network-plugin takes it.
+const Name = "ovs-bridge"
 
-// Cluster is the lab plugin's driver in the operator.
+// Cluster is the driver in the operator.
 type Cluster struct {
-	// Southbound is the lab's OVN southbound database in its OVN mode (nil
-	// otherwise): ovn-controller builds every node's Geneve tunnels from its
-	// Encap rows, so a Geneve port is set there, not on the nodes.
+	// Southbound is the OVN southbound database, when OVN runs the bridge
+	// (nil otherwise): ovn-controller builds every node's Geneve tunnels from
+	// its Encap rows, so a Geneve port is set there, not on the nodes.
 	Southbound *ovs.Southbound
 }
 
 var _ netplugin.Cluster = (*Cluster)(nil)
 
-// Name is "lab".
+// Name is "ovs-bridge".
 func (c *Cluster) Name() string { return Name }
 
 // Steps: an MTU goes through the pods' eth0, their veths' node ends, then
@@ -45,8 +45,9 @@ func (c *Cluster) TunnelPortRecord(kind v1alpha1.ChangeKind) netplugin.TunnelPor
 	return EncapRecord{SB: c.Southbound}
 }
 
-// Zones are the lab's plugin stand-in objects: per-node pods that ask the lab
-// to move their node, and a central Deployment playing the databases.
+// Zones are named as OVN-Kubernetes names them: its namespace, its per-node
+// pods, and a central Deployment of the databases (the lab's stand-in plays
+// them).
 func (c *Cluster) Zones() *netplugin.Zones {
 	return &netplugin.Zones{Namespace: "ovn-kubernetes", NodePods: "app=ovnkube-node", Central: "ovnkube-central"}
 }
