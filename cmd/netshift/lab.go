@@ -94,6 +94,7 @@ func labUpCmd(name *string) *cobra.Command {
 		"pods of namespaces labelled netshift.io/port-pools=enabled get Neutron ports, wired by netshift-cni (namespace "+lab.PoolNamespace+" is)")
 	f.StringArrayVar(&o.TrunkNodes, "neutron-trunk-node", nil, "with --neutron: set this node up as a VM with a Neutron trunk (a parent port bound to it, "+
 		"its trunk, and bridge "+lab.TrunkBridge+" whose uplink carries the parent's VLANs); its pooled pods get subports (repeatable)")
+	f.StringVar(&o.OVNKubernetes, "ovn-kubernetes", "", "a directory holding OVN-Kubernetes' binaries (ovnkube, ovn-k8s-cni-overlay, ovn-kube-util): the lab's network plugin is then the real OVN-Kubernetes, one zone per node, run as pods from the lab's manifests (see docs/lab.md)")
 	f.StringVar(&o.Zones, "zones", "", "with --ovn: the OVN interconnect layout to build, legacy (central, no zones), single (one zone \"global\", the default) or multi (a zone per node); the matching ConfigMap is written, so the lab never moves zones by itself")
 	f.IntVar(&o.UnderlayMTU, "underlay-mtu", o.UnderlayMTU, "underlay MTU (1280..9000)")
 	f.IntVar(&o.MTU, "mtu", 0, "pod MTU (default: underlay MTU minus the tunnel overhead, 50 for VXLAN, 58 for Geneve)")

@@ -75,8 +75,8 @@ func readPidfile(pidfile string) (int, error) {
 }
 
 // buildNode creates the node's namespace, its underlay link, its own
-// ovsdb-server and ovs-vswitchd (userspace datapath), br-phy with the
-// underlay address, and br-int.
+// ovsdb-server and ovs-vswitchd (userspace datapath), its gateway bridge
+// (br-phy, or breth0 for OVN-Kubernetes) with the underlay address, and br-int.
 func (s *State) buildNode(ctx context.Context, sh *shell, n NodeSpec) error {
 	o := s.Options
 	dir := s.nodeDir(n.Name)
@@ -94,7 +94,7 @@ func (s *State) buildNode(ctx context.Context, sh *shell, n NodeSpec) error {
 	for _, args := range [][]string{
 		{"-n", ul, "link", "add", n.UnderlayPort, "mtu", mtu, "type", "veth", "peer", "name", "eth0", "netns", n.Netns},
 		{"-n", ul, "link", "set", n.UnderlayPort, "master", "ulbr", "up"},
-		// OVS owns eth0: without arp off the node's kernel answers ARP for br-phy's address on
+		// OVS owns eth0: without arp off the node's kernel answers ARP for the gateway bridge's address on
 		// it with the wrong MAC and one direction of a tunnel dies silently.
 		{"-n", n.Netns, "link", "set", "eth0", "mtu", mtu, "arp", "off", "up"},
 	} {
@@ -127,23 +127,27 @@ func (s *State) buildNode(ctx context.Context, sh *shell, n NodeSpec) error {
 		"--unixctl="+filepath.Join(dir, "ovs-vswitchd.ctl"), "--log-file="+filepath.Join(dir, "ovs-vswitchd.log"), "--detach"); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
+	gw := s.gatewayBridge()
 	if _, err := s.vsctl(ctx, sh, n.Name,
-		"add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev",
-		"--", "set", "interface", "br-phy", "mtu_request="+mtu,
-		"--", "add-port", "br-phy", "eth0",
+		"add-br", gw, "--", "set", "bridge", gw, "datapath_type=netdev",
+		"--", "set", "interface", gw, "mtu_request="+mtu,
+		"--", "add-port", gw, "eth0",
 		"--", "add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev"); err != nil {
 		return fmt.Errorf("node %s: bridges: %w", n.Name, err)
 	}
-	if err := waitLink(ctx, sh, n.Netns, "br-phy"); err != nil {
+	if err := waitLink(ctx, sh, n.Netns, gw); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
 	for _, args := range [][]string{
-		{"-n", n.Netns, "addr", "add", n.UnderlayIP + "/24", "dev", "br-phy"},
-		{"-n", n.Netns, "link", "set", "br-phy", "up"},
+		{"-n", n.Netns, "addr", "add", n.UnderlayIP + "/24", "dev", gw},
+		{"-n", n.Netns, "link", "set", gw, "up"},
 	} {
 		if err := sh.ip(ctx, args...); err != nil {
 			return fmt.Errorf("node %s: %w", n.Name, err)
 		}
+	}
+	if s.runsOVNKubernetes() {
+		return s.prepareForOVNKubernetes(ctx, sh, n)
 	}
 	return nil
 }

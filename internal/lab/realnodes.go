@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"netshift.io/netshift/internal/images"
 	"netshift.io/netshift/internal/lab/kubenode"
 	"netshift.io/netshift/internal/lab/labcni"
+	"netshift.io/netshift/internal/lab/ovnk"
 	"netshift.io/netshift/internal/nodeconfig"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/zones"
@@ -133,12 +135,19 @@ func (s *State) kubeNode(n NodeSpec, assets string) kubenode.Node {
 		labels[k] = v
 	}
 	layout, _ := kubenode.ParseLayout(s.Options.Layout) // validated with the options
-	return kubenode.Node{Name: n.Name, Netns: n.Netns, IP: n.UnderlayIP, Dir: s.Path("nodes", n.Name, "kube"),
+	kn := kubenode.Node{Name: n.Name, Netns: n.Netns, IP: n.UnderlayIP, Dir: s.Path("nodes", n.Name, "kube"),
 		Layout: layout, CNIConf: s.Options.CNIConf,
 		CgroupRoot: "/netshift-lab-" + s.Options.Name + "-" + n.Name,
 		Binds:      map[string]string{s.nodeDir(n.Name): "/run/openvswitch", s.labDir(n.Name): "/run/netshift-lab"},
 		Kubelet:    filepath.Join(assets, "kubelet"), Labels: labels,
 		Kubeconfig: s.Path("identities", "system-node-"+n.Name+".kubeconfig")}
+	if s.runsOVNKubernetes() {
+		maps.Copy(kn.Binds, s.ovnkBinds(n.Name))
+		// ovnkube-node opens a new pod's network namespace, which containerd mounts below
+		// /run/containerd after the plugin's pod started.
+		kn.Shared, kn.CNIFile = []string{"/run/containerd"}, ovnk.ChainedConfigFile
+	}
+	return kn
 }
 
 // labDir is a real node's lab directory, /run/netshift-lab inside it: its boot
@@ -394,6 +403,13 @@ func (s *State) buildImages(binary string) ([]string, error) {
 		}
 		out = append(out, path)
 	}
+	if s.runsOVNKubernetes() {
+		path, err := s.ovnkImage()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, path)
+	}
 	return out, nil
 }
 
@@ -424,7 +440,11 @@ func (s *State) startKubeNode(ctx context.Context, cp *controlplane.ControlPlane
 			return fmt.Errorf("node %s: %w", n.Name, err)
 		}
 	}
-	if err := kn.InstallCNI(s.labCNIConfig(n), map[string]string{labcni.Name: binary,
+	conf := s.labCNIConfig(n)
+	if s.runsOVNKubernetes() {
+		conf = ovnk.ChainedConfig(labcni.Name) // ovnkube-node puts its plugin's binary in place
+	}
+	if err := kn.InstallCNI(conf, map[string]string{labcni.Name: binary,
 		"host-local": filepath.Join(kubenode.SystemCNIPlugins, "host-local"), "loopback": filepath.Join(kubenode.SystemCNIPlugins, "loopback")}); err != nil {
 		return err
 	}
@@ -760,6 +780,12 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 		return err
 	}
 	stage("every node's containerd, kubelet and kube-proxy started")
+	if s.runsOVNKubernetes() {
+		if err := s.startOVNKubernetes(ctx, cp, kubeconfig); err != nil {
+			return err
+		}
+		stage("OVN-Kubernetes ready on every node")
+	}
 	if err := s.installNetshift(ctx, cp, kubeconfig); err != nil {
 		return err
 	}

@@ -10,10 +10,14 @@ package lab
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/lab/kubenode"
+	"netshift.io/netshift/internal/lab/ovnk"
 )
 
 // Tunnel is the encapsulation between nodes: the API's, so the lab and the
@@ -61,6 +65,10 @@ type Options struct {
 	// network plugin and pods, netshift's manifests written out (config/) but not applied, no
 	// NetshiftNetwork. Plain VXLAN or Geneve only.
 	WithoutNetshift bool `json:"withoutNetshift,omitempty"`
+	// OVNKubernetes is a directory holding OVN-Kubernetes' binaries (ovnkube,
+	// ovn-k8s-cni-overlay, ovn-kube-util): the lab's network plugin is then the
+	// real OVN-Kubernetes, one zone per node, run as pods from the lab's manifests.
+	OVNKubernetes string `json:"ovnKubernetes,omitempty"`
 	// FailReboots are real nodes whose reboot, asked by their agent's node-restore action,
 	// fails (tests of a restore that fails).
 	FailReboots []string `json:"failReboots,omitempty"`
@@ -74,6 +82,27 @@ func (o Options) installErr() error {
 	}
 	if o.WithoutNetshift && o.OVN {
 		return fmt.Errorf("--without-netshift: a lab without netshift is plain VXLAN or Geneve (its OVN mode needs netshift's objects)")
+	}
+	return nil
+}
+
+// ovnKubernetesErr names what does not go with --ovn-kubernetes.
+func (o Options) ovnKubernetesErr() error {
+	switch {
+	case o.OVN || o.Neutron:
+		return fmt.Errorf("--ovn-kubernetes: the real OVN-Kubernetes is the lab's network plugin: it goes without --ovn and --neutron (the lab's own OVN)")
+	case o.Zones != ZonesMulti:
+		return fmt.Errorf("--zones %s: with --ovn-kubernetes the lab builds multi (one zone per node)", o.Zones)
+	case o.Layout != "" && o.Layout != kubenode.ContainerdLayout.Name:
+		return fmt.Errorf("--node-layout %s: with --ovn-kubernetes the nodes run containerd", o.Layout)
+	case o.WithoutNetshift || o.CNIConf:
+		return fmt.Errorf("--ovn-kubernetes: goes without --without-netshift and --cni-conf")
+	}
+	for _, b := range ovnk.Binaries {
+		if st, err := os.Stat(filepath.Join(o.OVNKubernetes, b)); err != nil || st.Mode()&0o111 == 0 {
+			return fmt.Errorf("--ovn-kubernetes %s: no executable %s in it (it must hold %s, built from OVN-Kubernetes' go-controller)",
+				o.OVNKubernetes, b, strings.Join(ovnk.Binaries, ", "))
+		}
 	}
 	return nil
 }
@@ -113,6 +142,12 @@ func (o *Options) Derive() {
 			o.Zones = ZonesSingle
 		}
 	}
+	if o.OVNKubernetes != "" {
+		o.Tunnel = Geneve
+		if o.Zones == "" {
+			o.Zones = ZonesMulti
+		}
+	}
 	if o.MTU == 0 {
 		o.MTU = o.UnderlayMTU - int(o.Tunnel.Overhead())
 	}
@@ -129,8 +164,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--pods-per-node: %d is outside 0..50", o.PodsPerNode)
 	case o.Tunnel != VXLAN && o.Tunnel != Geneve:
 		return fmt.Errorf("--tunnel: %q is not vxlan or geneve", o.Tunnel)
-	case o.Zones != "" && !o.OVN:
-		return fmt.Errorf("--zones: OVN interconnect zones need --ovn")
+	case o.OVNKubernetes != "" && o.ovnKubernetesErr() != nil:
+		return o.ovnKubernetesErr()
+	case o.Zones != "" && !o.OVN && o.OVNKubernetes == "":
+		return fmt.Errorf("--zones: OVN interconnect zones need --ovn or --ovn-kubernetes")
 	case o.OVN && o.Zones != ZonesLegacy && o.Zones != ZonesSingle && o.Zones != ZonesMulti:
 		return fmt.Errorf("--zones: %q is not legacy, single or multi", o.Zones)
 	case o.Neutron && (!o.OVN || o.Zones != ZonesLegacy):
@@ -161,7 +198,7 @@ type NodeSpec struct {
 	Index      int    `json:"index"`
 	Name       string `json:"name"`       // the Kubernetes Node name
 	Netns      string `json:"netns"`      // for `ip netns exec`
-	UnderlayIP string `json:"underlayIP"` // on the node's br-phy
+	UnderlayIP string `json:"underlayIP"` // on the node's gateway bridge
 	PodCIDR    string `json:"podCIDR"`    // this node's /24
 	// UnderlayPort is the veth end in the underlay namespace that joins this node.
 	UnderlayPort string `json:"underlayPort"`

@@ -56,7 +56,7 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if err := Requirements(o.OVN); err != nil {
+	if err := Requirements(o.OVN || o.OVNKubernetes != ""); err != nil {
 		return nil, err
 	}
 	began := time.Now()

@@ -38,7 +38,7 @@ func (s *State) buildNetwork(ctx context.Context, sh *shell, progress func(strin
 		if err := s.buildOVN(ctx, sh, progress); err != nil {
 			return err
 		}
-	} else {
+	} else if !s.runsOVNKubernetes() { // ovn-controller makes OVN-Kubernetes' tunnels
 		for _, n := range s.Topology.Nodes {
 			if err := s.addTunnels(ctx, sh, n); err != nil {
 				return err

@@ -54,6 +54,9 @@ func (n Node) InstallCNI(conflist []byte, plugins map[string]string) error {
 // cniFile is the node's configuration file: the list as it is, or its one
 // plugin as a .conf of CNI 0.4.0 (OVN-Kubernetes' version).
 func (n Node) cniFile(conflist []byte) (string, []byte, error) {
+	if n.CNIFile != "" {
+		return n.CNIFile, conflist, nil
+	}
 	if !n.CNIConf {
 		return "10-lab.conflist", conflist, nil
 	}

@@ -31,6 +31,12 @@ type Node struct {
 	// CNIConf makes the node's network plugin write a single-plugin .conf, as
 	// OVN-Kubernetes and Multus do, instead of a .conflist.
 	CNIConf bool
+	// CNIFile, when set, names the network plugin's configuration file (a .conflist).
+	CNIFile string
+	// Shared are the node's mount points made shared after the binds: mounts a
+	// daemon makes below one later (containerd's pods' network namespaces)
+	// reach the pods that mount it with HostToContainer propagation.
+	Shared []string
 }
 
 var nodeName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)

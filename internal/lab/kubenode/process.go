@@ -47,6 +47,9 @@ func (n Node) StartHolder(ctx context.Context, record Recorder) (int, error) {
 	for _, b := range binds {
 		fmt.Fprintf(&script, "mount --bind %s %s\n", shellQuote(b[0]), shellQuote(b[1]))
 	}
+	for _, m := range n.Shared {
+		fmt.Fprintf(&script, "mount --make-shared %s\n", shellQuote(m))
+	}
 	fmt.Fprintf(&script, "echo $$ > %s\nexec sleep infinity\n", shellQuote(ready))
 	logf, err := n.logFile("holder")
 	if err != nil {

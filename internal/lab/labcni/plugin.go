@@ -49,12 +49,20 @@ type Config struct {
 		Switch  string `json:"switch"`  // the node's logical switch
 		Gateway string `json:"gateway"` // the switch's router port address: the pod's default route
 	} `json:"ovn,omitempty"`
+	// ChecksumOffloadOff makes the plugin a chained one that only turns the pod
+	// interface's TX checksum offload off and passes the previous result on:
+	// behind the real OVN-Kubernetes, whose pods' segments the nodes' userspace
+	// datapath would otherwise drop as invalid.
+	ChecksumOffloadOff bool `json:"checksumOffloadOff,omitempty"`
 }
 
 func parse(stdin []byte) (*Config, error) {
 	c := &Config{}
 	if err := json.Unmarshal(stdin, c); err != nil {
 		return nil, fmt.Errorf("%s: parse configuration: %w", Name, err)
+	}
+	if c.ChecksumOffloadOff {
+		return c, nil
 	}
 	if c.Bridge == "" || c.OVSDB == "" || c.MTU < 576 || c.IPAM.Type == "" {
 		return nil, fmt.Errorf("%s: bridge, ovsdb, mtu (576 or more) and ipam are required", Name)
@@ -99,6 +107,9 @@ func add(args *skel.CmdArgs) (err error) {
 	c, err := parse(args.StdinData)
 	if err != nil {
 		return err
+	}
+	if c.ChecksumOffloadOff {
+		return offloadOff(args, c)
 	}
 	ctx := context.Background()
 	r, err := invoke.DelegateAdd(ctx, c.IPAM.Type, args.StdinData, nil)
@@ -228,6 +239,9 @@ func del(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	if c.ChecksumOffloadOff {
+		return nil // nothing of its own to take back
+	}
 	host, port := names(args)
 	var errs []error
 	if out, err := exec.Command("ovs-vsctl", "--db="+c.OVSDB, "--timeout=20", "--if-exists", "del-port", c.Bridge, host).CombinedOutput(); err != nil {
@@ -250,4 +264,25 @@ func del(args *skel.CmdArgs) error {
 		return fmt.Errorf("%s: %w", Name, errors.Join(errs...))
 	}
 	return nil
+}
+
+// offloadOff turns the pod interface's TX checksum offload off and prints the
+// previous plugin's result as its own.
+func offloadOff(args *skel.CmdArgs, c *Config) error {
+	if c.RawPrevResult == nil {
+		return fmt.Errorf("%s: checksumOffloadOff is a chained plugin's: no previous result", Name)
+	}
+	if err := version.ParsePrevResult(&c.NetConf); err != nil {
+		return fmt.Errorf("%s: previous result: %w", Name, err)
+	}
+	err := netdev.InNetns(args.Netns, func() error {
+		if out, err := exec.Command("ethtool", "-K", args.IfName, "tx", "off").CombinedOutput(); err != nil {
+			return fmt.Errorf("ethtool -K %s tx off: %w: %s", args.IfName, err, out)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	return types.PrintResult(c.PrevResult, c.CNIVersion)
 }

@@ -1,0 +1,84 @@
+// Package ovnk runs the real OVN-Kubernetes on the lab's nodes, from
+// binaries it is given: its image (the binaries, with Debian's OVN and Open
+// vSwitch daemons and tools) and its manifests, laid out as OVN-Kubernetes'
+// own deployment lays them out.
+package ovnk
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"netshift.io/netshift/internal/images"
+)
+
+// Ref is the lab's OVN-Kubernetes image.
+const Ref = "netshift.io/ovnkube:lab"
+
+// Binaries are the files a directory given to the lab must hold: what
+// OVN-Kubernetes' go-controller builds.
+var Binaries = []string{"ovnkube", "ovn-k8s-cni-overlay", "ovn-kube-util"}
+
+// daemons are Debian's OVN and OVS programs the pods run, with the tools
+// ovnkube calls.
+var daemons = []string{
+	"/usr/sbin/ovsdb-server", "/usr/bin/ovsdb-tool", "/usr/bin/ovsdb-client", "/usr/bin/ovn-northd", "/usr/bin/ovn-controller",
+	"/usr/bin/ovn-nbctl", "/usr/bin/ovn-sbctl", "/usr/bin/ovn-appctl",
+	"/usr/bin/ovs-vsctl", "/usr/bin/ovs-ofctl", "/usr/bin/ovs-appctl", "/usr/sbin/xtables-nft-multi",
+}
+
+// xtables is where iptables finds its matches and targets (loaded at run time).
+const xtables = "/usr/lib/x86_64-linux-gnu/xtables"
+
+var iptablesNames = []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"}
+
+var shellApplets = []string{"sh", "sleep", "cat", "sysctl", "mkdir", "rm", "cp", "ln", "echo", "test", "ls", "ip", "ps", "kill", "env", "true", "false", "hostname", "chmod", "grep"}
+
+// Image is the image the lab's OVN-Kubernetes pods run.
+func Image(dir, busybox string) (images.Image, error) {
+	img := images.Image{Ref: Ref, Entrypoint: []string{"/bin/sh"}, Env: []string{"PATH=/usr/bin:/usr/sbin:/bin"}}
+	places := map[string]string{"ovnkube": "/usr/bin/ovnkube", "ovn-kube-util": "/usr/bin/ovn-kube-util", "ovn-k8s-cni-overlay": "/usr/libexec/cni/ovn-k8s-cni-overlay"}
+	for _, b := range Binaries {
+		data, err := os.ReadFile(filepath.Join(dir, b))
+		if err != nil {
+			return img, fmt.Errorf("--ovn-kubernetes %s: %w (it must hold %v, built from OVN-Kubernetes' go-controller)", dir, err, Binaries)
+		}
+		img.Files = append(img.Files, images.File{Path: places[b], Mode: 0o755, Data: data})
+	}
+	tools, err := images.WithLibraries(daemons...)
+	if err != nil {
+		return img, err
+	}
+	img.Files = append(img.Files, tools...)
+	modules, err := filepath.Glob(filepath.Join(xtables, "*.so"))
+	if err != nil {
+		return img, err
+	}
+	for _, m := range modules {
+		f, err := images.HostFile(m, 0o644)
+		if err != nil {
+			return img, err
+		}
+		img.Files = append(img.Files, f)
+	}
+	for _, n := range iptablesNames {
+		img.Files = append(img.Files, images.File{Path: "/usr/sbin/" + n, Link: "xtables-nft-multi"})
+	}
+	for _, schema := range []string{"/usr/share/ovn/ovn-nb.ovsschema", "/usr/share/ovn/ovn-sb.ovsschema"} {
+		f, err := images.HostFile(schema, 0o644)
+		if err != nil {
+			return img, err
+		}
+		img.Files = append(img.Files, f)
+	}
+	bb, err := images.HostFile(busybox, 0o755)
+	if err != nil {
+		return img, err
+	}
+	bb.Path = "/bin/busybox"
+	img.Files = append(img.Files, bb)
+	for _, a := range shellApplets {
+		img.Files = append(img.Files, images.File{Path: "/bin/" + a, Link: "busybox"})
+	}
+	return img, img.Validate()
+}

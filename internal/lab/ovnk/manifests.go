@@ -1,0 +1,73 @@
+package ovnk
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"text/template"
+)
+
+//go:embed manifests/*.yaml
+var manifests embed.FS
+
+// Namespace is where OVN-Kubernetes runs; ConfigMap holds the values its
+// processes start with (its key mtu; encap_port, which the lab's manifests
+// pass as --encap-port).
+const (
+	Namespace = "ovn-kubernetes"
+	ConfigMap = "ovn-config"
+)
+
+// GatewayBridge is the node's gateway bridge: ovnkube takes the name after
+// "br" as its uplink, eth0.
+const GatewayBridge = "breth0"
+
+// Cluster is what the manifests are written for.
+type Cluster struct {
+	// APIServer is the URL the plugin reaches the API server at.
+	APIServer string
+	// ClusterSubnets is the pod network and each node's prefix ("198.18.0.0/16/24").
+	ClusterSubnets string
+	// ServiceCIDR is the cluster's service range.
+	ServiceCIDR string
+	// MTU and EncapPort are the pods' MTU and the Geneve port.
+	MTU, EncapPort int
+	// ControlPlaneNode runs the cluster manager (the lab's control plane is no node).
+	ControlPlaneNode string
+	// GatewayBridge is the node's gateway bridge.
+	GatewayBridge string
+}
+
+// Manifests are OVN-Kubernetes' objects, one zone per node, as YAML.
+func Manifests(c Cluster) ([]byte, error) {
+	t, err := template.ParseFS(manifests, "manifests/multizone.yaml")
+	if err != nil {
+		return nil, err
+	}
+	t.Option("missingkey=error")
+	var out bytes.Buffer
+	if err := t.Execute(&out, c); err != nil {
+		return nil, fmt.Errorf("OVN-Kubernetes manifests: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+// ChainedConfig is the node's CNI configuration: ovnkube's own plugin first
+// (what ovnkube-node writes into 10-ovn-kubernetes.conf), then the lab's
+// plugin turning the pod's TX checksum offload off, which the nodes'
+// userspace datapath needs.
+func ChainedConfig(labPlugin string) []byte {
+	return []byte(fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "ovn-kubernetes",
+  "plugins": [
+    {"type": "ovn-k8s-cni-overlay", "ipam": {}, "dns": {}, "logFile": "/var/log/ovn-kubernetes/ovn-k8s-cni-overlay.log", "logLevel": "4"},
+    {"type": %q, "checksumOffloadOff": true}
+  ]
+}
+`, labPlugin))
+}
+
+// ChainedConfigFile is its name: it sorts before ovnkube's own .conf, so the
+// runtime loads it.
+const ChainedConfigFile = "05-lab-ovn-kubernetes.conflist"
