@@ -84,6 +84,7 @@ func TestOverlaysAddToTheBase(t *testing.T) {
 	}{
 		{"portpools", "../../config/portpools", "/run/containerd/containerd.sock", "/etc/cni/net.d", "/opt/cni/bin"},
 		{"ovn-zones", "../../config/ovn-zones", "/run/containerd/containerd.sock", "/etc/cni/net.d", "/opt/cni/bin"},
+		{"ovn-kubernetes", "../../config/ovn-kubernetes", "/run/containerd/containerd.sock", "/etc/cni/net.d", "/opt/cni/bin"},
 		{"lab-neutron", "../../config/lab-neutron", "/run/containerd/containerd.sock", "/etc/cni/net.d", "/opt/cni/bin"},
 		{"portpools+crio", overlay(t, "portpools", "runtime-crio"), "/run/crio/crio.sock", "/etc/cni/net.d", "/opt/cni/bin"},
 		{"default+k3s", overlay(t, "default", "runtime-k3s"), "/run/k3s/containerd/containerd.sock",

@@ -21,6 +21,12 @@ type Cluster interface {
 	// Zones names the plugin's objects a zone move goes through; nil for a
 	// plugin without zones, on whose clusters the zone controller does not run.
 	Zones() *Zones
+	// Follow makes the plugin's own configuration carry the applied network,
+	// so that its pods, restarted, keep it instead of putting the old values
+	// back, and restarts them when that changed anything. It says what it did
+	// ("" when nothing needed doing). The operator calls it with no change
+	// under way.
+	Follow(ctx context.Context, applied v1alpha1.AppliedNetwork) (string, error)
 }
 
 // TunnelPortRecord is a cluster-wide record of the tunnel port. The operator

@@ -71,6 +71,9 @@ type LiveChangeReconciler struct {
 	listening time.Time
 	// waitingFor is why the NetshiftNetwork was last not created, logged once each.
 	waitingFor string
+	// followed is the applied network the plugin's configuration was last made to carry, at followedAt.
+	followed   *v1alpha1.AppliedNetwork
+	followedAt time.Time
 }
 
 var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}}
@@ -137,6 +140,7 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	if st.Change == nil || !st.Change.Phase.Active() {
 		requeue = r.keepSouthbound(ctx, &cn, requeue)
+		requeue = r.followPlugin(ctx, &cn, requeue)
 	}
 	r.setConditions(&cn)
 	if !equalStatus(before.Status, cn.Status) {
@@ -615,6 +619,39 @@ func actions(steps []v1alpha1.ScheduledStep) []v1alpha1.StepAction {
 		out[i] = s.Action
 	}
 	return out
+}
+
+// followPlugin has the network plugin's own configuration carry the applied
+// network (its driver's Follow), once each time the applied network changes
+// and again every SouthboundResync: the plugin's objects are not watched, and
+// one read of them per pass would be one per node report on a large cluster.
+func (r *LiveChangeReconciler) followPlugin(ctx context.Context, cn *v1alpha1.NetshiftNetwork, requeue time.Duration) time.Duration {
+	st := &cn.Status
+	if st.Applied == nil || (st.Change != nil && (len(st.Change.Converging) > 0 || len(st.Change.Held) > 0 || len(st.Change.Rebooting) > 0)) {
+		return requeue
+	}
+	now := r.Now()
+	if r.followed != nil && *r.followed == *st.Applied && now.Sub(r.followedAt) < r.SouthboundResync {
+		return requeue
+	}
+	did, err := r.Plugin.Follow(ctx, *st.Applied)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "the network plugin's configuration does not carry the applied network yet", "plugin", r.Plugin.Name())
+		return min(nonZero(requeue, r.SouthboundResync), r.SouthboundResync)
+	}
+	if did != "" {
+		log.FromContext(ctx).Info("the network plugin's configuration follows the applied network", "plugin", r.Plugin.Name(), "did", did)
+	}
+	applied := *st.Applied
+	r.followed, r.followedAt = &applied, now
+	return min(nonZero(requeue, r.SouthboundResync), r.SouthboundResync)
+}
+
+func nonZero(d, otherwise time.Duration) time.Duration {
+	if d == 0 {
+		return otherwise
+	}
+	return d
 }
 
 // setTunnelPortRecord sets port in the cluster's record of the tunnel port a

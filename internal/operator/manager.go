@@ -195,6 +195,10 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 			return nil, err
 		}
 	}
+	// Made again with the manager's clients, which the cache's limits above needed it before.
+	if plugin, err = plugins.Cluster(plugin.Name(), plugins.ClusterEnv{Southbound: sb, Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Now: time.Now}); err != nil {
+		return nil, err
+	}
 	if err := setupLiveChange(mgr, o, plugin, ledger); err != nil {
 		return nil, err
 	}

@@ -52,6 +52,11 @@ func (c *Cluster) Zones() *netplugin.Zones {
 	return &netplugin.Zones{Namespace: "ovn-kubernetes", NodePods: "app=ovnkube-node", Central: "ovnkube-central"}
 }
 
+// Follow has nothing to do: the plugin's new pods are set up from the node's
+// network configuration, which the NetworkConfig step rewrote, and its tunnels
+// from the OVSDB rows (or the southbound Encap rows) the change set.
+func (c *Cluster) Follow(context.Context, v1alpha1.AppliedNetwork) (string, error) { return "", nil }
+
 // EncapRecord is OVN's southbound Encap rows of type geneve.
 type EncapRecord struct{ SB *ovs.Southbound }
 

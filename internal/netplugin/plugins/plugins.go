@@ -5,8 +5,12 @@ package plugins
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/netplugin"
+	"netshift.io/netshift/internal/netplugin/ovnkubernetes"
 	"netshift.io/netshift/internal/netplugin/ovsbridge"
 	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs"
@@ -17,12 +21,17 @@ import (
 const Default = ovsbridge.Name
 
 // Names are the drivers --network-plugin takes.
-var Names = []string{ovsbridge.Name}
+var Names = []string{ovsbridge.Name, ovnkubernetes.Name}
 
 // ClusterEnv is what the operator gives a plugin's cluster driver.
 type ClusterEnv struct {
 	// Southbound is the OVN southbound database the operator was given (--ovn-southbound), if any.
 	Southbound *ovs.Southbound
+	// Reader reads from the API server, uncached; Client writes.
+	Reader client.Reader
+	Client client.Client
+	// Now is the operator's clock.
+	Now func() time.Time
 }
 
 // Node is the node driver of the plugin named name.
@@ -30,6 +39,8 @@ func Node(name string, env nodenet.Env) (netplugin.Node, error) {
 	switch name {
 	case ovsbridge.Name:
 		return ovsbridge.NewNode(env), nil
+	case ovnkubernetes.Name:
+		return ovnkubernetes.NewNode(env), nil
 	}
 	return nil, unknown(name)
 }
@@ -39,6 +50,8 @@ func Cluster(name string, env ClusterEnv) (netplugin.Cluster, error) {
 	switch name {
 	case ovsbridge.Name:
 		return &ovsbridge.Cluster{Southbound: env.Southbound}, nil
+	case ovnkubernetes.Name:
+		return &ovnkubernetes.Cluster{Reader: env.Reader, Client: env.Client, Now: env.Now}, nil
 	}
 	return nil, unknown(name)
 }

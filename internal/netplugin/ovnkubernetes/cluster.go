@@ -1,0 +1,137 @@
+package ovnkubernetes
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/livechange"
+	"netshift.io/netshift/internal/netplugin"
+)
+
+// Name is the driver's name, as --network-plugin takes it.
+const Name = "ovn-kubernetes"
+
+// The plugin's objects, as its own deployment names them.
+const (
+	Namespace = "ovn-kubernetes"
+	// ConfigMap holds the values ovnkube starts with: mtu, and encap_port
+	// (which the deployment must pass to ovnkube as --encap-port).
+	ConfigMap = "ovn-config"
+	KeyMTU    = "mtu"
+	KeyPort   = "encap_port"
+	// RestartedAt is the pod template annotation a roll sets.
+	RestartedAt = "netshift.io/restarted-at"
+)
+
+// Cluster is the driver in the operator.
+type Cluster struct {
+	// Reader reads the plugin's objects from the API server (the operator caches none of them).
+	Reader client.Reader
+	// Client writes them.
+	Client client.Client
+	// Now is the operator's clock.
+	Now func() time.Time
+}
+
+var _ netplugin.Cluster = (*Cluster)(nil)
+
+// Name is "ovn-kubernetes".
+func (c *Cluster) Name() string { return Name }
+
+// Steps: an MTU goes through the pods' eth0, their veths' node ends, br-int's
+// internal ports (ovn-k8s-mp0 among them), then the routes ovnkube-node
+// locked to the old MTU. A Geneve port is the plugin's to set: ovnkube-node
+// writes it into its chassis' southbound Encap row when it starts with it.
+func (c *Cluster) Steps(kind v1alpha1.ChangeKind, _ v1alpha1.Encapsulation) livechange.NodeSteps {
+	return livechange.NodeSteps{Path: []v1alpha1.StepAction{netplugin.StepPodMTU, netplugin.StepHostVethMTU, netplugin.StepNodePortMTU, StepRouteMTU}}
+}
+
+// TunnelPortRecord: none the operator writes; the nodes' ovnkube writes it.
+func (c *Cluster) TunnelPortRecord(v1alpha1.ChangeKind) netplugin.TunnelPortRecord { return nil }
+
+// Zones: none yet. Moving a node between OVN-Kubernetes' zones goes through
+// its own objects in ways the zone controller, written for a central side of
+// databases it may scale to zero, does not know (OVN-Kubernetes' central
+// Deployment is its cluster manager).
+func (c *Cluster) Zones() *netplugin.Zones { return nil }
+
+// Follow writes the applied MTU and Geneve port into ovn-config and, when
+// that changed it, restarts ovnkube's pods (its Deployments, then its
+// DaemonSets, by their pod template) so that they run with them.
+func (c *Cluster) Follow(ctx context.Context, applied v1alpha1.AppliedNetwork) (string, error) {
+	var cm corev1.ConfigMap
+	if err := c.Reader.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ConfigMap}, &cm); err != nil {
+		return "", fmt.Errorf("ConfigMap %s/%s: %w", Namespace, ConfigMap, err)
+	}
+	want := map[string]string{KeyMTU: strconv.Itoa(int(applied.MTU)), KeyPort: strconv.Itoa(int(applied.GenevePort))}
+	patch := client.MergeFrom(cm.DeepCopy())
+	changed := false
+	for k, v := range want {
+		if cm.Data[k] != v {
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			cm.Data[k], changed = v, true
+		}
+	}
+	if !changed {
+		return "", nil
+	}
+	if err := c.Client.Patch(ctx, &cm, patch); err != nil {
+		return "", fmt.Errorf("ConfigMap %s/%s: set mtu %s, encap_port %s: %w", Namespace, ConfigMap, want[KeyMTU], want[KeyPort], err)
+	}
+	rolled, err := c.roll(ctx)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s/%s now says mtu %s, encap_port %s; restarted %v", Namespace, ConfigMap, want[KeyMTU], want[KeyPort], rolled), nil
+}
+
+// roll restarts the plugin's Deployments and DaemonSets, as `kubectl
+// rollout restart` does: the central side first, then the nodes'.
+func (c *Cluster) roll(ctx context.Context) ([]string, error) {
+	at := c.Now().UTC().Format(time.RFC3339)
+	var rolled []string
+	var deployments appsv1.DeploymentList
+	if err := c.Reader.List(ctx, &deployments, client.InNamespace(Namespace)); err != nil {
+		return rolled, fmt.Errorf("list the Deployments of %s: %w", Namespace, err)
+	}
+	for i := range deployments.Items {
+		d := &deployments.Items[i]
+		if err := c.restart(ctx, d, &d.Spec.Template, at); err != nil {
+			return rolled, err
+		}
+		rolled = append(rolled, "deployment/"+d.Name)
+	}
+	var daemonSets appsv1.DaemonSetList
+	if err := c.Reader.List(ctx, &daemonSets, client.InNamespace(Namespace)); err != nil {
+		return rolled, fmt.Errorf("list the DaemonSets of %s: %w", Namespace, err)
+	}
+	for i := range daemonSets.Items {
+		ds := &daemonSets.Items[i]
+		if err := c.restart(ctx, ds, &ds.Spec.Template, at); err != nil {
+			return rolled, err
+		}
+		rolled = append(rolled, "daemonset/"+ds.Name)
+	}
+	return rolled, nil
+}
+
+func (c *Cluster) restart(ctx context.Context, obj client.Object, template *corev1.PodTemplateSpec, at string) error {
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	if template.Annotations == nil {
+		template.Annotations = map[string]string{}
+	}
+	template.Annotations[RestartedAt] = at
+	if err := c.Client.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("restart %s/%s: %w", Namespace, obj.GetName(), err)
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package ovnkubernetes
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/netplugin"
+	"netshift.io/netshift/internal/netplugin/ovsbridge"
+	"netshift.io/netshift/internal/nodenet"
+)
+
+// StepRouteMTU sets the MTU of the routes ovnkube-node locked to the pods'
+// MTU: the service network's, through the gateway bridge or ovn-k8s-mp0.
+const StepRouteMTU v1alpha1.StepAction = "RouteMTU"
+
+// The node's devices ovnkube-node routes through.
+const (
+	ManagementPort = "ovn-k8s-mp0"
+	GatewayBridge  = "breth0"
+)
+
+// Node is the driver on a node: the steps of a plugin on an Open vSwitch
+// bridge, and the routes.
+type Node struct {
+	*ovsbridge.Node
+	env nodenet.Env
+}
+
+// NewNode is the driver on the node env describes.
+func NewNode(env nodenet.Env) *Node { return &Node{Node: ovsbridge.NewNode(env), env: env} }
+
+var _ netplugin.Node = (*Node)(nil)
+
+// Arm prepares a step; the routes' runs whole at its time.
+func (n *Node) Arm(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (netplugin.Armed, error) {
+	if step.Action != StepRouteMTU {
+		return n.Node.Arm(ctx, plan, step)
+	}
+	from, to := int(plan.From), int(step.Value) // a rollback's From is the value the change set
+	return netplugin.Whole(func(context.Context) (netplugin.Outcome, error) { return n.setRouteMTU(from, to) }), nil
+}
+
+// setRouteMTU gives the routes through the plugin's devices whose MTU is
+// from the MTU to; those already at to are done (a step run again).
+func (n *Node) setRouteMTU(from, to int) (netplugin.Outcome, error) {
+	var o netplugin.Outcome
+	err := netdev.InNetns(n.env.Netns, func() error {
+		for _, dev := range []string{ManagementPort, GatewayBridge} {
+			link, err := netlink.LinkByName(dev)
+			if err != nil {
+				o.Skip("%s: %v", dev, err)
+				continue
+			}
+			routes, err := netlink.RouteList(link, netlink.FAMILY_V4)
+			if err != nil {
+				return fmt.Errorf("routes through %s: %w", dev, err)
+			}
+			for _, r := range routes {
+				if r.MTU != from {
+					continue
+				}
+				r.MTU = to
+				if err := netlink.RouteReplace(&r); err != nil {
+					return fmt.Errorf("route %s through %s: set MTU %d: %w", r.Dst, dev, to, err)
+				}
+				o.Changed++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return o, fmt.Errorf("node %s: %w", n.env.Node, err)
+	}
+	return o, nil
+}
