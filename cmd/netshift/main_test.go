@@ -388,6 +388,8 @@ func TestInstallsGrantOnlyWhatTheyUse(t *testing.T) {
 		"portpools": {want: []string{"name: system:auth-delegator"}, not: []string{"kind: Group", "namespace: ovn-kubernetes"}},
 		"ovn-zones": {want: []string{"namespace: ovn-kubernetes", "deployments/scale", "resourceNames:\n  - ovnkube-central", "--zone-migration"},
 			not: []string{"kind: Group", "system:auth-delegator"}},
+		"ovn-kubernetes": {want: []string{"namespace: ovn-kubernetes", "resourceNames:\n  - ovn-config", "--network-plugin=ovn-kubernetes"},
+			not: []string{"kind: Group", "system:auth-delegator", "deployments/scale", "delete"}},
 	} {
 		text := render(dir)
 		for _, w := range c.want {

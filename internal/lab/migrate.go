@@ -414,7 +414,7 @@ func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, 
 	}); err != nil {
 		return err
 	}
-	_, err := m.sh.run(ctx, m.s.ovsEnv(n.Name), "ovs-appctl", "-t", m.s.Path("nodes", n.Name, "ovs-vswitchd.ctl"), "revalidator/wait")
+	_, err := m.sh.run(ctx, m.s.ovsEnv(n.Name), "ovs-appctl", "-t", m.s.vswitchdControl(n.Name), "revalidator/wait")
 	return err
 }
 

@@ -122,9 +122,7 @@ func (s *State) buildNode(ctx context.Context, sh *shell, n NodeSpec) error {
 	if _, err := s.vsctl(ctx, sh, n.Name, "--no-wait", "init"); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
-	if err := s.startDaemon(ctx, sh, "ovs-vswitchd:"+n.Name, n.Netns, env, filepath.Join(dir, "ovs-vswitchd.pid"),
-		"ovs-vswitchd", s.OVSDB(n.Name), "--pidfile="+filepath.Join(dir, "ovs-vswitchd.pid"),
-		"--unixctl="+filepath.Join(dir, "ovs-vswitchd.ctl"), "--log-file="+filepath.Join(dir, "ovs-vswitchd.log"), "--detach"); err != nil {
+	if err := s.startVswitchd(ctx, sh, n); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
 	gw := s.gatewayBridge()
@@ -150,6 +148,61 @@ func (s *State) buildNode(ctx context.Context, sh *shell, n NodeSpec) error {
 		return s.prepareForOVNKubernetes(ctx, sh, n)
 	}
 	return nil
+}
+
+// startVswitchd starts the node's ovs-vswitchd. Under the real OVN-Kubernetes
+// it runs as ovs-ctl runs it on a node, with a monitor that starts it again
+// after a crash (Debian's 3.1.0 asserts in its userspace conntrack under
+// ovnkube's load-balancer flows), and its control socket at its default
+// name, ovs-vswitchd.PID.ctl, where ovnkube's ovs-appctl looks for it.
+func (s *State) startVswitchd(ctx context.Context, sh *shell, n NodeSpec) error {
+	dir := s.nodeDir(n.Name)
+	pidfile := filepath.Join(dir, "ovs-vswitchd.pid")
+	args := []string{s.OVSDB(n.Name), "--pidfile=" + pidfile, "--log-file=" + filepath.Join(dir, "ovs-vswitchd.log"), "--detach"}
+	if !s.runsOVNKubernetes() {
+		return s.startDaemon(ctx, sh, "ovs-vswitchd:"+n.Name, n.Netns, s.ovsEnv(n.Name), pidfile, "ovs-vswitchd",
+			append(args, "--unixctl="+filepath.Join(dir, "ovs-vswitchd.ctl"))...)
+	}
+	if err := s.startDaemon(ctx, sh, "ovs-vswitchd:"+n.Name, n.Netns, s.ovsEnv(n.Name), pidfile, "ovs-vswitchd", append(args, "--monitor")...); err != nil {
+		return err
+	}
+	pid, err := readPidfile(pidfile)
+	if err != nil {
+		return err
+	}
+	monitor, err := Identify(vswitchdMonitorRole+n.Name, parentPid(pid))
+	if err != nil {
+		return fmt.Errorf("ovs-vswitchd's monitor: %w", err)
+	}
+	return s.record(func() { s.Processes = append(s.Processes, monitor) })
+}
+
+// vswitchdMonitorRole names the process that restarts a node's ovs-vswitchd.
+const vswitchdMonitorRole = "ovs-vswitchd-monitor:"
+
+// vswitchdControl is what ovs-appctl -t takes to reach the node's
+// ovs-vswitchd (with the node's OVS_RUNDIR): its explicit socket, or, under
+// OVN-Kubernetes, its name, found through its pid file after any restart.
+func (s *State) vswitchdControl(node string) string {
+	if s.runsOVNKubernetes() {
+		return "ovs-vswitchd"
+	}
+	return s.Path("nodes", node, "ovs-vswitchd.ctl")
+}
+
+// parentPid is a process's parent, from /proc (0 when it cannot be read).
+func parentPid(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: the fields after it are plain.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // addTunnels joins the node's br-int to every other node: a full mesh whose

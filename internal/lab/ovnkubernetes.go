@@ -29,28 +29,11 @@ func (s *State) gatewayBridge() string {
 
 // prepareForOVNKubernetes makes the node's switch what ovnkube expects to
 // find: br-int in secure mode with no tunnels of the lab's (ovn-controller
-// makes them), the node's system-id, every bridge of the userspace datapath,
-// and ovs-vswitchd's control socket where ovs-appctl looks for it.
+// makes them), the node's system-id, and every bridge of the userspace datapath.
 func (s *State) prepareForOVNKubernetes(ctx context.Context, sh *shell, n NodeSpec) error {
 	if _, err := s.vsctl(ctx, sh, n.Name, "set", "bridge", "br-int", "fail_mode=secure",
 		"--", "set", "open_vswitch", ".", "external_ids:system-id="+n.Name, "external_ids:ovn-bridge-datapath-type=netdev"); err != nil {
 		return fmt.Errorf("node %s: switch for OVN-Kubernetes: %w", n.Name, err)
-	}
-	return s.linkVswitchdControl(n.Name)
-}
-
-// linkVswitchdControl names ovs-vswitchd's control socket as ovs-appctl, run
-// by ovnkube inside the node, finds it: ovs-vswitchd.PID.ctl beside the pid file.
-func (s *State) linkVswitchdControl(node string) error {
-	dir := s.nodeDir(node)
-	pid, err := readPidfile(filepath.Join(dir, "ovs-vswitchd.pid"))
-	if err != nil {
-		return fmt.Errorf("node %s: ovs-vswitchd: %w", node, err)
-	}
-	link := filepath.Join(dir, fmt.Sprintf("ovs-vswitchd.%d.ctl", pid))
-	_ = os.Remove(link)
-	if err := os.Symlink("ovs-vswitchd.ctl", link); err != nil {
-		return fmt.Errorf("node %s: %w", node, err)
 	}
 	return nil
 }

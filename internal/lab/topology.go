@@ -86,6 +86,20 @@ func (o Options) installErr() error {
 	return nil
 }
 
+// pluginErr names what is wrong with the network plugin the options ask for
+// and its OVN interconnect zones.
+func (o Options) pluginErr() error {
+	switch {
+	case o.OVNKubernetes != "":
+		return o.ovnKubernetesErr()
+	case o.Zones != "" && !o.OVN:
+		return fmt.Errorf("--zones: OVN interconnect zones need --ovn or --ovn-kubernetes")
+	case o.OVN && o.Zones != ZonesLegacy && o.Zones != ZonesSingle && o.Zones != ZonesMulti:
+		return fmt.Errorf("--zones: %q is not legacy, single or multi", o.Zones)
+	}
+	return nil
+}
+
 // ovnKubernetesErr names what does not go with --ovn-kubernetes.
 func (o Options) ovnKubernetesErr() error {
 	switch {
@@ -164,12 +178,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--pods-per-node: %d is outside 0..50", o.PodsPerNode)
 	case o.Tunnel != VXLAN && o.Tunnel != Geneve:
 		return fmt.Errorf("--tunnel: %q is not vxlan or geneve", o.Tunnel)
-	case o.OVNKubernetes != "" && o.ovnKubernetesErr() != nil:
-		return o.ovnKubernetesErr()
-	case o.Zones != "" && !o.OVN && o.OVNKubernetes == "":
-		return fmt.Errorf("--zones: OVN interconnect zones need --ovn or --ovn-kubernetes")
-	case o.OVN && o.Zones != ZonesLegacy && o.Zones != ZonesSingle && o.Zones != ZonesMulti:
-		return fmt.Errorf("--zones: %q is not legacy, single or multi", o.Zones)
+	case o.pluginErr() != nil:
+		return o.pluginErr()
 	case o.Neutron && (!o.OVN || o.Zones != ZonesLegacy):
 		return fmt.Errorf("--neutron: Neutron's ML2/OVN writes the central OVN databases: it needs --ovn --zones legacy")
 	case len(o.TrunkNodes) > 0 && !o.Neutron:

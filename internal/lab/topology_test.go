@@ -1,8 +1,12 @@
 package lab
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"netshift.io/netshift/internal/lab/ovnk"
 )
 
 func TestOptionsDefaultsAndValidation(t *testing.T) {
@@ -37,11 +41,24 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 		{func(o *Options) { o.MTU = 500 }, "--mtu: 500"},
 		{func(o *Options) { o.TrunkNodes = []string{"node-2"} }, "--neutron-trunk-node: a trunk is Neutron's: it needs --neutron"},
 		{func(o *Options) { o.Neutron, o.TrunkNodes = true, []string{"node-4"} }, `--neutron-trunk-node: "node-4" is not a node of this lab (node-1..node-3)`},
+		{func(o *Options) { o.OVNKubernetes = t.TempDir() }, "--ovn-kubernetes " + os.TempDir()},
+		{func(o *Options) { o.OVNKubernetes = ovnkBinaries(t) }, ""},
+		{func(o *Options) { o.OVNKubernetes, o.OVN = ovnkBinaries(t), true }, "--ovn-kubernetes: the real OVN-Kubernetes is the lab's network plugin: it goes without --ovn"},
+		{func(o *Options) { o.OVNKubernetes, o.Zones = ovnkBinaries(t), ZonesSingle }, "--zones single: with --ovn-kubernetes the lab builds multi"},
+		{func(o *Options) { o.OVNKubernetes, o.Layout = ovnkBinaries(t), "crio" }, "--node-layout crio: with --ovn-kubernetes the nodes run containerd"},
+		{func(o *Options) { o.Zones = ZonesMulti }, "--zones: OVN interconnect zones need --ovn or --ovn-kubernetes"},
 	} {
 		o := DefaultOptions()
 		c.set(&o)
 		o.Derive()
-		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+		err := o.Validate()
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%+v: err = %v, want none", o, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: err = %v, want it to say %q", o, err, c.want)
 		}
 	}
@@ -76,4 +93,15 @@ func TestPlanNamesAndAddresses(t *testing.T) {
 	if n, ok := top.Node("node-12"); !ok || n.PodCIDR != "198.18.12.0/24" {
 		t.Errorf("node-12 = %+v", n)
 	}
+}
+
+// ovnkBinaries is a directory with files named as OVN-Kubernetes' binaries.
+func ovnkBinaries(t *testing.T) string {
+	dir := t.TempDir()
+	for _, b := range ovnk.Binaries {
+		if err := os.WriteFile(filepath.Join(dir, b), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -94,6 +94,10 @@ func (s *State) teardown(ctx context.Context, out io.Writer) error {
 			}
 			continue
 		}
+		if node, ok := strings.CutPrefix(p.Role, "ovs-vswitchd:"); ok && s.runsOVNKubernetes() {
+			// Its monitor may have started another since it was recorded: that one exits too.
+			_, _ = sh.run(ctx, s.ovsEnv(node), "ovs-appctl", "-t", s.vswitchdControl(node), "exit", "--cleanup")
+		}
 		if !p.Alive() {
 			continue
 		}
@@ -103,7 +107,7 @@ func (s *State) teardown(ctx context.Context, out io.Writer) error {
 			grace = 30 * time.Second // InnoDB's clean shutdown
 		case strings.HasPrefix(p.Role, "ovs-vswitchd:"):
 			node := strings.TrimPrefix(p.Role, "ovs-vswitchd:")
-			_, _ = sh.run(ctx, s.ovsEnv(node), "ovs-appctl", "-t", s.Path("nodes", node, "ovs-vswitchd.ctl"), "exit", "--cleanup")
+			_, _ = sh.run(ctx, s.ovsEnv(node), "ovs-appctl", "-t", s.vswitchdControl(node), "exit", "--cleanup")
 		case strings.HasPrefix(p.Role, "ovsdb-server:"):
 			node := strings.TrimPrefix(p.Role, "ovsdb-server:")
 			_, _ = sh.run(ctx, s.ovsEnv(node), "ovs-appctl", "-t", s.Path("nodes", node, "ovsdb-server.ctl"), "exit")

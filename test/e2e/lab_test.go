@@ -58,7 +58,9 @@ func labCameUpWhole(t *testing.T, name string, st lab.Status) {
 	}
 	for _, p := range pods.Items {
 		n, _ := s.Topology.Node(p.Spec.NodeName)
-		if p.Status.Phase != corev1.PodRunning || !strings.HasPrefix(p.Status.PodIP, fmt.Sprintf("198.18.%d.", n.Index)) {
+		// The lab's plugin gives node i 198.18.i.0/24; OVN-Kubernetes' cluster manager picks each node's subnet.
+		inSubnet := strings.HasPrefix(p.Status.PodIP, fmt.Sprintf("198.18.%d.", n.Index)) || (s.Options.OVNKubernetes != "" && strings.HasPrefix(p.Status.PodIP, "198.18."))
+		if p.Status.Phase != corev1.PodRunning || !inSubnet {
 			t.Errorf("pod %s on %s: %s, IP %q", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.PodIP)
 		}
 	}

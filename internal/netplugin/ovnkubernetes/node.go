@@ -35,6 +35,19 @@ func NewNode(env nodenet.Env) *Node { return &Node{Node: ovsbridge.NewNode(env),
 
 var _ netplugin.Node = (*Node)(nil)
 
+// Check is the bridge's, and refuses a Geneve port change: ovnkube-controller
+// (at the version tested) writes the Encap rows of the other zones' chassis
+// without a port at every start, so in a cluster of several zones the port
+// would not hold; nothing is touched.
+func (n *Node) Check(ctx context.Context, plan *v1alpha1.LiveChangePlan) netplugin.Findings {
+	f := n.Node.Check(ctx, plan)
+	if plan.Kind == v1alpha1.ChangeGenevePort && plan.Encapsulation == v1alpha1.EncapGeneve {
+		f.Problems = append(f.Problems, "the ovn-kubernetes driver does not change OVN-Kubernetes' Geneve port yet: ovnkube-controller writes the other zones' "+
+			"chassis Encap rows without the port at every start, so the new port would not hold")
+	}
+	return f
+}
+
 // Arm prepares a step; the routes' runs whole at its time.
 func (n *Node) Arm(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (netplugin.Armed, error) {
 	if step.Action != StepRouteMTU {
