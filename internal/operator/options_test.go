@@ -27,7 +27,7 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.ZoneCentralReplicas = 0 }, "--zone-central-replicas: 0 is outside 1..9"},
 		{func(o *Options) { o.ZonePluginPods = "app in" }, `--zone-plugin-pods: "app in" is not a label selector`},
 		{func(o *Options) { o.ZonePluginPods = "  " }, `--zone-plugin-pods: "  " is not a label selector`},
-		{func(o *Options) { o.NetworkPlugin = "calico" }, `--network-plugin: "calico" is not a network plugin netshift has a driver for (ovs-bridge)`},
+		{func(o *Options) { o.NetworkPlugin = "calico" }, `--network-plugin: "calico" is not a network plugin netshift has a driver for (ovs-bridge, ovn-kubernetes)`},
 		{func(o *Options) { o.TimeAdvertiseURL = "10.0.0.1:8082" }, `--time-advertise-url: "10.0.0.1:8082" is not an http:// or https:// URL`},
 	} {
 		o := DefaultOptions()

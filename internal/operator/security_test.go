@@ -126,8 +126,15 @@ func TestLeastPrivilege(t *testing.T) {
 		{"delete", "", "pods", "", "ovn-kubernetes", ""},
 		{"patch", "apps", "deployments", "scale", "ovn-kubernetes", "ovnkube-central"},
 		{"watch", "apps", "deployments", "", "ovn-kubernetes", "ovnkube-central"},
+		// OVN-Kubernetes (config/components/ovn-kubernetes): its ConfigMap and the workloads
+		// that read it, by name.
+		{"patch", "", "configmaps", "", "ovn-kubernetes", "ovn-config"},
+		{"patch", "apps", "daemonsets", "", "ovn-kubernetes", "ovnkube-node"},
+		{"patch", "apps", "deployments", "", "ovn-kubernetes", "ovnkube-control-plane"},
 	}
 	operatorMustNot := []access{
+		{"patch", "", "configmaps", "", "ovn-kubernetes", "other"}, {"get", "", "configmaps", "", "ovn-kubernetes", "other"},
+		{"patch", "apps", "daemonsets", "", "ovn-kubernetes", "ovnkube-db"}, {"patch", "apps", "daemonsets", "", "kube-system", "kube-proxy"},
 		{"get", "", "secrets", "", "any", ""}, {"update", "", "pods", "", "any", ""}, {"patch", "", "namespaces", "", "", ""}, {"delete", "", "nodes", "", "", ""},
 		{"patch", "apps", "deployments", "", "any", ""}, {"delete", "apps", "deployments", "", "any", ""},
 		{"update", "netshift.io", "netshiftnodepools", "", "", ""}, {"update", "netshift.io", "netshiftnetworks", "", "", ""},

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -63,8 +64,8 @@ func (c *Cluster) TunnelPortRecord(v1alpha1.ChangeKind) netplugin.TunnelPortReco
 func (c *Cluster) Zones() *netplugin.Zones { return nil }
 
 // Follow writes the applied MTU and Geneve port into ovn-config and, when
-// that changed it, restarts ovnkube's pods (its Deployments, then its
-// DaemonSets, by their pod template) so that they run with them.
+// that changed it, restarts ovnkube's pods (Workloads, by their pod
+// template) so that they run with them.
 func (c *Cluster) Follow(ctx context.Context, applied v1alpha1.AppliedNetwork) (string, error) {
 	var cm corev1.ConfigMap
 	if err := c.Reader.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ConfigMap}, &cm); err != nil {
@@ -94,34 +95,59 @@ func (c *Cluster) Follow(ctx context.Context, applied v1alpha1.AppliedNetwork) (
 	return fmt.Sprintf("%s/%s now says mtu %s, encap_port %s; restarted %v", Namespace, ConfigMap, want[KeyMTU], want[KeyPort], rolled), nil
 }
 
-// roll restarts the plugin's Deployments and DaemonSets, as `kubectl
-// rollout restart` does: the central side first, then the nodes'.
+// Workloads are the Deployments, then the DaemonSets, whose ovnkube
+// processes take the MTU and the port from ovn-config: the central side
+// first (the cluster manager, or the legacy master), then the nodes' (a zone
+// controller's, and every node's). Its databases take neither.
+var (
+	Deployments = []string{"ovnkube-control-plane", "ovnkube-master"}
+	DaemonSets  = []string{"ovnkube-zone-controller", "ovnkube-node"}
+)
+
+// roll restarts the plugin's workloads that the cluster runs, as `kubectl
+// rollout restart` does.
 func (c *Cluster) roll(ctx context.Context) ([]string, error) {
 	at := c.Now().UTC().Format(time.RFC3339)
 	var rolled []string
-	var deployments appsv1.DeploymentList
-	if err := c.Reader.List(ctx, &deployments, client.InNamespace(Namespace)); err != nil {
-		return rolled, fmt.Errorf("list the Deployments of %s: %w", Namespace, err)
-	}
-	for i := range deployments.Items {
-		d := &deployments.Items[i]
-		if err := c.restart(ctx, d, &d.Spec.Template, at); err != nil {
+	for _, name := range Deployments {
+		var d appsv1.Deployment
+		if ok, err := c.get(ctx, name, &d); err != nil || !ok {
+			if err != nil {
+				return rolled, err
+			}
+			continue
+		}
+		if err := c.restart(ctx, &d, &d.Spec.Template, at); err != nil {
 			return rolled, err
 		}
-		rolled = append(rolled, "deployment/"+d.Name)
+		rolled = append(rolled, "deployment/"+name)
 	}
-	var daemonSets appsv1.DaemonSetList
-	if err := c.Reader.List(ctx, &daemonSets, client.InNamespace(Namespace)); err != nil {
-		return rolled, fmt.Errorf("list the DaemonSets of %s: %w", Namespace, err)
-	}
-	for i := range daemonSets.Items {
-		ds := &daemonSets.Items[i]
-		if err := c.restart(ctx, ds, &ds.Spec.Template, at); err != nil {
+	for _, name := range DaemonSets {
+		var ds appsv1.DaemonSet
+		if ok, err := c.get(ctx, name, &ds); err != nil || !ok {
+			if err != nil {
+				return rolled, err
+			}
+			continue
+		}
+		if err := c.restart(ctx, &ds, &ds.Spec.Template, at); err != nil {
 			return rolled, err
 		}
-		rolled = append(rolled, "daemonset/"+ds.Name)
+		rolled = append(rolled, "daemonset/"+name)
 	}
 	return rolled, nil
+}
+
+// get reads one of the plugin's workloads; ok is false when it does not exist.
+func (c *Cluster) get(ctx context.Context, name string, obj client.Object) (bool, error) {
+	err := c.Reader.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s/%s: %w", Namespace, name, err)
+	}
+	return true, nil
 }
 
 func (c *Cluster) restart(ctx context.Context, obj client.Object, template *corev1.PodTemplateSpec, at string) error {
