@@ -149,6 +149,12 @@ type LiveChangePlan struct {
 	// writes into the node's network configuration for new pods.
 	// +optional
 	Network *NodeNetworkConfig `json:"network,omitempty"`
+	// Plugin names the network plugin driver the operator planned the change with (its
+	// --network-plugin): an agent that runs another refuses the change in its preconditions,
+	// before anything is touched, since the steps would be another driver's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Plugin string `json:"plugin,omitempty"`
 	// Rollback is set on a plan that rolls the node back after failed steps: the agent runs its
 	// steps at T0 without checking preconditions again (the values are the ones the node had).
 	// +optional

@@ -64,6 +64,8 @@ type Agent struct {
 	// Plugin is the network plugin's driver on this node: every step of a live change but
 	// netshift's own NetworkConfig is its.
 	Plugin netplugin.Node
+	// PluginName is the driver's name (--network-plugin).
+	PluginName string
 	// failSteps counts the runs of each step still to fail (tests' fault injection).
 	failSteps map[v1alpha1.StepAction]int
 	// doneAt and settled track the pass that aligns, once a change is done, the pods its steps
@@ -287,7 +289,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if a.Pods == nil {
 		a.Pods = nodenet.NoPods{}
 	}
-	a.Plugin, err = plugins.Node(networkPlugin(o), nodenet.Env{Node: node, Netns: o.NodeNetns, Pods: a.Pods, Switch: sw,
+	a.PluginName = networkPlugin(o)
+	a.Plugin, err = plugins.Node(a.PluginName, nodenet.Env{Node: node, Netns: o.NodeNetns, Pods: a.Pods, Switch: sw,
 		IntegrationBridge: o.IntegrationBridge, LockPods: a.lockPods, Now: a.now, TunnelPortPath: o.TunnelPortPath})
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", node, err)

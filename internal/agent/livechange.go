@@ -327,6 +327,11 @@ func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step
 // port for a tunnel.
 func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan) v1alpha1.LiveChangeReport {
 	r := v1alpha1.LiveChangeReport{ID: plan.ID}
+	if plan.Plugin != "" && plan.Plugin != a.PluginName {
+		r.Problems = append(r.Problems, fmt.Sprintf("the operator planned this change for network plugin %s, and this agent drives %s: give both the same --network-plugin",
+			plan.Plugin, a.PluginName))
+		return r
+	}
 	a.checkClock(ctx, &r, plan.TimeURL)
 	f := a.Plugin.Check(ctx, plan)
 	switch plan.Kind {

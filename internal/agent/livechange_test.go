@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +75,15 @@ func TestWithdrawnPlanDoesNotHoldTheAgent(t *testing.T) {
 			t.Fatalf("no answer to the new plan within 15 s: the withdrawn one still holds the agent")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAnotherDriversPlanIsRefused: a plan the operator made for another
+// network plugin's driver fails the agent's preconditions, naming both.
+func TestAnotherDriversPlanIsRefused(t *testing.T) {
+	a := &Agent{Node: "node-1", PluginName: "ovs-bridge", now: time.Now}
+	r := a.preconditions(context.Background(), &v1alpha1.LiveChangePlan{ID: "mtu-2-1", Kind: v1alpha1.ChangeMTU, From: 1400, To: 1300, Plugin: "ovn-kubernetes"})
+	if r.Ready || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "ovn-kubernetes") || !strings.Contains(r.Problems[0], "ovs-bridge") {
+		t.Fatalf("report %+v", r)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 )
@@ -88,6 +89,7 @@ func StatusOf(ctx context.Context, name string) (Status, error) {
 		}
 	}
 	for _, p := range s.Processes {
+		p = s.restarted(p)
 		alive := p.Alive()
 		ps := ProcessStatus{Role: p.Role, Pid: p.Pid, Alive: alive}
 		if alive {
@@ -176,4 +178,21 @@ func rssMiB(pid int) float64 {
 		}
 	}
 	return 0
+}
+
+// restarted is the process a recorded one's monitor started again in its
+// place (a node's ovs-vswitchd under OVN-Kubernetes), or p itself.
+func (s *State) restarted(p Process) Process {
+	node, ok := strings.CutPrefix(p.Role, "ovs-vswitchd:")
+	if !ok || !s.runsOVNKubernetes() || p.Alive() {
+		return p
+	}
+	pid, err := readPidfile(filepath.Join(s.nodeDir(node), "ovs-vswitchd.pid"))
+	if err != nil {
+		return p
+	}
+	if now, err := Identify(p.Role, pid); err == nil && now.Comm == p.Comm {
+		return now
+	}
+	return p
 }

@@ -71,7 +71,8 @@ type LiveChangeReconciler struct {
 	listening time.Time
 	// waitingFor is why the NetshiftNetwork was last not created, logged once each.
 	waitingFor string
-	// followed is the applied network the plugin's configuration was last made to carry, at followedAt.
+	// followed is the applied network the plugin's configuration was last made to carry, at
+	// followedAt; nil with a time: the last try failed (tried again a resync later).
 	followed   *v1alpha1.AppliedNetwork
 	followedAt time.Time
 }
@@ -333,7 +334,7 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 			continue
 		}
 		if plan := nns.Spec.LiveChange; plan == nil || (plan.ID != ch.ID && plan.ID != livechange.RollbackID(ch.ID)) {
-			plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To,
+			plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
 				UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL}
 			if err := r.setPlan(ctx, nns, plan); err != nil {
 				return nil, nil, nil, err
@@ -631,11 +632,13 @@ func (r *LiveChangeReconciler) followPlugin(ctx context.Context, cn *v1alpha1.Ne
 		return requeue
 	}
 	now := r.Now()
-	if r.followed != nil && *r.followed == *st.Applied && now.Sub(r.followedAt) < r.SouthboundResync {
+	if now.Sub(r.followedAt) < r.SouthboundResync && (r.followed == nil || *r.followed == *st.Applied) {
 		return requeue
 	}
 	did, err := r.Plugin.Follow(ctx, *st.Applied)
 	if err != nil {
+		// Tried again at the next resync, not at every node's report.
+		r.followed, r.followedAt = nil, now
 		log.FromContext(ctx).Error(err, "the network plugin's configuration does not carry the applied network yet", "plugin", r.Plugin.Name())
 		return min(nonZero(requeue, r.SouthboundResync), r.SouthboundResync)
 	}

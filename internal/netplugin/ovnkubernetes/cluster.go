@@ -29,6 +29,9 @@ const (
 	KeyPort   = "encap_port"
 	// RestartedAt is the pod template annotation a roll sets.
 	RestartedAt = "netshift.io/restarted-at"
+	// RestartPending, on ovn-config, says its values changed and ovnkube's
+	// pods are still to be restarted with them.
+	RestartPending = "netshift.io/restart-pending"
 )
 
 // Cluster is the driver in the operator.
@@ -46,12 +49,13 @@ var _ netplugin.Cluster = (*Cluster)(nil)
 // Name is "ovn-kubernetes".
 func (c *Cluster) Name() string { return Name }
 
-// Steps: an MTU goes through the pods' eth0, their veths' node ends, br-int's
-// internal ports (ovn-k8s-mp0 among them), then the routes ovnkube-node
-// locked to the old MTU. A Geneve port is the plugin's to set: ovnkube-node
+// Steps: an MTU goes through what sends into the pod network first (the
+// routes ovnkube-node locked to the MTU, which size what the node itself
+// sends to services, and the pods' eth0), then the path: the pods' veths'
+// node ends and br-int's internal ports (ovn-k8s-mp0 among them). A Geneve port is the plugin's to set: ovnkube-node
 // writes it into its chassis' southbound Encap row when it starts with it.
 func (c *Cluster) Steps(kind v1alpha1.ChangeKind, _ v1alpha1.Encapsulation) livechange.NodeSteps {
-	return livechange.NodeSteps{Path: []v1alpha1.StepAction{netplugin.StepPodMTU, netplugin.StepHostVethMTU, netplugin.StepNodePortMTU, StepRouteMTU}}
+	return livechange.NodeSteps{Path: []v1alpha1.StepAction{StepRouteMTU, netplugin.StepPodMTU, netplugin.StepHostVethMTU, netplugin.StepNodePortMTU}}
 }
 
 // TunnelPortRecord: none the operator writes; the nodes' ovnkube writes it.
@@ -65,35 +69,55 @@ func (c *Cluster) Zones() *netplugin.Zones { return nil }
 
 // Follow writes the applied MTU and Geneve port into ovn-config and, when
 // that changed it, restarts ovnkube's pods (Workloads, by their pod
-// template) so that they run with them.
+// template) so that they run with them. The restart is owed from the moment
+// the ConfigMap changes: the same write marks it (RestartPending), and the
+// mark goes only once every workload was restarted, so an operator that dies
+// in between restarts them at its next pass. A key ovn-config lacks is
+// ovnkube's default (mtu 1400, Geneve port 6081), as ovnkube reads it: a
+// cluster whose ovn-config never named the port is not restarted to name it.
 func (c *Cluster) Follow(ctx context.Context, applied v1alpha1.AppliedNetwork) (string, error) {
 	var cm corev1.ConfigMap
 	if err := c.Reader.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ConfigMap}, &cm); err != nil {
 		return "", fmt.Errorf("ConfigMap %s/%s: %w", Namespace, ConfigMap, err)
 	}
 	want := map[string]string{KeyMTU: strconv.Itoa(int(applied.MTU)), KeyPort: strconv.Itoa(int(applied.GenevePort))}
+	values := fmt.Sprintf("mtu=%s,encap_port=%s", want[KeyMTU], want[KeyPort])
 	patch := client.MergeFrom(cm.DeepCopy())
 	changed := false
 	for k, v := range want {
-		if cm.Data[k] != v {
+		if have, ok := cm.Data[k]; (ok && have != v) || (!ok && v != defaults[k]) {
 			if cm.Data == nil {
 				cm.Data = map[string]string{}
 			}
 			cm.Data[k], changed = v, true
 		}
 	}
-	if !changed {
+	if !changed && cm.Annotations[RestartPending] == "" {
 		return "", nil
 	}
-	if err := c.Client.Patch(ctx, &cm, patch); err != nil {
-		return "", fmt.Errorf("ConfigMap %s/%s: set mtu %s, encap_port %s: %w", Namespace, ConfigMap, want[KeyMTU], want[KeyPort], err)
+	if changed {
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
+		}
+		cm.Annotations[RestartPending] = values
+		if err := c.Client.Patch(ctx, &cm, patch); err != nil {
+			return "", fmt.Errorf("ConfigMap %s/%s: set %s: %w", Namespace, ConfigMap, values, err)
+		}
 	}
 	rolled, err := c.roll(ctx)
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s/%s now says mtu %s, encap_port %s; restarted %v", Namespace, ConfigMap, want[KeyMTU], want[KeyPort], rolled), nil
+	done := client.MergeFrom(cm.DeepCopy())
+	delete(cm.Annotations, RestartPending)
+	if err := c.Client.Patch(ctx, &cm, done); err != nil {
+		return "", fmt.Errorf("ConfigMap %s/%s: the restart is done: %w", Namespace, ConfigMap, err)
+	}
+	return fmt.Sprintf("%s/%s says %s; restarted %v", Namespace, ConfigMap, values, rolled), nil
 }
+
+// defaults are ovnkube's values for a key ovn-config lacks.
+var defaults = map[string]string{KeyMTU: "1400", KeyPort: "6081"}
 
 // Workloads are the Deployments, then the DaemonSets, whose ovnkube
 // processes take the MTU and the port from ovn-config: the central side

@@ -110,3 +110,92 @@ func TestFollowWithoutOVNConfigSaysWhat(t *testing.T) {
 		t.Fatalf("Follow without ovn-config: %v", err)
 	}
 }
+
+// TestFollowRestartsNothingAtInstall: an ovn-config that carries the applied
+// MTU and names no port (ovnkube's default 6081 is applied) is left as it
+// is, and no pod is restarted: installing netshift restarts nothing.
+func TestFollowRestartsNothingAtInstall(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := context.Background()
+	c, admin := followCluster(t)
+	var cm corev1.ConfigMap
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ConfigMap}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	delete(cm.Data, KeyPort)
+	if err := admin.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if did, err := c.Follow(ctx, v1alpha1.AppliedNetwork{MTU: 1400, VXLANPort: 4789, GenevePort: 6081}); err != nil || did != "" {
+		t.Fatalf("Follow on a fresh install: %q, %v; want nothing done", did, err)
+	}
+	var ds appsv1.DaemonSet
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "ovnkube-node"}, &ds); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ds.Spec.Template.Annotations[RestartedAt]; ok {
+		t.Fatalf("ovnkube-node restarted at install: %v", ds.Spec.Template.Annotations)
+	}
+}
+
+// TestARestartOwedIsRestartedLater: an ovn-config whose values were written
+// but whose pods were not restarted yet (an operator that died in between:
+// the restart-pending mark) gets its pods restarted at the next Follow, and
+// the mark goes.
+func TestARestartOwedIsRestartedLater(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := context.Background()
+	c, admin := followCluster(t)
+	var cm corev1.ConfigMap
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ConfigMap}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[KeyMTU] = "1300"
+	cm.Annotations = map[string]string{RestartPending: "mtu=1300,encap_port=6081"}
+	if err := admin.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if did, err := c.Follow(ctx, v1alpha1.AppliedNetwork{MTU: 1300, VXLANPort: 4789, GenevePort: 6081}); err != nil || !strings.Contains(did, "restarted") {
+		t.Fatalf("Follow with a restart owed: %q, %v", did, err)
+	}
+	var ds appsv1.DaemonSet
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "ovnkube-node"}, &ds); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ConfigMap}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if ds.Spec.Template.Annotations[RestartedAt] == "" || cm.Annotations[RestartPending] != "" {
+		t.Fatalf("after Follow: daemonset %v, ovn-config %v", ds.Spec.Template.Annotations, cm.Annotations)
+	}
+}
+
+// TestTheRoutesGoFirst: what sends into the pod network (the node's routes,
+// the pods) shrinks first, the path after.
+func TestTheRoutesGoFirst(t *testing.T) {
+	s := (&Cluster{}).Steps(v1alpha1.ChangeMTU, v1alpha1.EncapGeneve)
+	if len(s.Path) != 4 || s.Path[0] != StepRouteMTU || len(s.Tunnel) != 0 {
+		t.Fatalf("steps %+v", s)
+	}
+}
+
+// followCluster creates ovnkube's objects and a driver acting with the operator's rights.
+func followCluster(t *testing.T) (*Cluster, client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	admin := env.Client
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, o := range pluginObjects() {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(context.Background(), o) })
+	}
+	operator, err := env.OperatorClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Cluster{Reader: operator, Client: operator, Now: time.Now}, admin
+}

@@ -68,12 +68,15 @@ func (n *Node) setRouteMTU(from, to int) (netplugin.Outcome, error) {
 				o.Skip("%s: %v", dev, err)
 				continue
 			}
-			routes, err := netlink.RouteList(link, netlink.FAMILY_V4)
+			routes, err := netlink.RouteList(link, netlink.FAMILY_ALL)
 			if err != nil {
 				return fmt.Errorf("routes through %s: %w", dev, err)
 			}
 			for _, r := range routes {
 				if r.MTU != from {
+					if r.MTU != 0 && r.MTU != to {
+						o.Skip("route %s through %s: MTU %d, neither %d nor %d", r.Dst, dev, r.MTU, from, to)
+					}
 					continue
 				}
 				r.MTU = to

@@ -174,8 +174,12 @@ func (n *Node) checkTunnelPort(ctx context.Context, encap v1alpha1.Encapsulation
 		return err
 	}
 	for _, t := range tunnels {
-		if t.Type == string(encap) && t.DstPort != port {
-			return fmt.Errorf("tunnel %s has port %d, want %d", t.Name, t.DstPort, port)
+		have := int32(t.DstPort)
+		if have == 0 {
+			have = defaultPorts[t.Type] // a tunnel without a port of its own uses its protocol's
+		}
+		if t.Type == string(encap) && int(have) != port {
+			return fmt.Errorf("tunnel %s has port %d, want %d", t.Name, have, port)
 		}
 	}
 	return nil
