@@ -135,6 +135,9 @@ type Options struct {
 	// NetworkPlugin names the cluster's network plugin, whose driver takes the node's steps
 	// (default lab: see package plugins for the others).
 	NetworkPlugin string
+	// NewPlugin, when set, makes the node's driver in place of NetworkPlugin's (tests, and
+	// simulated nodes, give one of their own); the plugin keeps NetworkPlugin's name.
+	NewPlugin func(nodenet.Env) (netplugin.Node, error)
 	// NetworkConfig is the node's network configuration file, which new pods are set up from; a
 	// live change rewrites it as its last step. Empty: nothing on the node reads one.
 	NetworkConfig string
@@ -290,8 +293,13 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		a.Pods = nodenet.NoPods{}
 	}
 	a.PluginName = networkPlugin(o)
-	a.Plugin, err = plugins.Node(a.PluginName, nodenet.Env{Node: node, Netns: o.NodeNetns, Pods: a.Pods, Switch: sw,
-		IntegrationBridge: o.IntegrationBridge, LockPods: a.lockPods, Now: a.now, TunnelPortPath: o.TunnelPortPath})
+	env := nodenet.Env{Node: node, Netns: o.NodeNetns, Pods: a.Pods, Switch: sw,
+		IntegrationBridge: o.IntegrationBridge, LockPods: a.lockPods, Now: a.now, TunnelPortPath: o.TunnelPortPath}
+	if o.NewPlugin != nil {
+		a.Plugin, err = o.NewPlugin(env)
+	} else {
+		a.Plugin, err = plugins.Node(a.PluginName, env)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", node, err)
 	}

@@ -139,7 +139,7 @@ func (cl *cluster) startAgents(nodes ...string) {
 func (cl *cluster) startAgentsWith(cfgFor func(node string) *rest.Config, nodes ...string) {
 	cl.t.Helper()
 	for _, n := range nodes {
-		mgr, err := agent.NewManager(cfgFor(n), agent.Options{Node: n, HealthAddr: "0", ManyInProcess: true,
+		mgr, err := agent.NewManager(cfgFor(n), agent.Options{Node: n, HealthAddr: "0", ManyInProcess: true, NewPlugin: ofItsOwn,
 			Work: map[v1alpha1.OperationKind]agent.Work{
 				v1alpha1.OperationReconfigure: func(ctx context.Context, node string, _ v1alpha1.NodeOperation) error {
 					return cl.gate.wait(ctx, node)

@@ -15,6 +15,8 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
+	"netshift.io/netshift/internal/netplugin"
+	"netshift.io/netshift/internal/netplugin/ovsbridge"
 	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/operator"
 )
@@ -82,7 +84,8 @@ func startAgents(t *testing.T, ctx context.Context, timeAddr string, offsets map
 	t.Helper()
 	for node, offset := range offsets {
 		m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
-			OperatorTimeURL: "http://" + timeAddr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{}})
+			OperatorTimeURL: "http://" + timeAddr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{},
+			NewPlugin: ofItsOwn})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,6 +121,15 @@ func timeEndpoint(t *testing.T, bound chan string) string {
 	return ""
 }
 
+// nodeOfItsOwn is the bridge driver on an in-process node: every agent of a
+// test runs in the machine's namespace, whose tunnels (another test's) are
+// not the node's to report.
+type nodeOfItsOwn struct{ *ovsbridge.Node }
+
+func (nodeOfItsOwn) Observe(context.Context, *v1alpha1.ObservedNetwork) error { return nil }
+
+func ofItsOwn(e nodenet.Env) (netplugin.Node, error) { return nodeOfItsOwn{ovsbridge.NewNode(e)}, nil }
+
 // nodeWithoutPods is a node whose runtime runs no pod: this test is about the
 // operator and the clock check, not about pods.
 type nodeWithoutPods struct{}
@@ -148,7 +160,11 @@ func TestADryRunTouchesNothing(t *testing.T) {
 		{v1alpha1.DryRunRequest{MTU: ptr.To[int32](1460)}, "spec.dryRun.mtu must be at most spec.underlay.mtu minus the tunnel overhead"},
 		{v1alpha1.DryRunRequest{GenevePort: ptr.To[int32](0)}, "spec.dryRun.genevePort"},
 	} {
-		edit := cn.DeepCopy()
+		// Read fresh: the operator writes the status as the agents' reports come.
+		edit := &v1alpha1.NetshiftNetwork{}
+		if err := cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), edit); err != nil {
+			t.Fatal(err)
+		}
 		edit.Spec.DryRun = &bad.req
 		if err := cl.c.Update(cl.ctx, edit); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("dry run %+v: %v, want a refusal saying %q", bad.req, err, bad.says)

@@ -167,7 +167,7 @@ func startRebootableAgents(t *testing.T, cl *cluster, nodes ...string) (reboots 
 			return os.WriteFile(bootFile, []byte(fmt.Sprintf("%s-boot-%d\n", node, count[node])), 0o644)
 		}
 		mgr, err := agent.NewManager(env.AgentConfig(n), agent.Options{Node: n, HealthAddr: "0", ManyInProcess: true,
-			Pods: nodeWithoutPods{}, BootIDFile: bootFile, Reboot: reboot})
+			Pods: nodeWithoutPods{}, BootIDFile: bootFile, Reboot: reboot, NewPlugin: ofItsOwn})
 		if err != nil {
 			t.Fatal(err)
 		}
