@@ -10,13 +10,8 @@ import (
 //go:embed manifests/*.yaml
 var manifests embed.FS
 
-// Namespace is where OVN-Kubernetes runs; ConfigMap holds the values its
-// processes start with (its key mtu; encap_port, which the lab's manifests
-// pass as --encap-port).
-const (
-	Namespace = "ovn-kubernetes"
-	ConfigMap = "ovn-config"
-)
+// Namespace is where OVN-Kubernetes runs.
+const Namespace = "ovn-kubernetes"
 
 // GatewayBridge is the node's gateway bridge: ovnkube takes the name after
 // "br" as its uplink, eth0.

@@ -45,22 +45,9 @@ func pluginObjects() []client.Object {
 func TestFollowWritesOVNConfigAndRestartsThePods(t *testing.T) {
 	testenv.Require(t, envMissing)
 	ctx := context.Background()
-	admin := env.Client
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	for _, o := range pluginObjects() {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = admin.Delete(context.Background(), o) })
-	}
-	operator, err := env.OperatorClient()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, admin := followCluster(t)
 	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
-	c := &Cluster{Reader: operator, Client: operator, Now: func() time.Time { return at }}
+	c.Now = func() time.Time { return at }
 	did, err := c.Follow(ctx, v1alpha1.AppliedNetwork{MTU: 1300, VXLANPort: 4789, GenevePort: 6090})
 	if err != nil || did == "" {
 		t.Fatalf("Follow: %q, %v", did, err)
