@@ -23,5 +23,5 @@ var Samples embed.FS
 // reference, for the lab to install netshift the way users do:
 // `kubectl apply -k` of a directory it writes them into.
 //
-//go:embed crd/*.yaml rbac/*.yaml policy/*.yaml components/*/*.yaml ovn-zones/*.yaml manager/*.yaml agent/*.yaml default/*.yaml lab/*.yaml lab-ovn/*.yaml lab-ovn-zones/*.yaml lab-neutron/*.yaml lab-ovn-kubernetes/*.yaml ovn-kubernetes/*.yaml portpools/*.yaml
+//go:embed crd/*.yaml rbac/*.yaml policy/*.yaml components/*/*.yaml ovn-zones/*.yaml manager/*.yaml agent/*.yaml default/*.yaml lab/*.yaml lab-ovn/*.yaml lab-ovn-zones/*.yaml lab-neutron/*.yaml lab-ovn-kubernetes/*.yaml lab-ovn-kubernetes-zones/*.yaml ovn-kubernetes/*.yaml ovn-kubernetes-zones/*.yaml portpools/*.yaml
 var Kustomize embed.FS

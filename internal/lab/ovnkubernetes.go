@@ -49,7 +49,11 @@ func (s *State) ovnkBinds(node string) map[string]string {
 
 // ovnkImage writes the OVN-Kubernetes image from the given binaries.
 func (s *State) ovnkImage() (string, error) {
-	img, err := ovnk.Image(s.Options.OVNKubernetes, "/bin/busybox")
+	assets, err := controlplane.AssetsDir()
+	if err != nil {
+		return "", err
+	}
+	img, err := ovnk.Image(s.Options.OVNKubernetes, "/bin/busybox", filepath.Join(assets, "kubectl"))
 	if err != nil {
 		return "", err
 	}
@@ -63,8 +67,14 @@ func (s *State) ovnkImage() (string, error) {
 // startOVNKubernetes applies OVN-Kubernetes' manifests and waits until its
 // pod on every node is ready: until then no pod of the pod network starts.
 func (s *State) startOVNKubernetes(ctx context.Context, cp *controlplane.ControlPlane, kubeconfig string) error {
+	central := s.Topology.Nodes[0]
+	replicas := 1
+	if s.Options.Zones == ZonesMulti {
+		replicas = 0 // every node runs its own zone: the central one is retired
+	}
 	data, err := ovnk.Manifests(ovnk.Cluster{APIServer: cp.Admin.Host, ClusterSubnets: podNet.String() + "/24", ServiceCIDR: serviceCIDR,
-		MTU: s.Options.MTU, EncapPort: 6081, ControlPlaneNode: s.Topology.Nodes[0].Name, GatewayBridge: ovnk.GatewayBridge})
+		MTU: s.Options.MTU, EncapPort: 6081, ControlPlaneNode: central.Name, GatewayBridge: ovnk.GatewayBridge,
+		CentralAddress: central.UnderlayIP, CentralReplicas: replicas, Interconnect: s.Options.Zones != ZonesLegacy})
 	if err != nil {
 		return err
 	}

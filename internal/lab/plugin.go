@@ -57,9 +57,7 @@ func (s *State) runsPlugin() bool { return s.Options.OVN && !s.Options.Neutron }
 // layout it was built in ("" for the legacy one, which has no zones).
 func (s *State) pluginZoneLabel(node string) string {
 	switch {
-	case s.runsOVNKubernetes():
-		return node // its pod's zone: one per node, named after it, as OVN-Kubernetes' own deployment labels it
-	case !s.Options.OVN || s.Options.Zones == ZonesLegacy:
+	case !s.Options.OVN && !s.runsOVNKubernetes() || s.Options.Zones == ZonesLegacy:
 		return ""
 	case s.Options.Zones == ZonesMulti:
 		return node

@@ -534,8 +534,10 @@ func (s *State) installNetshift(ctx context.Context, cp *controlplane.ControlPla
 		overlay = "lab-ovn" // no zone controller until `lab upgrade-zones`
 	case s.Options.OVN:
 		overlay = "lab-ovn-zones"
+	case s.runsOVNKubernetes() && s.Options.Zones == ZonesLegacy:
+		overlay = "lab-ovn-kubernetes" // no zone controller until `lab upgrade-zones`
 	case s.runsOVNKubernetes():
-		overlay = "lab-ovn-kubernetes"
+		overlay = "lab-ovn-kubernetes-zones"
 	}
 	if s.Options.Layout != "" && s.Options.Layout != kubenode.ContainerdLayout.Name {
 		// As a user on that distribution does: an overlay of their own adding the runtime's component.

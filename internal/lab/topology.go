@@ -105,8 +105,8 @@ func (o Options) ovnKubernetesErr() error {
 	switch {
 	case o.OVN || o.Neutron:
 		return fmt.Errorf("--ovn-kubernetes: the real OVN-Kubernetes is the lab's network plugin: it goes without --ovn and --neutron (the lab's own OVN)")
-	case o.Zones != ZonesMulti:
-		return fmt.Errorf("--zones %s: with --ovn-kubernetes the lab builds multi (one zone per node)", o.Zones)
+	case o.Zones != ZonesLegacy && o.Zones != ZonesSingle && o.Zones != ZonesMulti:
+		return fmt.Errorf("--zones: %q is not legacy, single or multi", o.Zones)
 	case o.Layout != "" && o.Layout != kubenode.ContainerdLayout.Name:
 		return fmt.Errorf("--node-layout %s: with --ovn-kubernetes the nodes run containerd", o.Layout)
 	case o.WithoutNetshift || o.CNIConf:

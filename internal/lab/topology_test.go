@@ -44,7 +44,7 @@ func TestOptionsDefaultsAndValidation(t *testing.T) {
 		{func(o *Options) { o.OVNKubernetes = t.TempDir() }, "--ovn-kubernetes " + os.TempDir()},
 		{func(o *Options) { o.OVNKubernetes = ovnkBinaries(t) }, ""},
 		{func(o *Options) { o.OVNKubernetes, o.OVN = ovnkBinaries(t), true }, "--ovn-kubernetes: the real OVN-Kubernetes is the lab's network plugin: it goes without --ovn"},
-		{func(o *Options) { o.OVNKubernetes, o.Zones = ovnkBinaries(t), ZonesSingle }, "--zones single: with --ovn-kubernetes the lab builds multi"},
+		{func(o *Options) { o.OVNKubernetes, o.Zones = ovnkBinaries(t), "zoned" }, `--zones: "zoned" is not legacy, single or multi`},
 		{func(o *Options) { o.OVNKubernetes, o.Layout = ovnkBinaries(t), "crio" }, "--node-layout crio: with --ovn-kubernetes the nodes run containerd"},
 		{func(o *Options) { o.Zones = ZonesMulti }, "--zones: OVN interconnect zones need --ovn or --ovn-kubernetes"},
 	} {

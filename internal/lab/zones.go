@@ -811,8 +811,12 @@ func UpgradeZones(name string) error {
 	if err != nil {
 		return err
 	}
-	if !s.Options.OVN {
-		return fmt.Errorf("lab %s: zones need an OVN lab", name)
+	overlay := "lab-ovn-zones"
+	switch {
+	case s.runsOVNKubernetes():
+		overlay = "lab-ovn-kubernetes-zones"
+	case !s.Options.OVN:
+		return fmt.Errorf("lab %s: zones need an OVN lab (--ovn or --ovn-kubernetes)", name)
 	}
 	// Upgrading the installed netshift to one with the zone controller, as a user would.
 	assets, err := controlplane.AssetsDir()
@@ -821,7 +825,7 @@ func UpgradeZones(name string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return s.applyOverlay(ctx, assets, s.Kubeconfig, "lab-ovn-zones")
+	return s.applyOverlay(ctx, assets, s.Kubeconfig, overlay)
 }
 
 // zoneLock serializes the lab's actuations of one thing (a node's move, the

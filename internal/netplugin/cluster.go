@@ -48,4 +48,19 @@ type Zones struct {
 	NodePods string
 	// Central is the Deployment of its central side (databases, northd).
 	Central string
+	// Interconnect turns the plugin's interconnect on; nil for a plugin
+	// whose pods always run with it.
+	Interconnect Interconnect
+}
+
+// Interconnect is a plugin's switch between its legacy layout (no
+// interconnect: one central zone that knows nothing of zones) and its
+// interconnect layouts, single zone and multizone.
+type Interconnect interface {
+	// On says whether every pod of the plugin runs with interconnect; when
+	// not, pending says what still runs without it.
+	On(ctx context.Context) (on bool, pending string, err error)
+	// Enable turns interconnect on in the plugin's own objects and restarts
+	// its pods with it; called again while they restart, it changes nothing.
+	Enable(ctx context.Context) (string, error)
 }

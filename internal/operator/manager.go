@@ -210,7 +210,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err := dr.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("set up drain controller: %w", err)
 	}
-	if zoneObjects != nil {
+	if zoneObjects = o.zoneObjects(plugin); zoneObjects != nil {
 		if err := setupZones(mgr, o, *zoneObjects, ledger, reg); err != nil {
 			return nil, err
 		}
@@ -295,7 +295,7 @@ func setupZones(mgr ctrl.Manager, o Options, objects netplugin.Zones, ledger *Le
 		return err
 	}
 	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Enabled: o.ZoneMigration, Now: time.Now,
-		Plugin: ZonePlugin{Namespace: objects.Namespace, NodePods: pluginPods, Central: objects.Central, Replicas: o.ZoneCentralReplicas,
+		Plugin: ZonePlugin{Namespace: objects.Namespace, NodePods: pluginPods, Central: objects.Central, Replicas: o.ZoneCentralReplicas, Interconnect: objects.Interconnect,
 			MoveTimeout: o.ZoneMoveTimeout},
 		Passes: zonePasses, Ledger: ledger}
 	if err := zr.SetupWithManager(mgr); err != nil {

@@ -28,6 +28,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/hold"
+	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/zones"
 )
 
@@ -42,6 +43,9 @@ type ZonePlugin struct {
 	// databases and ovn-northd; Replicas how many pods it runs when started.
 	Central  string
 	Replicas int32
+	// Interconnect turns the plugin's interconnect on (the first step out of
+	// the legacy layout); nil when its pods always run with it.
+	Interconnect netplugin.Interconnect
 	// MoveTimeout is how long a restarted plugin pod may take to annotate its
 	// node before the move is reported held.
 	MoveTimeout time.Duration
@@ -128,7 +132,7 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	}
 	present := err == nil && cm.DeletionTimestamp == nil
 	cfg, cfgErr := zones.ParseConfig(present, cm.Data)
-	st.Current, st.Nodes = string(zones.Current(state.Nodes)), int32(len(state.Nodes))
+	st.Current, st.Nodes = string(zones.Layout(state)), int32(len(state.Nodes))
 	if cfgErr != nil {
 		// An invalid value changes nothing: it is reported, and the rollout waits for a fix.
 		st.Phase, st.Message = "InvalidConfig", cfgErr.Error()
@@ -145,6 +149,9 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	}
 	d := zones.Decide(state)
 	st.Desired, st.Next, st.Phase, st.Message = string(d.Desired), string(d.Next), d.Phase, d.Holding
+	if d.Central == zones.CentralInterconnect {
+		st.Message = cl.interconnectPending
+	}
 	if d.Holding != "" && d.Phase != "WaitingForRollout" {
 		st.Phase = "Holding"
 	}
@@ -263,6 +270,8 @@ type cluster struct {
 	central *appsv1.Deployment
 	// steps are the plugin steps of the moves in progress, by node.
 	steps map[string]zones.PluginStep
+	// interconnectPending says what of the plugin still runs without interconnect.
+	interconnectPending string
 }
 
 // read builds the decision's state from the nodes, their NetshiftNodeStates,
@@ -311,13 +320,24 @@ func (r *ZoneReconciler) read(ctx context.Context) (*cluster, error) {
 			cl.pods[p.Spec.NodeName] = append(cl.pods[p.Spec.NodeName], p)
 		}
 	}
+	if r.Plugin.Interconnect != nil {
+		on, pending, err := r.Plugin.Interconnect.On(ctx)
+		switch {
+		case err != nil && r.Enabled:
+			return nil, fmt.Errorf("zones: does the network plugin run with interconnect: %w", err)
+		case err != nil: // only reporting: the layout is the nodes' annotations'
+			log.FromContext(ctx).WithName("zones").V(1).Info("cannot tell whether the network plugin runs with interconnect", "error", err.Error())
+		default:
+			cl.state.NoInterconnect, cl.interconnectPending = !on, pending
+		}
+	}
 	switch dep, err := r.centralDeployment(ctx); {
 	case err != nil:
 		return nil, err
 	case dep != nil:
 		cl.central = dep
 		cl.state.Central = zones.CentralOf(dep)
-	case zones.Current(cl.state.Nodes) == zones.Multi:
+	case zones.Layout(cl.state) == zones.Multi:
 		cl.state.Central = zones.CentralRetired
 	default: // no Deployment to read: the legacy and single-zone layouts run on the central side
 		cl.state.Central = zones.CentralRunning
@@ -382,6 +402,15 @@ func nodeReady(n *corev1.Node) bool {
 func (r *ZoneReconciler) centralStep(ctx context.Context, dep *appsv1.Deployment, st *v1alpha1.ZonesStatus, step zones.CentralAction) error {
 	var replicas int32
 	switch step {
+	case zones.CentralInterconnect:
+		did, err := r.Plugin.Interconnect.Enable(ctx)
+		if err != nil {
+			return fmt.Errorf("zones: turn the network plugin's interconnect on: %w", err)
+		}
+		if did != "" {
+			log.FromContext(ctx).WithName("zones").Info("interconnect turned on", "did", did)
+		}
+		return nil
 	case zones.CentralEnsure:
 		replicas = max(r.Plugin.Replicas, 1)
 	case zones.CentralRetire:

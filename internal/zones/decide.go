@@ -79,6 +79,9 @@ const (
 	CentralNone   CentralAction = ""
 	CentralEnsure CentralAction = "Ensure"
 	CentralRetire CentralAction = "Retire"
+	// CentralInterconnect: turn the plugin's interconnect on, restarting its
+	// central side and its node pods with it (the first step out of legacy).
+	CentralInterconnect CentralAction = "Interconnect"
 )
 
 // State is everything a decision needs.
@@ -91,6 +94,20 @@ type State struct {
 	// Busy are the nodes held by something else that takes a slot of their pool (a drain): they
 	// count against its limit, and a move of one of them takes no second slot.
 	Busy map[string]bool
+	// NoInterconnect: the network plugin runs without interconnect, which
+	// makes the layout legacy whatever the nodes' annotations say (a plugin
+	// that writes the annotation without interconnect names every node's
+	// zone "global").
+	NoInterconnect bool
+}
+
+// Layout is the cluster's layout: legacy while the plugin runs without
+// interconnect, else what the nodes' annotations say.
+func Layout(s State) Mode {
+	if s.NoInterconnect {
+		return Legacy
+	}
+	return Current(s.Nodes)
 }
 
 // Decision is what to do now.
@@ -123,9 +140,9 @@ type Decision struct {
 // side is neither retired while a node still needs it nor is the rollout
 // reported done.
 func Decide(s State) Decision {
-	d := Decision{Current: Current(s.Nodes), Desired: s.Config.Desired(), Move: map[string]string{}}
+	d := Decision{Current: Layout(s), Desired: s.Config.Desired(), Move: map[string]string{}}
 	d.Next = d.Desired
-	if d.Desired == Multi && anyUnannotated(s.Nodes) {
+	if d.Desired == Multi && (anyUnannotated(s.Nodes) || s.NoInterconnect) {
 		// From the legacy layout multizone is reached through single zone; a
 		// ConfigMap that netshift writes records that step, so that a restarted
 		// operator, and a person reading the cluster, see where it stands.
@@ -145,6 +162,10 @@ func Decide(s State) Decision {
 		if s.Central != CentralRunning {
 			d.Central = CentralEnsure
 			d.Phase = "StartingCentral"
+			return d
+		}
+		if s.NoInterconnect {
+			d.Central, d.Phase = CentralInterconnect, "EnablingInterconnect"
 			return d
 		}
 		d.Move = admit(s, d.Next)

@@ -112,6 +112,9 @@ func (w *world) step(t *testing.T) Decision {
 	case CentralRetire:
 		w.s.Central = CentralRetired
 		w.events = append(w.events, "retire central")
+	case CentralInterconnect:
+		w.s.NoInterconnect = false
+		w.events = append(w.events, "interconnect on")
 	}
 	// Moves ask first (Target), then land on the next step (the plugin pod annotates).
 	for i := range w.s.Nodes {
@@ -155,8 +158,10 @@ func TestTransitions(t *testing.T) {
 		nodes   []Node
 		cfg     Config
 		central Central
-		want    []string
-		final   Mode
+		// legacy: the plugin runs without interconnect (nodes annotated "global" or not at all).
+		legacy bool
+		want   []string
+		final  Mode
 	}{
 		{name: "fresh install: multizone, no ConfigMap, nothing to do", nodes: nodes("own", "own"), cfg: multiCfg, central: CentralRetired,
 			final: Multi},
@@ -169,18 +174,28 @@ func TestTransitions(t *testing.T) {
 			final: Single, want: []string{"start central", "move n1->global", "move n2->global"}},
 		{name: "single zone to multizone (ConfigMap deleted): the nodes first, the central side last", nodes: nodes("global", "global"),
 			cfg: multiCfg, central: CentralRunning, final: Multi, want: []string{"move n1->n1", "move n2->n2", "retire central"}},
+		{name: "a plugin without interconnect is legacy though its nodes say global: interconnect first, then each node its own zone",
+			nodes: nodes("global", "global"), legacy: true, cfg: multiCfg, central: CentralRunning, final: Multi,
+			want: []string{"write intermediate ConfigMap", "interconnect on", "move n1->n1", "move n2->n2", "retire central", "delete ConfigMap"}},
+		{name: "legacy without interconnect to a definitive single zone: interconnect on, no node moves", nodes: nodes("global", "global"),
+			legacy: true, cfg: singleCfg, central: CentralRunning, final: Single, want: []string{"interconnect on"}},
+		{name: "legacy with no annotations and no interconnect: interconnect on, then the nodes join global", nodes: nodes("", ""),
+			legacy: true, cfg: singleCfg, central: CentralRunning, final: Single, want: []string{"interconnect on", "move n1->global", "move n2->global"}},
 		{name: "undefined converges to the desired layout", nodes: nodes("global", "own"), cfg: multiCfg, central: CentralRunning,
 			final: Multi, want: []string{"move n1->n1", "retire central"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := &world{s: State{Nodes: c.nodes, Config: c.cfg, Central: c.central, Pools: pools(t, c.nodes, 1)}}
+			w := &world{s: State{Nodes: c.nodes, Config: c.cfg, Central: c.central, Pools: pools(t, c.nodes, 1), NoInterconnect: c.legacy}}
+			if c.legacy && Layout(w.s) != Legacy {
+				t.Fatalf("a plugin without interconnect is %s, want legacy", Layout(w.s))
+			}
 			d := w.run(t)
 			if !reflect.DeepEqual(w.events, c.want) {
 				t.Errorf("events %q\nwant   %q", w.events, c.want)
 			}
-			if Current(w.s.Nodes) != c.final || d.Desired != c.final {
-				t.Errorf("ended in %s (desired %s), want %s", Current(w.s.Nodes), d.Desired, c.final)
+			if Layout(w.s) != c.final || d.Desired != c.final {
+				t.Errorf("ended in %s (desired %s), want %s", Layout(w.s), d.Desired, c.final)
 			}
 			if c.cfg.Present && c.cfg.Definitive && w.s.Config != c.cfg {
 				t.Errorf("a definitive ConfigMap was changed: %+v", w.s.Config)

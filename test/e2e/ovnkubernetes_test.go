@@ -19,6 +19,8 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/netplugin/ovnkubernetes"
+	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/zones"
 )
 
 // ovnKubernetesBinaries is the directory of OVN-Kubernetes' binaries the
@@ -178,4 +180,113 @@ func newPodMTU(t *testing.T, c client.Client, node string) int {
 		t.Fatalf("pod %s: no network namespace from its node's runtime", p.Name)
 	}
 	return linkMTUsIn(t, netns)["eth0"]
+}
+
+// TestOVNKubernetesZoneMoves: three nodes on the real OVN-Kubernetes move
+// from its legacy layout (no interconnect, central databases) to single zone,
+// to multizone and back to single zone, each by the operator through
+// OVN-Kubernetes' own objects (its workloads' OVN_ENABLE_INTERCONNECT, the
+// nodes' zone labels and ovnkube-node's pods, ovnkube-master's scale) with
+// the probe running: every long-lived connection stays alive, and every
+// node's k8s.ovn.org/zone-name annotation, which only ovnkube-node writes,
+// names the zone of each layout.
+func TestOVNKubernetesZoneMoves(t *testing.T) {
+	dir := ovnKubernetesBinaries(t)
+	name := "e2eovnz"
+	labCameUpWhole(t, name, up(t, name, "--ovn-kubernetes", dir, "--zones", "legacy"))
+	c := labClient(t, name)
+	ovnKubernetesInterconnect(t, c, false)
+	// At this commit ovnkube-node annotates its node even without interconnect, with the central zone's name.
+	checkLayout(t, c, name, zones.Single)
+	if st := waitZonesReported(t, c, zones.Legacy); st.Phase != "Disabled" {
+		t.Errorf("a legacy lab without the zone controller: phase %s", st.Phase)
+	}
+	singleZone := func() {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operator.Namespace, Name: zones.ConfigMapName},
+			Data: map[string]string{zones.KeyZoneMode: "singlezone"}}
+		if err := c.Create(context.Background(), cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		what    string
+		start   func()
+		layout  zones.Mode
+		central string
+	}{
+		{"legacy -> single zone", func() {
+			singleZone() // definitive: the upgrade stops at single zone
+			mustNetshift(t, "lab", "upgrade-zones", "--name", name)
+		}, zones.Single, "Running"},
+		{"single zone -> multizone", func() {
+			if err := c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operator.Namespace, Name: zones.ConfigMapName}}); err != nil {
+				t.Fatal(err)
+			}
+		}, zones.Multi, "Retired"},
+		{"multizone -> single zone", singleZone, zones.Single, "Running"},
+	}
+	for _, step := range steps {
+		var took time.Duration
+		r := underProbe(t, name, func() {
+			start := time.Now()
+			step.start()
+			if st := waitZones(t, c, name, step.layout); st.Central != step.central {
+				t.Errorf("%s: reached with the central zone %s, want %s", step.what, st.Central, step.central)
+			}
+			took = time.Since(start)
+			// A moved node's connections come back at TCP's next retransmission, which backs off.
+			time.Sleep(ovnKubernetesSettle)
+		})
+		noneBroken(t, step.what, r)
+		t.Logf("%s on OVN-Kubernetes: %s; longest gap %.1f ms", step.what, took.Round(time.Second), maxGap(r))
+		ovnKubernetesInterconnect(t, c, true)
+		checkLayout(t, c, name, step.layout)
+	}
+}
+
+// ovnKubernetesSettle is how long the probe runs on after a zone move.
+const ovnKubernetesSettle = 45 * time.Second
+
+// waitZonesReported waits until the operator reports the layout.
+func waitZonesReported(t *testing.T, c client.Client, layout zones.Mode) *v1alpha1.ZonesStatus {
+	t.Helper()
+	var st *v1alpha1.ZonesStatus
+	waitFor(t, "the operator reporting the "+string(layout)+" layout", func() bool {
+		var cn v1alpha1.NetshiftNetwork
+		if c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn) != nil || cn.Status.Zones == nil {
+			return false
+		}
+		st = cn.Status.Zones
+		return st.Current == string(layout)
+	})
+	return st
+}
+
+// ovnKubernetesInterconnect checks that every container of OVN-Kubernetes'
+// workloads says interconnect is on (or off).
+func ovnKubernetesInterconnect(t *testing.T, c client.Client, on bool) {
+	t.Helper()
+	want := strconv.FormatBool(on)
+	ctx := context.Background()
+	var templates []corev1.PodTemplateSpec
+	for _, name := range []string{"ovnkube-control-plane", ovnkubernetes.CentralDeployment} {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ovnkubernetes.Namespace, Name: name}, &d); err != nil {
+			t.Fatal(err)
+		}
+		templates = append(templates, d.Spec.Template)
+	}
+	var ds appsv1.DaemonSet
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ovnkubernetes.Namespace, Name: "ovnkube-node"}, &ds); err != nil {
+		t.Fatal(err)
+	}
+	for _, tpl := range append(templates, ds.Spec.Template) {
+		for _, ctr := range tpl.Spec.Containers {
+			for _, e := range ctr.Env {
+				if e.Name == ovnkubernetes.EnvInterconnect && e.Value != want {
+					t.Errorf("container %s: %s=%s, want %s", ctr.Name, e.Name, e.Value, want)
+				}
+			}
+		}
+	}
 }

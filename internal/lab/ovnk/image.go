@@ -34,8 +34,9 @@ var iptablesNames = []string{"iptables", "iptables-save", "iptables-restore", "i
 
 var shellApplets = []string{"sh", "sleep", "cat", "sysctl", "mkdir", "rm", "cp", "ln", "echo", "test", "ls", "ip", "ps", "kill", "env", "true", "false", "hostname", "chmod", "grep"}
 
-// Image is the image the lab's OVN-Kubernetes pods run.
-func Image(dir, busybox string) (images.Image, error) {
+// Image is the image the lab's OVN-Kubernetes pods run; kubectl reads a
+// node's zone label, as in OVN-Kubernetes' own image.
+func Image(dir, busybox, kubectl string) (images.Image, error) {
 	img := images.Image{Ref: Ref, Entrypoint: []string{"/bin/sh"}, Env: []string{"PATH=/usr/bin:/usr/sbin:/bin"}}
 	places := map[string]string{"ovnkube": "/usr/bin/ovnkube", "ovn-kube-util": "/usr/bin/ovn-kube-util", "ovn-k8s-cni-overlay": "/usr/libexec/cni/ovn-k8s-cni-overlay"}
 	for _, b := range Binaries {
@@ -71,6 +72,12 @@ func Image(dir, busybox string) (images.Image, error) {
 		}
 		img.Files = append(img.Files, f)
 	}
+	kc, err := images.HostFile(kubectl, 0o755)
+	if err != nil {
+		return img, err
+	}
+	kc.Path = "/usr/bin/kubectl"
+	img.Files = append(img.Files, kc, images.File{Path: ZoneScript, Mode: 0o644, Data: zoneScript})
 	bb, err := images.HostFile(busybox, 0o755)
 	if err != nil {
 		return img, err

@@ -10,6 +10,15 @@ import (
 //go:embed manifests/*.yaml
 var manifests embed.FS
 
+// zoneScript is sourced by every node container: the node's zone from its
+// label, and what it means for the container.
+//
+//go:embed ovnkube-zone.sh
+var zoneScript []byte
+
+// ZoneScript is where the image holds it.
+const ZoneScript = "/usr/libexec/lab/ovnkube-zone"
+
 // Namespace is where OVN-Kubernetes runs.
 const Namespace = "ovn-kubernetes"
 
@@ -31,11 +40,19 @@ type Cluster struct {
 	ControlPlaneNode string
 	// GatewayBridge is the node's gateway bridge.
 	GatewayBridge string
+	// CentralAddress is where the nodes reach the central zone's databases
+	// (the control plane node's address).
+	CentralAddress string
+	// CentralReplicas is ovnkube-master's: 1, or 0 when every node has its
+	// own zone.
+	CentralReplicas int
+	// Interconnect: ovnkube runs with OVN interconnect (false: the legacy layout).
+	Interconnect bool
 }
 
-// Manifests are OVN-Kubernetes' objects, one zone per node, as YAML.
+// Manifests are OVN-Kubernetes' objects, as YAML.
 func Manifests(c Cluster) ([]byte, error) {
-	t, err := template.ParseFS(manifests, "manifests/multizone.yaml")
+	t, err := template.ParseFS(manifests, "manifests/ovn-kubernetes.yaml")
 	if err != nil {
 		return nil, err
 	}

@@ -61,11 +61,17 @@ func (c *Cluster) Steps(kind v1alpha1.ChangeKind, _ v1alpha1.Encapsulation) live
 // TunnelPortRecord: none the operator writes; the nodes' ovnkube writes it.
 func (c *Cluster) TunnelPortRecord(v1alpha1.ChangeKind) netplugin.TunnelPortRecord { return nil }
 
-// Zones: none yet. Moving a node between OVN-Kubernetes' zones goes through
-// its own objects in ways the zone controller, written for a central side of
-// databases it may scale to zero, does not know (OVN-Kubernetes' central
-// Deployment is its cluster manager).
-func (c *Cluster) Zones() *netplugin.Zones { return nil }
+// Zones: a node's pods are the DaemonSet ovnkube-node's, which read the
+// node's zone label when they start; the central zone (its databases,
+// ovn-northd and ovnkube controller) is the Deployment ovnkube-master, which
+// runs OVN-Kubernetes' legacy master until interconnect is on. The cluster
+// manager (ovnkube-control-plane) runs in every layout and is never scaled.
+func (c *Cluster) Zones() *netplugin.Zones {
+	return &netplugin.Zones{Namespace: Namespace, NodePods: "app=ovnkube-node", Central: CentralDeployment, Interconnect: c}
+}
+
+// CentralDeployment runs the central zone.
+const CentralDeployment = "ovnkube-master"
 
 // Follow writes the applied MTU and Geneve port into ovn-config and, when
 // that changed it, restarts ovnkube's pods (Workloads, by their pod
