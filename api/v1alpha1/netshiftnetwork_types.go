@@ -389,8 +389,9 @@ type ZonesStatus struct {
 	// multizone.
 	// +optional
 	Next string `json:"next,omitempty"`
-	// Phase is the rollout's stage: Converged, StartingCentral, MovingNodes, RetiringCentral,
-	// WaitingForRollout, Holding, InvalidConfig or Disabled.
+	// Phase is the rollout's stage: Converged, StartingCentral, EnablingInterconnect,
+	// MovingNodes, RetiringCentral, WaitingForRollout, WaitingForPlugin, Holding,
+	// InvalidConfig or Disabled.
 	// +optional
 	Phase string `json:"phase,omitempty"`
 	// Central is the state of the central side (the network plugin's central

@@ -246,8 +246,9 @@ func labProbeCmd(name *string) *cobra.Command {
 		Long: `Runs, between pods on different nodes: long-lived TCP connections exchanging a
 message every 5 ms (did each survive, longest gap), short-lived TCP connections
 opened continuously (attempts, failures), and HTTPS requests to a server with a
-certificate well over 16 KB (attempts, TLS failures, non-200 answers). Exits
-non-zero when a connection died or anything failed. 'probe start' runs it in the
+certificate well over 16 KB (attempts, TLS failures, non-200 answers). A
+long-lived connection silent when the probe ends has 15 s to echo again before it
+counts as dead. Exits non-zero when a connection died or anything failed. 'probe start' runs it in the
 background while something changes the network; 'probe stop' prints the report.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -57,9 +57,11 @@ type Zones struct {
 // interconnect: one central zone that knows nothing of zones) and its
 // interconnect layouts, single zone and multizone.
 type Interconnect interface {
-	// On says whether every pod of the plugin runs with interconnect; when
-	// not, pending says what still runs without it.
-	On(ctx context.Context) (on bool, pending string, err error)
+	// On says whether the plugin's workloads have interconnect on, and what
+	// of them is still restarting (whatever the reason: interconnect turned
+	// on, a restart that follows a live change, a node's move) so that
+	// nothing else moves until they run.
+	On(ctx context.Context) (on bool, restarting string, err error)
 	// Enable turns interconnect on in the plugin's own objects and restarts
 	// its pods with it; called again while they restart, it changes nothing.
 	Enable(ctx context.Context) (string, error)

@@ -598,7 +598,10 @@ func (r *LiveChangeReconciler) keepSouthbound(ctx context.Context, cn *v1alpha1.
 		return requeue
 	}
 	port := livechange.NodeConfig(*cn.Status.Applied, livechange.FromSpec(cn.Spec).Encapsulation).TunnelPort
-	if fixed, err := record.Keep(ctx, int(port)); err != nil {
+	// Bounded: a database that is gone (a retired central zone) must not hold the controller.
+	kctx, cancel := context.WithTimeout(ctx, southboundTimeout)
+	defer cancel()
+	if fixed, err := record.Keep(kctx, int(port)); err != nil {
 		log.FromContext(ctx).Error(err, "check the cluster's record of the tunnel port", "port", port)
 	} else if fixed > 0 {
 		log.FromContext(ctx).Info("the cluster's record of the tunnel port had lost the applied port; set it again", "records", fixed, "port", port)
@@ -664,8 +667,13 @@ func (r *LiveChangeReconciler) setTunnelPortRecord(ctx context.Context, kind v1a
 	if record == nil {
 		return fmt.Errorf("the %s driver holds no cluster record of the %s (was the operator restarted without --ovn-southbound?)", r.Plugin.Name(), kind)
 	}
+	ctx, cancel := context.WithTimeout(ctx, southboundTimeout)
+	defer cancel()
 	return record.Set(ctx, int(port))
 }
+
+// southboundTimeout bounds one use of the cluster's tunnel port record.
+const southboundTimeout = 10 * time.Second
 
 // setConditions keeps the four conditions present and current.
 func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.NetshiftNetwork) {

@@ -121,6 +121,8 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	}
 	cl, err := r.read(ctx)
 	if err != nil {
+		st.Message = err.Error() // what stops the controller is in the status, not only in its log
+		_ = r.writeStatus(ctx, &cn, st)
 		return ctrl.Result{}, err
 	}
 	state := cl.state
@@ -150,9 +152,9 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	d := zones.Decide(state)
 	st.Desired, st.Next, st.Phase, st.Message = string(d.Desired), string(d.Next), d.Phase, d.Holding
 	if d.Central == zones.CentralInterconnect {
-		st.Message = cl.interconnectPending
+		st.Message = "turning the network plugin's interconnect on, which restarts its pods"
 	}
-	if d.Holding != "" && d.Phase != "WaitingForRollout" {
+	if d.Holding != "" && d.Phase != "WaitingForRollout" && d.Phase != "WaitingForPlugin" {
 		st.Phase = "Holding"
 	}
 	st.Moving, st.InTarget = movingAndInTarget(state.Nodes, d.Next)
@@ -270,8 +272,6 @@ type cluster struct {
 	central *appsv1.Deployment
 	// steps are the plugin steps of the moves in progress, by node.
 	steps map[string]zones.PluginStep
-	// interconnectPending says what of the plugin still runs without interconnect.
-	interconnectPending string
 }
 
 // read builds the decision's state from the nodes, their NetshiftNodeStates,
@@ -321,14 +321,14 @@ func (r *ZoneReconciler) read(ctx context.Context) (*cluster, error) {
 		}
 	}
 	if r.Plugin.Interconnect != nil {
-		on, pending, err := r.Plugin.Interconnect.On(ctx)
+		on, restarting, err := r.Plugin.Interconnect.On(ctx)
 		switch {
 		case err != nil && r.Enabled:
 			return nil, fmt.Errorf("zones: does the network plugin run with interconnect: %w", err)
 		case err != nil: // only reporting: the layout is the nodes' annotations'
 			log.FromContext(ctx).WithName("zones").V(1).Info("cannot tell whether the network plugin runs with interconnect", "error", err.Error())
 		default:
-			cl.state.NoInterconnect, cl.interconnectPending = !on, pending
+			cl.state.NoInterconnect, cl.state.Restarting = !on, restarting
 		}
 	}
 	switch dep, err := r.centralDeployment(ctx); {

@@ -57,6 +57,10 @@ func (s *Southbound) GeneveEncaps(ctx context.Context) ([]Encap, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !c.c.Connected() {
+		// Its cache would be waited for until ctx ends, and then read stale.
+		return nil, fmt.Errorf("%s: not connected (reconnecting)", c.what)
+	}
 	var rows []sb.Encap
 	if err := c.list(ctx, &rows); err != nil {
 		return nil, err

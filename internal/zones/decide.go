@@ -99,6 +99,11 @@ type State struct {
 	// that writes the annotation without interconnect names every node's
 	// zone "global").
 	NoInterconnect bool
+	// Restarting says what of the plugin's pods is still restarting ("" when
+	// they all run): no node moves, the central side is left as it is and the
+	// rollout is not done until they run, so one step ends before the next
+	// starts.
+	Restarting string
 }
 
 // Layout is the cluster's layout: legacy while the plugin runs without
@@ -140,6 +145,17 @@ type Decision struct {
 // side is neither retired while a node still needs it nor is the rollout
 // reported done.
 func Decide(s State) Decision {
+	d := decide(s)
+	if s.Restarting != "" && (len(d.Move) > 0 || d.Central != CentralNone || d.Done) {
+		// Nothing moves, and nothing is done, while the plugin's pods restart.
+		d.Move, d.Central, d.Done, d.DeleteConfig = map[string]string{}, CentralNone, false, false
+		d.Holding = "waiting for the network plugin's pods to run: " + s.Restarting
+		d.Phase = "WaitingForPlugin"
+	}
+	return d
+}
+
+func decide(s State) Decision {
 	d := Decision{Current: Layout(s), Desired: s.Config.Desired(), Move: map[string]string{}}
 	d.Next = d.Desired
 	if d.Desired == Multi && (anyUnannotated(s.Nodes) || s.NoInterconnect) {

@@ -204,6 +204,35 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
+// TestNothingMovesWhileThePluginRestarts: while the plugin's pods restart
+// (interconnect turned on, a restart after a live change, the last move's
+// pod), no node move starts, interconnect is not turned on again, the central
+// side is left alone and the rollout is not reported done.
+func TestNothingMovesWhileThePluginRestarts(t *testing.T) {
+	ns := nodes("global", "global")
+	s := State{Nodes: ns, Config: Config{Mode: Multi, Definitive: true}, Central: CentralRunning, Pools: pools(t, ns, 0),
+		Restarting: "daemonset/ovnkube-node: 1 of 2 pods restarted"}
+	d := Decide(s)
+	if len(d.Move) != 0 || d.Central != CentralNone || d.Phase != "WaitingForPlugin" || !strings.Contains(d.Holding, "1 of 2 pods restarted") {
+		t.Fatalf("restarting: %+v", d)
+	}
+	s.Restarting = ""
+	if d := Decide(s); len(d.Move) == 0 {
+		t.Fatalf("restarted: no move: %+v", d)
+	}
+	s.NoInterconnect = true
+	s.Restarting = "deployment/ovnkube-master: 0 of 1 pods restarted"
+	if d := Decide(s); d.Central != CentralNone || d.Phase != "WaitingForPlugin" {
+		t.Fatalf("interconnect turned on while the central side restarts: %+v", d)
+	}
+	own := nodes("own", "own")
+	d = Decide(State{Nodes: own, Config: Config{Mode: Multi, Definitive: true}, Central: CentralRetired, Pools: pools(t, own, 0),
+		Restarting: "deployment/ovnkube-control-plane: 0 of 1 pods restarted"})
+	if d.Done || d.Phase != "WaitingForPlugin" {
+		t.Fatalf("done while the plugin restarts: %+v", d)
+	}
+}
+
 func TestPoolLimitAndParallelism(t *testing.T) {
 	ns := nodes("global", "global", "global", "global", "global")
 	w := &world{s: State{Nodes: ns, Config: Config{Mode: Multi, Definitive: true}, Central: CentralRunning, Pools: pools(t, ns, 2)}}

@@ -18,6 +18,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/lab/probe"
 	"netshift.io/netshift/internal/netplugin/ovnkubernetes"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/zones"
@@ -36,60 +37,104 @@ func ovnKubernetesBinaries(t *testing.T) string {
 	return dir
 }
 
-// TestOVNKubernetesLiveMTU: on three nodes whose network plugin is the real
-// OVN-Kubernetes (one zone per node), with the probe running through each
-// change and the restart of ovnkube's pods that follows it, the MTU goes down
-// by 100 and back up: every long-lived connection stays alive and nothing
-// fails; once ovnkube's pods run again, ovn-config, ovn-k8s-mp0, the service
-// route, every gateway router's gateway_mtu and every pod's eth0 carry the new
-// MTU. After netshift is uninstalled, a new pod gets it from ovnkube's own CNI.
-func TestOVNKubernetesLiveMTU(t *testing.T) {
+// TestOVNKubernetesLiveChanges: on three nodes whose network plugin is the
+// real OVN-Kubernetes, first one zone per node, then every node in the
+// central zone, with the probe running through each change and the restart
+// of ovnkube's pods that follows it: the MTU goes down by 100 and back up,
+// and (in the central zone; in zones of their own the nodes refuse it,
+// saying why) the Geneve port changes. Every long-lived connection stays
+// alive; once ovnkube's pods run again, ovn-config, ovn-k8s-mp0, the service
+// route, every gateway router's gateway_mtu, every pod's eth0, the southbound
+// Encap rows and every node's tunnels carry the new values. After netshift
+// is uninstalled, a new pod gets the MTU from ovnkube's own CNI.
+func TestOVNKubernetesLiveChanges(t *testing.T) {
 	dir := ovnKubernetesBinaries(t)
-	name := "e2eovnk"
-	labCameUpWhole(t, name, up(t, name, "--ovn-kubernetes", dir))
-	s, err := lab.LoadState(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := labClient(t, name)
-	mtu := s.Options.MTU
-	for _, want := range []int{mtu - 100, mtu} {
-		var cn *v1alpha1.NetshiftNetwork
-		r := underProbe(t, name, func() {
-			edit(t, c, fmt.Sprintf(`{"spec":{"mtu":%d}}`, want))
-			cn, _ = waitChangeSeeingCordons(t, c)
-			waitOVNKubernetesRolled(t, c, want)
+	for _, layout := range []string{"multi", "single"} {
+		t.Run(layout, func(t *testing.T) {
+			name := "e2eovn" + layout[:1]
+			labCameUpWhole(t, name, up(t, name, "--ovn-kubernetes", dir, "--zones", layout))
+			s, err := lab.LoadState(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := labClient(t, name)
+			mtu := s.Options.MTU
+			for _, want := range []int{mtu - 100, mtu} {
+				cn, r := ovnKubernetesChange(t, name, c, fmt.Sprintf(`{"spec":{"mtu":%d}}`, want), func() { waitOVNKubernetesRolled(t, c, want, 0) })
+				if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
+					t.Fatalf("MTU %d: change %+v", want, cn.Status.Change)
+				}
+				t.Logf("%s: MTU %d (%s), ovnkube's pods restarted: longest gap %.1f ms; probe %d short-lived (%d failed), %d HTTPS (%d failed)", layout, want,
+					cn.Status.Change.ID, maxGap(r), r.ShortLived.Attempts, r.ShortLived.Failures, r.HTTPS.Attempts, r.HTTPS.Failures)
+				ovnKubernetesCarries(t, s, layout, want)
+				if got := podMTUs(t, s); len(got) != 1 || got[want] == 0 {
+					t.Errorf("MTU %d: the pods' eth0 MTUs %v", want, got)
+				}
+			}
+			ovnKubernetesPortChange(t, name, s, c, layout)
+			out := mustNetshift(t, "uninstall", "--kubeconfig", s.Kubeconfig)
+			if !strings.Contains(out, "netshift is uninstalled") {
+				t.Fatalf("netshift uninstall said:\n%s", out)
+			}
+			if got := newPodMTU(t, name, c, s.Topology.Nodes[1].Name); got != mtu {
+				t.Errorf("a pod created after netshift was uninstalled: eth0 MTU %d, want %d from ovnkube's CNI", got, mtu)
+			}
 		})
-		if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
-			t.Fatalf("MTU %d: change %+v", want, cn.Status.Change)
-		}
-		if !r.OK {
-			t.Errorf("MTU %d: probe failed: %v", want, r.Failed())
-		}
-		t.Logf("MTU %d (%s), ovnkube's pods restarted: longest gap %.1f ms; probe %d short-lived, %d HTTPS", want, cn.Status.Change.ID, maxGap(r),
-			r.ShortLived.Attempts, r.HTTPS.Attempts)
-		ovnKubernetesCarries(t, s, want)
-		if got := podMTUs(t, s); len(got) != 1 || got[want] == 0 {
-			t.Errorf("MTU %d: the pods' eth0 MTUs %v", want, got)
-		}
-	}
-	out := mustNetshift(t, "uninstall", "--kubeconfig", s.Kubeconfig)
-	if !strings.Contains(out, "netshift is uninstalled") {
-		t.Fatalf("netshift uninstall said:\n%s", out)
-	}
-	if got := newPodMTU(t, c, s.Topology.Nodes[1].Name); got != mtu {
-		t.Errorf("a pod created after netshift was uninstalled: eth0 MTU %d, want %d from ovnkube's CNI", got, mtu)
 	}
 }
 
-// waitOVNKubernetesRolled waits until ovn-config says mtu and every ovnkube
-// pod was restarted since it did, and is ready.
-func waitOVNKubernetesRolled(t *testing.T, c client.Client, mtu int) {
+// ovnKubernetesGenevePort is the port the test moves OVN-Kubernetes' tunnels to.
+const ovnKubernetesGenevePort = 6090
+
+// ovnKubernetesPortChange changes the Geneve port: in the central zone it
+// goes through and the tunnels follow; in zones of their own every node
+// refuses it in its preconditions, touching nothing.
+func ovnKubernetesPortChange(t *testing.T, name string, s *lab.State, c client.Client, layout string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"genevePort":%d}}`, ovnKubernetesGenevePort)
+	if layout == "multi" {
+		edit(t, c, patch)
+		cn, _ := waitChangeSeeingCordons(t, c)
+		if cn.Status.Change.Phase == v1alpha1.PhaseSucceeded || !strings.Contains(cn.Status.Change.Message, "zone of its own") {
+			t.Errorf("a Geneve port change in zones of their own: %s: %s", cn.Status.Change.Phase, cn.Status.Change.Message)
+		}
+		edit(t, c, `{"spec":{"genevePort":null}}`)
+		return
+	}
+	cn, r := ovnKubernetesChange(t, name, c, patch, func() { waitOVNKubernetesRolled(t, c, s.Options.MTU, ovnKubernetesGenevePort) })
+	if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
+		t.Fatalf("Geneve port %d: change %+v", ovnKubernetesGenevePort, cn.Status.Change)
+	}
+	t.Logf("%s: Geneve port %d (%s), ovnkube's pods restarted: longest gap %.1f ms; probe %d short-lived (%d failed), %d HTTPS (%d failed)", layout,
+		ovnKubernetesGenevePort, cn.Status.Change.ID, maxGap(r), r.ShortLived.Attempts, r.ShortLived.Failures, r.HTTPS.Attempts, r.HTTPS.Failures)
+	ovnKubernetesTunnels(t, s, ovnKubernetesGenevePort)
+	everyPodReachesEveryOther(t, name)
+}
+
+// ovnKubernetesChange makes a change under the probe, waits for it and for
+// what follows it (rolled), and checks that no long-lived connection died.
+func ovnKubernetesChange(t *testing.T, name string, c client.Client, patch string, rolled func()) (*v1alpha1.NetshiftNetwork, probe.Report) {
+	t.Helper()
+	var cn *v1alpha1.NetshiftNetwork
+	r := underProbe(t, name, func() {
+		edit(t, c, patch)
+		cn, _ = waitChangeSeeingCordons(t, c)
+		rolled()
+		// The last node whose ovnkube pod restarted comes back at TCP's next retransmission.
+		time.Sleep(ovnKubernetesRestartSettle)
+	})
+	noneBroken(t, patch, r)
+	return cn, r
+}
+
+// waitOVNKubernetesRolled waits until ovn-config says mtu (and port, unless
+// 0) and every ovnkube pod was restarted since it did, and is ready.
+func waitOVNKubernetesRolled(t *testing.T, c client.Client, mtu, port int) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
-		why := ovnKubernetesNotRolled(ctx, c, mtu)
+		why := ovnKubernetesNotRolled(ctx, c, mtu, port)
 		if why == "" {
 			return
 		}
@@ -100,13 +145,19 @@ func waitOVNKubernetesRolled(t *testing.T, c client.Client, mtu int) {
 	}
 }
 
-func ovnKubernetesNotRolled(ctx context.Context, c client.Client, mtu int) string {
+func ovnKubernetesNotRolled(ctx context.Context, c client.Client, mtu, port int) string {
 	var cm corev1.ConfigMap
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ovnkubernetes.Namespace, Name: ovnkubernetes.ConfigMap}, &cm); err != nil {
 		return err.Error()
 	}
 	if cm.Data[ovnkubernetes.KeyMTU] != strconv.Itoa(mtu) {
 		return "ovn-config says mtu " + cm.Data[ovnkubernetes.KeyMTU]
+	}
+	if port != 0 && cm.Data[ovnkubernetes.KeyPort] != strconv.Itoa(port) {
+		return "ovn-config says encap_port " + cm.Data[ovnkubernetes.KeyPort]
+	}
+	if cm.Annotations[ovnkubernetes.RestartPending] != "" {
+		return "ovnkube's restart is still pending"
 	}
 	var ds appsv1.DaemonSet
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ovnkubernetes.Namespace, Name: "ovnkube-node"}, &ds); err != nil {
@@ -128,8 +179,8 @@ func ovnKubernetesNotRolled(ctx context.Context, c client.Client, mtu int) strin
 
 // ovnKubernetesCarries checks every node's ovn-k8s-mp0, the service route
 // ovnkube-node locks to the MTU, and the gateway router's gateway_mtu in the
-// node's own zone database.
-func ovnKubernetesCarries(t *testing.T, s *lab.State, mtu int) {
+// node's zone's database (its own, or the central one).
+func ovnKubernetesCarries(t *testing.T, s *lab.State, layout string, mtu int) {
 	t.Helper()
 	for _, n := range s.Topology.Nodes {
 		if got := linkMTUsIn(t, n.Netns)[ovnkubernetes.ManagementPort]; got != mtu {
@@ -145,16 +196,65 @@ func ovnKubernetesCarries(t *testing.T, s *lab.State, mtu int) {
 		if !locked {
 			t.Errorf("node %s: no route through %s with MTU %d:\n%s", n.Name, ovnkubernetes.GatewayBridge, mtu, routes)
 		}
-		nb := "unix:" + s.Path("nodes", n.Name, "ovnnb_db.sock")
-		out, err := exec.Command("ovn-nbctl", "--db="+nb, "--timeout=10", "get", "logical_router_port", "rtoj-GR_"+n.Name, "options:gateway_mtu").CombinedOutput()
+		out, err := ovnKubernetesDB(s, n, layout, "ovn-nbctl", "get", "logical_router_port", "rtoj-GR_"+n.Name, "options:gateway_mtu")
 		if err != nil || strings.Trim(strings.TrimSpace(string(out)), `"`) != strconv.Itoa(mtu) {
 			t.Errorf("node %s: gateway_mtu of rtoj-GR_%s: %s (%v), want %d", n.Name, n.Name, out, err, mtu)
 		}
 	}
 }
 
+// ovnKubernetesDB runs an OVN tool (ovn-nbctl, ovn-sbctl) on the databases
+// of node's zone: its own, or the central zone's, which the lab serves on
+// node-1's address.
+func ovnKubernetesDB(s *lab.State, n lab.NodeSpec, layout, tool string, args ...string) ([]byte, error) {
+	port := map[string]string{"ovn-nbctl": "nb", "ovn-sbctl": "sb"}[tool]
+	db := "unix:" + s.Path("nodes", n.Name, "ovn"+port+"_db.sock")
+	netns := ""
+	if layout != "multi" {
+		db = fmt.Sprintf("tcp:%s:%s", s.Topology.Nodes[0].UnderlayIP, map[string]string{"nb": "6641", "sb": "6642"}[port])
+		netns = s.Topology.Nodes[0].Netns
+	}
+	cmd := append([]string{tool, "--db=" + db, "--timeout=10"}, args...)
+	if netns != "" {
+		cmd = append([]string{"ip", "netns", "exec", netns}, cmd...)
+	}
+	return exec.Command(cmd[0], cmd[1:]...).CombinedOutput()
+}
+
+// ovnKubernetesTunnels checks that the central zone's southbound Encap rows
+// and every node's Geneve tunnels (ovn-controller's) carry port, within a
+// resync of the operator's: a chassis that registers again after its
+// ovnkube-node restarted may come without it for that long.
+func ovnKubernetesTunnels(t *testing.T, s *lab.State, port int) {
+	t.Helper()
+	want := fmt.Sprintf("dst_port=%d", port)
+	var why string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		why = ""
+		out, err := ovnKubernetesDB(s, s.Topology.Nodes[0], "single", "ovn-sbctl", "--bare", "--columns=chassis_name,options", "find", "encap", "type=geneve")
+		if err != nil || strings.Count(string(out), want) != len(s.Topology.Nodes) {
+			why = fmt.Sprintf("the southbound Encap rows, want %s on each of %d (%v):\n%s", want, len(s.Topology.Nodes), err, out)
+		}
+		for _, n := range s.Topology.Nodes {
+			out, err := exec.Command("ip", "netns", "exec", n.Netns, "ovs-vsctl", "--db=unix:"+s.Path("nodes", n.Name, "db.sock"),
+				"--bare", "--columns=name,options", "find", "interface", "type=geneve").CombinedOutput()
+			if err != nil || strings.Count(string(out), want) != len(s.Topology.Nodes)-1 {
+				why += fmt.Sprintf("\nnode %s: tunnels, want %s on each of %d (%v):\n%s", n.Name, want, len(s.Topology.Nodes)-1, err, out)
+			}
+		}
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(why)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
 // newPodMTU creates a pod on node and reads its eth0's MTU.
-func newPodMTU(t *testing.T, c client.Client, node string) int {
+func newPodMTU(t *testing.T, name string, c client.Client, node string) int {
 	t.Helper()
 	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}); err != nil && !strings.Contains(err.Error(), "already exists") {
@@ -174,7 +274,7 @@ func newPodMTU(t *testing.T, c client.Client, node string) int {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	s, _ := lab.LoadState("e2eovnk")
+	s, _ := lab.LoadState(name)
 	netns := s.RuntimeNetns(ctx, p.Namespace, p.Name)
 	if netns == "" {
 		t.Fatalf("pod %s: no network namespace from its node's runtime", p.Name)
@@ -244,8 +344,12 @@ func TestOVNKubernetesZoneMoves(t *testing.T) {
 	}
 }
 
-// ovnKubernetesSettle is how long the probe runs on after a zone move.
-const ovnKubernetesSettle = 45 * time.Second
+// ovnKubernetesSettle is how long the probe runs on after a zone move, and
+// ovnKubernetesRestartSettle after ovnkube's pods were restarted.
+const (
+	ovnKubernetesSettle        = 45 * time.Second
+	ovnKubernetesRestartSettle = 20 * time.Second
+)
 
 // waitZonesReported waits until the operator reports the layout.
 func waitZonesReported(t *testing.T, c client.Client, layout zones.Mode) *v1alpha1.ZonesStatus {

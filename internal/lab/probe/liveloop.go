@@ -26,6 +26,10 @@ import (
 // that wait was counted as the connections' silence.
 type liveLoop struct {
 	interval time.Duration
+	// endGrace is how long the loop runs on past its end while a connection
+	// is silent: one the network stalled just before the end (a restart, a
+	// crash of the node's switch) is dead only if it does not echo again.
+	endGrace time.Duration
 	mu       sync.Mutex
 	pending  []*liveEnd
 	// closed: the loop takes no more ends (it has finished those it had).
@@ -56,8 +60,16 @@ type liveEnd struct {
 const maxUnsent = 1 << 20
 
 func newLiveLoop(interval time.Duration) *liveLoop {
-	return &liveLoop{interval: interval, done: make(chan struct{})}
+	return &liveLoop{interval: interval, endGrace: EndGrace, done: make(chan struct{})}
 }
+
+// EndGrace is how long a long-lived connection silent when the probe ends
+// has to echo again before it counts as dead.
+const EndGrace = 15 * time.Second
+
+// aliveWithin is how recent a connection's last echo must be for it to count
+// as alive at the end.
+const aliveWithin = 2 * time.Second
 
 // serveEcho hands a server end to the loop and holds it until the loop ends.
 func (l *liveLoop) serveEcho(c net.Conn) {
@@ -127,7 +139,16 @@ func (l *liveLoop) run(ctx context.Context) {
 	// The loop's own clock ends it at ctx's deadline: the thread runs in real
 	// time, while the runtime's timer that cancels ctx may wait on a busy machine.
 	deadline, bounded := ctx.Deadline()
-	for ctx.Err() == nil && (!bounded || time.Now().Before(deadline)) {
+	var ended time.Time
+	for {
+		if ctx.Err() != nil || (bounded && !time.Now().Before(deadline)) {
+			if ended.IsZero() {
+				ended = time.Now()
+			}
+			if !anySilent(clients, time.Now()) || time.Since(ended) >= l.endGrace {
+				break
+			}
+		}
 		// Never park the thread on a lock: a registration waits a turn.
 		if l.mu.TryLock() {
 			for _, e := range l.pending {
@@ -191,6 +212,17 @@ func (l *liveLoop) run(ctx context.Context) {
 		e.finish(time.Now())
 	}
 	l.finishPending(nil)
+}
+
+// anySilent says whether a connection that has not failed has not echoed
+// for aliveWithin.
+func anySilent(clients []*liveEnd, now time.Time) bool {
+	for _, e := range clients {
+		if e.err == nil && now.Sub(e.last) >= aliveWithin {
+			return true
+		}
+	}
+	return false
 }
 
 // finishPending finishes the clients that never joined the loop (failed
@@ -281,7 +313,7 @@ func (e *liveEnd) finish(now time.Time) {
 		e.res.Error = e.err.Error()
 		return
 	}
-	e.res.Alive = now.Sub(e.last) < 2*time.Second
+	e.res.Alive = now.Sub(e.last) < aliveWithin
 	if !e.res.Alive {
 		e.res.Error = fmt.Sprintf("no echo for %s at the end", now.Sub(e.last).Round(time.Millisecond))
 	}

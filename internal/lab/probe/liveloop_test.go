@@ -120,6 +120,60 @@ func TestLiveLoopReportsADeadConnection(t *testing.T) {
 	}
 }
 
+// TestLiveLoopGivesASilentConnectionItsGrace: a connection the network
+// stalls across the probe's end is alive once it echoes again within the
+// grace, and dead when it does not; the loop does not wait past the grace.
+func TestLiveLoopGivesASilentConnectionItsGrace(t *testing.T) {
+	stallAcrossTheEnd := func(hold time.Duration) func(string) string {
+		return func(server string) string {
+			return listen(t, func(c net.Conn) {
+				up, err := net.Dial("tcp", server)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(c, up) }()
+				start, stalled := time.Now(), false
+				msg := make([]byte, 8)
+				for {
+					if _, err := io.ReadFull(c, msg); err != nil {
+						return
+					}
+					if !stalled && time.Since(start) > 250*time.Millisecond {
+						stalled = true
+						time.Sleep(hold) // from before the end to after it
+					}
+					if _, err := up.Write(msg); err != nil {
+						return
+					}
+				}
+			})
+		}
+	}
+	for _, c := range []struct {
+		grace, hold time.Duration
+		alive       bool
+	}{{3 * time.Second, 3 * time.Second, true}, {time.Second, 5 * time.Second, false}} {
+		// Silent for 2.25 s at the end: past aliveWithin.
+		const end = 2500 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), end)
+		loop := newLiveLoop(5 * time.Millisecond)
+		loop.endGrace = c.grace
+		start := time.Now()
+		go loop.run(ctx)
+		addr := stallAcrossTheEnd(c.hold)(listen(t, loop.serveEcho))
+		cfg := Config{InNetns: func(_ string, fn func() error) error { return fn() }}
+		var res LongLived
+		longLived(cfg, loop, Pod{Name: "a"}, Pod{Name: "b"}, addr, &res, func() {})
+		<-loop.done
+		cancel()
+		took := time.Since(start)
+		if res.Alive != c.alive || took > end+c.grace+time.Second {
+			t.Errorf("grace %v, stall %v: alive %v (%s) after %v; want alive %v, within the grace", c.grace, c.hold, res.Alive, res.Error, took, c.alive)
+		}
+	}
+}
+
 // realtimeAllowed says whether a thread of this process may run SCHED_FIFO
 // (root, and a cgroup with a real-time budget where the kernel asks for one).
 func realtimeAllowed() bool {

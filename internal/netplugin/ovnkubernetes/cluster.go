@@ -14,6 +14,8 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/netplugin"
+	"netshift.io/netshift/internal/netplugin/ovsbridge"
+	"netshift.io/netshift/internal/ovs"
 )
 
 // Name is the driver's name, as --network-plugin takes it.
@@ -42,6 +44,10 @@ type Cluster struct {
 	Client client.Client
 	// Now is the operator's clock.
 	Now func() time.Time
+	// Southbound is the central zone's southbound database (--ovn-sb), whose
+	// Encap rows every node's tunnels are built from; nil when the operator
+	// was given none, and the Geneve port cannot change.
+	Southbound *ovs.Southbound
 }
 
 var _ netplugin.Cluster = (*Cluster)(nil)
@@ -52,14 +58,27 @@ func (c *Cluster) Name() string { return Name }
 // Steps: an MTU goes through what sends into the pod network first (the
 // routes ovnkube-node locked to the MTU, which size what the node itself
 // sends to services, and the pods' eth0), then the path: the pods' veths'
-// node ends and br-int's internal ports (ovn-k8s-mp0 among them). A Geneve port is the plugin's to set: ovnkube-node
-// writes it into its chassis' southbound Encap row when it starts with it.
+// node ends and br-int's internal ports (ovn-k8s-mp0 among them). A Geneve
+// port is the southbound Encap rows', which the operator sets at T0; without
+// them the nodes get the bridge's tunnel step, which they refuse (the
+// tunnels are ovn-controller's).
 func (c *Cluster) Steps(kind v1alpha1.ChangeKind, _ v1alpha1.Encapsulation) livechange.NodeSteps {
-	return livechange.NodeSteps{Path: []v1alpha1.StepAction{StepRouteMTU, netplugin.StepPodMTU, netplugin.StepHostVethMTU, netplugin.StepNodePortMTU}}
+	s := livechange.NodeSteps{Path: []v1alpha1.StepAction{StepRouteMTU, netplugin.StepPodMTU, netplugin.StepHostVethMTU, netplugin.StepNodePortMTU}}
+	if kind == v1alpha1.ChangeGenevePort && c.TunnelPortRecord(kind) == nil {
+		s.Tunnel = []v1alpha1.StepAction{netplugin.StepTunnelPort}
+	}
+	return s
 }
 
-// TunnelPortRecord: none the operator writes; the nodes' ovnkube writes it.
-func (c *Cluster) TunnelPortRecord(v1alpha1.ChangeKind) netplugin.TunnelPortRecord { return nil }
+// TunnelPortRecord is the central zone's southbound Encap rows, for a Geneve
+// port; between changes the operator keeps the applied port on them, as
+// ovnkube-node, restarted before Follow, may write the old one back.
+func (c *Cluster) TunnelPortRecord(kind v1alpha1.ChangeKind) netplugin.TunnelPortRecord {
+	if kind != v1alpha1.ChangeGenevePort || c.Southbound == nil {
+		return nil
+	}
+	return ovsbridge.EncapRecord{SB: c.Southbound}
+}
 
 // Zones: a node's pods are the DaemonSet ovnkube-node's, which read the
 // node's zone label when they start; the central zone (its databases,

@@ -58,30 +58,27 @@ func (c *Cluster) workloads(ctx context.Context) ([]workload, error) {
 	return out, nil
 }
 
-// On says whether every workload's containers have interconnect on and all
-// their pods run with it; pending names what does not yet.
+// On says whether every workload's containers have interconnect on, and
+// which workloads' pods do not all run their current template yet.
 func (c *Cluster) On(ctx context.Context) (bool, string, error) {
 	ws, err := c.workloads(ctx)
 	if err != nil {
 		return false, "", err
 	}
-	var pending []string
-	seen := false
+	var restarting []string
+	seen, off := false, false
 	for _, w := range ws {
-		set, off := interconnectEnv(w.template)
-		seen = seen || set
-		switch {
-		case off:
-			pending = append(pending, w.name()+" runs without interconnect")
-		case set && w.rolled() != "":
-			pending = append(pending, w.name()+": "+w.rolled())
+		set, o := interconnectEnv(w.template)
+		seen, off = seen || set, off || o
+		if r := w.rolled(); r != "" {
+			restarting = append(restarting, w.name()+": "+r)
 		}
 	}
 	if !seen {
 		return false, "", fmt.Errorf("no container of %s sets %s: whether OVN-Kubernetes runs with interconnect cannot be told",
 			strings.Join(append(append([]string(nil), Deployments...), DaemonSets...), ", "), EnvInterconnect)
 	}
-	return len(pending) == 0, strings.Join(pending, "; "), nil
+	return !off, strings.Join(restarting, "; "), nil
 }
 
 // Enable sets EnvInterconnect to "true" in every container that has it off,
@@ -96,7 +93,9 @@ func (c *Cluster) Enable(ctx context.Context) (string, error) {
 		if _, off := interconnectEnv(w.template); !off {
 			continue
 		}
-		patch := client.MergeFrom(w.obj.DeepCopyObject().(client.Object))
+		// Locked on the version read: a concurrent edit of the workload fails
+		// this patch (tried again at the next pass) rather than being undone.
+		patch := client.MergeFromWithOptions(w.obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 		for i := range w.template.Spec.Containers {
 			for j, e := range w.template.Spec.Containers[i].Env {
 				if e.Name == EnvInterconnect {

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/nodenet"
+	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/ovs/ovsmem"
 	"netshift.io/netshift/internal/testenv"
 )
 
@@ -72,16 +75,56 @@ func TestRouteMTUStepSetsTheLockedRoutes(t *testing.T) {
 	}
 }
 
-// TestAGenevePortChangeIsRefusedTouchingNothing: the driver's preconditions
-// refuse a Geneve port change on OVN-Kubernetes, saying why.
-func TestAGenevePortChangeIsRefusedTouchingNothing(t *testing.T) {
-	n := NewNode(nodenet.Env{Node: "node-1", Pods: nodenet.NoPods{}})
-	f := n.Check(context.Background(), &v1alpha1.LiveChangePlan{ID: "geneveport-3-1", Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082,
-		Encapsulation: v1alpha1.EncapGeneve})
-	if len(f.Problems) != 1 || !strings.Contains(f.Problems[0], "Geneve port") {
-		t.Fatalf("problems %q", f.Problems)
+// TestAGenevePortChangeNeedsTheCentralZone: the driver's preconditions take
+// a Geneve port change on a node whose ovn-controller uses the central
+// zone's southbound database, with the operator holding the Encap rows; they
+// refuse it, saying why, on a node in a zone of its own, and when the plan
+// gives the node a tunnel step of its own (an operator without the
+// southbound database). An MTU change is never refused for it.
+func TestAGenevePortChangeNeedsTheCentralZone(t *testing.T) {
+	ctx := context.Background()
+	node := func(ids map[string]string) *Node {
+		t.Helper()
+		sw, err := ovs.OpenSwitch(ctx, ovsmem.StartSwitchWith(t, ids))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sw.Close)
+		return NewNode(nodenet.Env{Node: "node-1", Pods: nodenet.NoPods{}, Switch: sw})
 	}
-	mtu := n.Check(context.Background(), &v1alpha1.LiveChangePlan{ID: "mtu-3-1", Kind: v1alpha1.ChangeMTU, From: 1400, To: 1300, Encapsulation: v1alpha1.EncapGeneve})
+	port := &v1alpha1.LiveChangePlan{ID: "geneveport-3-1", Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, Encapsulation: v1alpha1.EncapGeneve}
+	withTunnelStep := port.DeepCopy()
+	withTunnelStep.Steps = []v1alpha1.ScheduledStep{{Action: netplugin.StepTunnelPort, Value: 6082}}
+	central, own := map[string]string{"ovn-remote": "tcp:198.19.0.1:6642"}, map[string]string{"ovn-remote": "unix:/var/run/ovn/ovnsb_db.sock"}
+	cases := []struct {
+		name string
+		ids  map[string]string
+		plan *v1alpha1.LiveChangePlan
+		want string // "" when taken
+	}{
+		{"central zone, the operator holds the Encap rows", central, port, ""},
+		{"a zone of its own", own, port, "an OVN zone of its own (ovn-remote unix:/var/run/ovn/ovnsb_db.sock)"},
+		{"no ovn-remote", nil, port, "external_ids:ovn-remote is empty"},
+		{"the node given a tunnel step", central, withTunnelStep, "the operator needs the central zone's southbound database (--ovn-sb)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := node(c.ids).Check(ctx, c.plan)
+			var geneve []string
+			for _, p := range f.Problems {
+				if strings.Contains(p, "Geneve") || strings.Contains(p, "Encap") {
+					geneve = append(geneve, p)
+				}
+			}
+			switch {
+			case c.want == "" && len(geneve) > 0:
+				t.Fatalf("refused: %q", geneve)
+			case c.want != "" && (len(geneve) != 1 || !strings.Contains(geneve[0], c.want)):
+				t.Fatalf("problems %q, want one saying %q", f.Problems, c.want)
+			}
+		})
+	}
+	mtu := node(own).Check(ctx, &v1alpha1.LiveChangePlan{ID: "mtu-3-1", Kind: v1alpha1.ChangeMTU, From: 1400, To: 1300, Encapsulation: v1alpha1.EncapGeneve})
 	for _, p := range mtu.Problems {
 		if strings.Contains(p, "Geneve") {
 			t.Fatalf("an MTU change refused for the Geneve port: %q", mtu.Problems)

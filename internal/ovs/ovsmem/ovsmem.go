@@ -30,6 +30,13 @@ import (
 // the server stops when the test ends.
 func StartSwitch(t testing.TB) string {
 	t.Helper()
+	return StartSwitchWith(t, nil)
+}
+
+// StartSwitchWith is StartSwitch with more of the root row's external_ids
+// (a node's ovn-remote, as ovnkube-node sets it).
+func StartSwitchWith(t testing.TB, externalIDs map[string]string) string {
+	t.Helper()
 	full, err := vswitch.FullDatabaseModel()
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +45,11 @@ func StartSwitch(t testing.TB) string {
 	iface := vswitch.Interface{UUID: "iface", Name: "br-int", Type: "internal"}
 	port := vswitch.Port{UUID: "port", Name: "br-int", Interfaces: []string{"iface"}}
 	br := vswitch.Bridge{UUID: "br", Name: "br-int", Ports: []string{"port"}}
-	root := vswitch.OpenvSwitch{UUID: "root", Bridges: []string{"br"}, ExternalIDs: map[string]string{"system-id": "node-1"}}
+	ids := map[string]string{"system-id": "node-1"}
+	for k, v := range externalIDs {
+		ids[k] = v
+	}
+	root := vswitch.OpenvSwitch{UUID: "root", Bridges: []string{"br"}, ExternalIDs: ids}
 	Insert(t, endpoint, full, &iface, &port, &br, &root)
 	return endpoint
 }
