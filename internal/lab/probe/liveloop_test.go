@@ -53,9 +53,10 @@ func carry(t *testing.T, d time.Duration, relay func(server string) string) (Lon
 	return res, loop.realtime
 }
 
-// holdOnce relays a connection and holds the 20th message of the client for
-// holdFor, as a network that stops for a while.
-func holdOnce(t *testing.T) func(string) string {
+// relayHolding relays a connection, holding each client message for what
+// hold says (n is the message's number, since how long ago the relay began),
+// as a network that stops for a while.
+func relayHolding(t *testing.T, hold func(n int, since time.Duration) time.Duration) func(string) string {
 	return func(server string) string {
 		return listen(t, func(c net.Conn) {
 			up, err := net.Dial("tcp", server)
@@ -64,20 +65,29 @@ func holdOnce(t *testing.T) func(string) string {
 			}
 			defer up.Close()
 			go func() { _, _ = io.Copy(c, up) }()
+			start := time.Now()
 			msg := make([]byte, 8)
 			for n := 0; ; n++ {
 				if _, err := io.ReadFull(c, msg); err != nil {
 					return
 				}
-				if n == 20 {
-					time.Sleep(holdFor)
-				}
+				time.Sleep(hold(n, time.Since(start)))
 				if _, err := up.Write(msg); err != nil {
 					return
 				}
 			}
 		})
 	}
+}
+
+// holdOnce holds the 20th message of the client for holdFor.
+func holdOnce(t *testing.T) func(string) string {
+	return relayHolding(t, func(n int, _ time.Duration) time.Duration {
+		if n == 20 {
+			return holdFor
+		}
+		return 0
+	})
 }
 
 func TestLiveLoopCarriesAConnection(t *testing.T) {
@@ -124,31 +134,16 @@ func TestLiveLoopReportsADeadConnection(t *testing.T) {
 // stalls across the probe's end is alive once it echoes again within the
 // grace, and dead when it does not; the loop does not wait past the grace.
 func TestLiveLoopGivesASilentConnectionItsGrace(t *testing.T) {
+	// Holds the first message after 250 ms for hold: from before the end to after it.
 	stallAcrossTheEnd := func(hold time.Duration) func(string) string {
-		return func(server string) string {
-			return listen(t, func(c net.Conn) {
-				up, err := net.Dial("tcp", server)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				go func() { _, _ = io.Copy(c, up) }()
-				start, stalled := time.Now(), false
-				msg := make([]byte, 8)
-				for {
-					if _, err := io.ReadFull(c, msg); err != nil {
-						return
-					}
-					if !stalled && time.Since(start) > 250*time.Millisecond {
-						stalled = true
-						time.Sleep(hold) // from before the end to after it
-					}
-					if _, err := up.Write(msg); err != nil {
-						return
-					}
-				}
-			})
-		}
+		stalled := false
+		return relayHolding(t, func(_ int, since time.Duration) time.Duration {
+			if stalled || since < 250*time.Millisecond {
+				return 0
+			}
+			stalled = true
+			return hold
+		})
 	}
 	for _, c := range []struct {
 		grace, hold time.Duration
