@@ -420,24 +420,28 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 
 	case rollout.ActionRelease, rollout.ActionTimeoutFail:
 		// The drain's hold goes (releaseHold: uncordoned first if it was the last hold netshift
-		// cordoned the node for, recorded second).
-		if started := st.Status.DrainStartedAt; started != nil {
-			r.Metrics.DrainDuration.WithLabelValues(pool).Observe(now.Sub(started.Time).Seconds())
+		// cordoned the node for, recorded second). Its duration is observed once the release
+		// is written: a release that fails is tried again, and must not count twice.
+		observe := func(err error) error {
+			if started := st.Status.DrainStartedAt; err == nil && started != nil {
+				r.Metrics.DrainDuration.WithLabelValues(pool).Observe(now.Sub(started.Time).Seconds())
+			}
+			return err
 		}
 		if d.Action == rollout.ActionTimeoutFail {
 			logger.Info("drain given up", "reason", d.Reason)
 			r.event(node, corev1.EventTypeWarning, "DrainFailed", "Release", "%s; gave up (onTimeout: Fail), its hold released", d.Reason)
-			return 0, releaseHold(ctx, r.Client, st, node, v1alpha1.HoldDrain, "", func(s *v1alpha1.NetshiftNodeStateStatus) {
+			return 0, observe(releaseHold(ctx, r.Client, st, node, v1alpha1.HoldDrain, "", func(s *v1alpha1.NetshiftNodeStateStatus) {
 				s.DrainStatus = v1alpha1.DrainIdle
 				s.DrainMessage = d.Reason + "; gave up (onTimeout: Fail)"
 				s.DrainFailure = &v1alpha1.DrainFailure{Operation: d.Operation, Reason: d.Reason, Time: mnow}
-			})
+			}))
 		}
 		logger.Info("slot released")
 		r.event(node, corev1.EventTypeNormal, "DrainReleased", "Release", "node %s released its slot in pool %s (operation %s)", d.Node, pool, d.Operation)
-		return 0, releaseHold(ctx, r.Client, st, node, v1alpha1.HoldDrain, "", func(s *v1alpha1.NetshiftNodeStateStatus) {
+		return 0, observe(releaseHold(ctx, r.Client, st, node, v1alpha1.HoldDrain, "", func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.DrainStatus, s.DrainMessage = v1alpha1.DrainIdle, ""
-		})
+		}))
 	}
 	return 0, fmt.Errorf("unknown drain action %q", d.Action)
 }
