@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,33 +155,17 @@ var (
 // roll restarts the plugin's workloads that the cluster runs, as `kubectl
 // rollout restart` does.
 func (c *Cluster) roll(ctx context.Context) ([]string, error) {
+	ws, err := c.workloads(ctx)
+	if err != nil {
+		return nil, err
+	}
 	at := c.Now().UTC().Format(time.RFC3339)
 	var rolled []string
-	for _, name := range Deployments {
-		var d appsv1.Deployment
-		if ok, err := c.get(ctx, name, &d); err != nil || !ok {
-			if err != nil {
-				return rolled, err
-			}
-			continue
-		}
-		if err := c.restart(ctx, &d, &d.Spec.Template, at); err != nil {
+	for _, w := range ws {
+		if err := c.restart(ctx, w.obj, w.template, at); err != nil {
 			return rolled, err
 		}
-		rolled = append(rolled, "deployment/"+name)
-	}
-	for _, name := range DaemonSets {
-		var ds appsv1.DaemonSet
-		if ok, err := c.get(ctx, name, &ds); err != nil || !ok {
-			if err != nil {
-				return rolled, err
-			}
-			continue
-		}
-		if err := c.restart(ctx, &ds, &ds.Spec.Template, at); err != nil {
-			return rolled, err
-		}
-		rolled = append(rolled, "daemonset/"+name)
+		rolled = append(rolled, w.name())
 	}
 	return rolled, nil
 }

@@ -105,14 +105,7 @@ func TestFollowRestartsNothingAtInstall(t *testing.T) {
 	testenv.Require(t, envMissing)
 	ctx := context.Background()
 	c, admin := followCluster(t)
-	var cm corev1.ConfigMap
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ConfigMap}, &cm); err != nil {
-		t.Fatal(err)
-	}
-	delete(cm.Data, KeyPort)
-	if err := admin.Update(ctx, &cm); err != nil {
-		t.Fatal(err)
-	}
+	editOVNConfig(t, admin, func(cm *corev1.ConfigMap) { delete(cm.Data, KeyPort) })
 	if did, err := c.Follow(ctx, v1alpha1.AppliedNetwork{MTU: 1400, VXLANPort: 4789, GenevePort: 6081}); err != nil || did != "" {
 		t.Fatalf("Follow on a fresh install: %q, %v; want nothing done", did, err)
 	}
@@ -133,15 +126,10 @@ func TestARestartOwedIsRestartedLater(t *testing.T) {
 	testenv.Require(t, envMissing)
 	ctx := context.Background()
 	c, admin := followCluster(t)
-	var cm corev1.ConfigMap
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ConfigMap}, &cm); err != nil {
-		t.Fatal(err)
-	}
-	cm.Data[KeyMTU] = "1300"
-	cm.Annotations = map[string]string{RestartPending: "mtu=1300,encap_port=6081"}
-	if err := admin.Update(ctx, &cm); err != nil {
-		t.Fatal(err)
-	}
+	editOVNConfig(t, admin, func(cm *corev1.ConfigMap) {
+		cm.Data[KeyMTU] = "1300"
+		cm.Annotations = map[string]string{RestartPending: "mtu=1300,encap_port=6081"}
+	})
 	if did, err := c.Follow(ctx, v1alpha1.AppliedNetwork{MTU: 1300, VXLANPort: 4789, GenevePort: 6081}); err != nil || !strings.Contains(did, "restarted") {
 		t.Fatalf("Follow with a restart owed: %q, %v", did, err)
 	}
@@ -149,6 +137,7 @@ func TestARestartOwedIsRestartedLater(t *testing.T) {
 	if err := admin.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "ovnkube-node"}, &ds); err != nil {
 		t.Fatal(err)
 	}
+	var cm corev1.ConfigMap
 	if err := admin.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ConfigMap}, &cm); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +152,20 @@ func TestTheRoutesGoFirst(t *testing.T) {
 	s := (&Cluster{}).Steps(v1alpha1.ChangeMTU, v1alpha1.EncapGeneve)
 	if len(s.Path) != 4 || s.Path[0] != StepRouteMTU || len(s.Tunnel) != 0 {
 		t.Fatalf("steps %+v", s)
+	}
+}
+
+// editOVNConfig changes ovn-config as someone else would.
+func editOVNConfig(t *testing.T, admin client.Client, edit func(*corev1.ConfigMap)) {
+	t.Helper()
+	ctx := context.Background()
+	var cm corev1.ConfigMap
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: ConfigMap}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	edit(&cm)
+	if err := admin.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
 	}
 }
 
