@@ -14,7 +14,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -39,10 +39,12 @@ type Missing = controlplane.MissingError
 func InCI() bool { return os.Getenv("CI") == "true" }
 
 // Require skips the test (or fails it under CI=true) when err says a real
-// prerequisite is missing, and fails it on any other error.
+// prerequisite is missing, and fails it on any other error. A test that goes
+// on shows the controllers' logs if it fails (LogsOnFailure).
 func Require(t testing.TB, err error) {
 	t.Helper()
 	if err == nil {
+		LogsOnFailure(t)
 		return
 	}
 	var m *Missing
@@ -59,8 +61,9 @@ func Require(t testing.TB, err error) {
 // control plane into *env (left nil, with the reason in *missing, when a
 // prerequisite is absent), runs the tests and stops it.
 func Run(m *testing.M, env **Env, missing *error) int {
-	// Controllers log through controller-runtime; NETSHIFT_TEST_LOGS=1 shows them.
-	logger := logr.Discard()
+	// Controllers log through controller-runtime; NETSHIFT_TEST_LOGS=1 shows them,
+	// and LogsOnFailure shows a failed test the lines it kept.
+	logger := zap.New(zap.WriteTo(logs), zap.ConsoleEncoder(), zap.Level(zapcore.DebugLevel))
 	if os.Getenv("NETSHIFT_TEST_LOGS") != "" {
 		logger = zap.New(zap.UseDevMode(true))
 	}
