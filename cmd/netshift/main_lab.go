@@ -16,6 +16,7 @@ import (
 
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/lab/labcni"
+	"netshift.io/netshift/internal/lab/standin"
 	"netshift.io/netshift/internal/scheme"
 )
 
@@ -59,9 +60,9 @@ func labPluginCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return lab.PluginNode(ctx, c, node, dir, cmd.OutOrStdout())
+				return standin.Node(ctx, c, node, dir, cmd.OutOrStdout())
 			case "central":
-				return lab.PluginCentral(ctx, dir, cmd.OutOrStdout())
+				return standin.Central(ctx, dir, cmd.OutOrStdout())
 			}
 			return usagef("lab-plugin: %q is not node or central", args[0])
 		},
@@ -84,7 +85,7 @@ func labCallCmd(*globals) *cobra.Command {
 		Args:   cobra.MinimumNArgs(1),
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return lab.AskLab(cmd.Context(), dir, cmd.OutOrStdout(), wait, args...)
+			return standin.Ask(cmd.Context(), dir, cmd.OutOrStdout(), wait, args...)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "/run/netshift-lab", "the node's lab directory, which the lab watches")

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/cri"
+	"netshift.io/netshift/internal/lab/standin"
 	"netshift.io/netshift/internal/operator"
 )
 
@@ -33,8 +34,8 @@ func (s *State) NetshiftPid(ctx context.Context, role string) (int, error) {
 	node, label, container, ns := strings.TrimPrefix(role, "agent:"), agentLabel, "agent", operator.Namespace
 	selector := client.MatchingLabels{"app.kubernetes.io/name": label}
 	if strings.HasPrefix(role, "plugin:") {
-		node, ns, container = strings.TrimPrefix(role, "plugin:"), PluginNamespace, "ovnkube"
-		selector = client.MatchingLabels{"app": PluginNodeApp}
+		node, ns, container = strings.TrimPrefix(role, "plugin:"), standin.Namespace, "ovnkube"
+		selector = client.MatchingLabels{"app": standin.NodeApp}
 	} else if role == "operator" {
 		var lease coordinationv1.Lease
 		if err := c.Get(ctx, client.ObjectKey{Namespace: operator.Namespace, Name: operatorLease}, &lease); err != nil {

@@ -27,6 +27,7 @@ import (
 	"netshift.io/netshift/internal/lab/kubenode"
 	"netshift.io/netshift/internal/lab/labcni"
 	"netshift.io/netshift/internal/lab/ovnk"
+	"netshift.io/netshift/internal/lab/standin"
 	"netshift.io/netshift/internal/nodeconfig"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/zones"
@@ -161,7 +162,7 @@ const RebootFailsFile = "reboot-fails"
 // writeLabDir prepares a real node's lab directory: its boot ID, and whether
 // its reboots are made to fail.
 func (s *State) writeLabDir(node string) error {
-	calls := filepath.Join(s.labDir(node), CallsDir)
+	calls := filepath.Join(s.labDir(node), standin.CallsDir)
 	if err := os.MkdirAll(calls, 0o755); err != nil {
 		return err
 	}
@@ -645,7 +646,7 @@ func (s *State) notInstalled(ctx context.Context, c client.Client) string {
 	}
 	want := map[string]bool{}
 	if s.runsPlugin() {
-		want[PluginNamespace+"/"+PluginNodeApp] = true // every node in its zone, annotated
+		want[standin.Namespace+"/"+standin.NodeApp] = true // every node in its zone, annotated
 	}
 	for j := 1; j <= s.Options.PodsPerNode; j++ {
 		want[fmt.Sprintf("%s/probe-%d", PodNamespace, j)] = true
@@ -761,7 +762,7 @@ func (s *State) serveRealNodes(ctx context.Context, binary string) error {
 		return err
 	}
 	if s.runsPlugin() {
-		if err := s.createPlugin(ctx, c); err != nil {
+		if err := standin.Create(ctx, c, s.Options.Zones == ZonesMulti); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"netshift.io/netshift/internal/lab/probe"
+	"netshift.io/netshift/internal/lab/standin"
 )
 
 // ZoneStep is one step of the zone benchmark, measured by the probe running
@@ -132,7 +133,7 @@ func ZoneBench(ctx context.Context, name string, direct bool, out io.Writer) (re
 		fmt.Fprintln(out, "through the network plugin's objects (label, plugin pod restart, Deployment scaled):")
 	}
 	err = zonePath(ctx, s, cfg, nodeOf, &rep.ZonePathReport, out, zoneMoves{
-		node: func(node, zone string) error { return restartIntoZone(ctx, c, node, zone) },
+		node: func(node, zone string) error { return standin.RestartIntoZone(ctx, c, node, zone) },
 		central: func(start bool) error {
 			if start {
 				return s.scaleCentral(ctx, c, 1)

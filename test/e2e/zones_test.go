@@ -26,6 +26,7 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/lab/probe"
+	"netshift.io/netshift/internal/lab/standin"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/zones"
 )
@@ -233,7 +234,7 @@ func holdLabLock(t *testing.T, name, what string) (release func()) {
 // started after the node got its label, and busy with the move.
 func newPluginPodRunning(c client.Client, node string) bool {
 	var pods corev1.PodList
-	if c.List(context.Background(), &pods, client.InNamespace(lab.PluginNamespace), client.MatchingLabels{"app": lab.PluginNodeApp}) != nil {
+	if c.List(context.Background(), &pods, client.InNamespace(standin.Namespace), client.MatchingLabels{"app": standin.NodeApp}) != nil {
 		return false
 	}
 	for _, p := range pods.Items {

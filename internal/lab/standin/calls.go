@@ -1,4 +1,4 @@
-package lab
+package standin
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,11 +18,12 @@ import (
 	"netshift.io/netshift/internal/atomicfile"
 )
 
-// The lab's stand-in for the network plugin's pods (ovnkube-node,
-// ovnkube-central) carries out an OVN zone move and the central zone's start
-// and retirement by calling the lab: a request file in the node's lab
-// directory, which the supervisor answers by running the lab command on the
-// machine, where the nodes' OVN daemons live. Only those commands are answered.
+// A stand-in pod (and `netshift lab-call` on a real lab node) carries out an
+// OVN zone move and the central zone's start and retirement by calling the
+// lab: a request file in the node's lab directory, which the lab answers by
+// running its own command on the machine, where the nodes' OVN daemons live.
+// Only those commands are answered: the node's lab directory is writable
+// from the node.
 
 // CallsDir is where a node's calls are, in its lab directory.
 const CallsDir = "calls"
@@ -36,9 +38,9 @@ type CallResult struct {
 	Output   string `json:"output"`
 }
 
-// callAllowed says whether node's pods may call the lab with args: its own
+// allowed says whether node's pods may call the lab with args: its own
 // zone move, or the central zone's ensure and retire.
-func callAllowed(node string, args []string) error {
+func allowed(node string, args []string) error {
 	switch {
 	case len(args) == 3 && args[0] == "zone-move" && args[1] == node:
 		return nil
@@ -50,9 +52,9 @@ func callAllowed(node string, args []string) error {
 	return fmt.Errorf("%q is not a lab call (zone-move NODE ZONE, zone-central ensure|retire)", strings.Join(args, " "))
 }
 
-// PlaceCall asks the lab, through the node's lab directory dir, to run args,
+// Place asks the lab, through the node's lab directory dir, to run args,
 // and waits for its answer.
-func PlaceCall(ctx context.Context, dir string, args []string, wait time.Duration) (CallResult, error) {
+func Place(ctx context.Context, dir string, args []string, wait time.Duration) (CallResult, error) {
 	var r CallResult
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
@@ -77,8 +79,35 @@ func PlaceCall(ctx context.Context, dir string, args []string, wait time.Duratio
 	}
 }
 
-// serveCalls answers the nodes' calls until ctx ends.
-func (s *State) serveCalls(ctx context.Context, binary string) {
+// Ask is Place for a person or a pod: the lab's output goes to out, and a
+// command that failed is an error quoting its last line.
+func Ask(ctx context.Context, dir string, out io.Writer, wait time.Duration, args ...string) error {
+	r, err := Place(ctx, dir, args, wait)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(out, r.Output)
+	if r.ExitCode != 0 {
+		return fmt.Errorf("lab %s: exit code %d: %s", strings.Join(args, " "), r.ExitCode, lastLine(r.Output))
+	}
+	return nil
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// Answerer answers the nodes' calls by running `BINARY lab --name LAB ARGS`.
+type Answerer struct {
+	Binary string
+	Lab    string
+	// NodeDirs is each node's lab directory, by node name.
+	NodeDirs map[string]string
+}
+
+// Serve answers the calls until ctx ends.
+func (a Answerer) Serve(ctx context.Context) {
 	var running sync.Map
 	for {
 		select {
@@ -86,25 +115,24 @@ func (s *State) serveCalls(ctx context.Context, binary string) {
 			return
 		case <-time.After(50 * time.Millisecond):
 		}
-		s.answerCalls(ctx, binary, &running)
+		a.answerWaiting(ctx, &running)
 	}
 }
 
-// answerCalls runs the calls waiting in every node's lab directory, each once.
-func (s *State) answerCalls(ctx context.Context, binary string, running *sync.Map) {
-	for _, n := range s.Topology.Nodes {
-		reqs, _ := filepath.Glob(filepath.Join(s.labDir(n.Name), CallsDir, "*.req"))
+// answerWaiting runs the calls waiting in every node's lab directory, each once.
+func (a Answerer) answerWaiting(ctx context.Context, running *sync.Map) {
+	for node, dir := range a.NodeDirs {
+		reqs, _ := filepath.Glob(filepath.Join(dir, CallsDir, "*.req"))
 		for _, req := range reqs {
 			if _, busy := running.LoadOrStore(req, true); busy {
 				continue
 			}
 			go func() {
 				defer running.Delete(req)
-				res := s.answerCall(ctx, binary, n.Name, req)
-				data, _ := json.Marshal(res)
+				data, _ := json.Marshal(a.answer(ctx, node, req))
 				done := strings.TrimSuffix(req, ".req") + ".done"
 				if err := atomicfile.Write(done, data, 0o666); err != nil {
-					fmt.Fprintf(os.Stderr, "lab: node %s: answer %s: %v\n", n.Name, req, err)
+					fmt.Fprintf(os.Stderr, "lab: node %s: answer %s: %v\n", node, req, err)
 				}
 				_ = os.Remove(req)
 			}()
@@ -112,19 +140,19 @@ func (s *State) answerCalls(ctx context.Context, binary string, running *sync.Ma
 	}
 }
 
-func (s *State) answerCall(ctx context.Context, binary, node, req string) CallResult {
+func (a Answerer) answer(ctx context.Context, node, req string) CallResult {
 	var call Call
 	data, err := os.ReadFile(req)
 	if err == nil {
 		err = json.Unmarshal(data, &call)
 	}
 	if err == nil {
-		err = callAllowed(node, call.Args)
+		err = allowed(node, call.Args)
 	}
 	if err != nil {
 		return CallResult{ExitCode: 2, Output: fmt.Sprintf("lab call from node %s refused: %v\n", node, err)}
 	}
-	cmd := exec.CommandContext(ctx, binary, append([]string{"lab", "--name", s.Options.Name}, call.Args...)...)
+	cmd := exec.CommandContext(ctx, a.Binary, append([]string{"lab", "--name", a.Lab}, call.Args...)...)
 	out, err := cmd.CombinedOutput()
 	fmt.Fprintf(os.Stderr, "lab: node %s called %q: %v\n", node, strings.Join(call.Args, " "), err)
 	var exit *exec.ExitError

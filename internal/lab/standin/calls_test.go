@@ -1,11 +1,11 @@
-package lab
+package standin
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestCallAllowed(t *testing.T) {
+func TestOnlyANodesOwnZoneMoveAndTheCentralZoneAreAnswered(t *testing.T) {
 	for _, tc := range []struct {
 		node string
 		args []string
@@ -22,7 +22,7 @@ func TestCallAllowed(t *testing.T) {
 		{"node-2", nil, "is not a lab call"},
 		{"node-2", []string{"zone-move", "node-2"}, "is not a lab call"},
 	} {
-		err := callAllowed(tc.node, tc.args)
+		err := allowed(tc.node, tc.args)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s %q: refused: %v", tc.node, tc.args, err)

@@ -1,0 +1,80 @@
+package standin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/internal/zones"
+)
+
+// RestartIntoZone moves a node the way netshift's operator does: its zone
+// label set, its plugin pod deleted, and back once the pod the DaemonSet
+// starts in its place has annotated the node.
+func RestartIntoZone(ctx context.Context, c client.Client, node, zone string) error {
+	var n corev1.Node
+	if err := c.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, zones.ZoneLabel, zone)
+	if err := c.Patch(ctx, &n, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("node %s: label %s=%s: %w", node, zones.ZoneLabel, zone, err)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(Namespace), client.MatchingLabels{"app": NodeApp}); err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == node && p.DeletionTimestamp == nil {
+			if err := c.Delete(ctx, &p); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("node %s: restart its plugin pod %s: %w", node, p.Name, err)
+			}
+		}
+	}
+	return within(ctx, 5*time.Minute, func(ctx context.Context) bool {
+		err := c.Get(ctx, types.NamespacedName{Name: node}, &n)
+		return err == nil && n.Annotations[zones.ZoneAnnotation] == zone
+	}, fmt.Sprintf("node %s: not annotated in zone %s within 5m by its new plugin pod", node, zone))
+}
+
+// ScaleCentral scales the central zone's Deployment and waits until the zone
+// runs (its pod ready and centralUp nil) or is retired (its pod gone and
+// centralUp an error).
+func ScaleCentral(ctx context.Context, c client.Client, replicas int32, centralUp func() error) error {
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: CentralApp}}
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if err := c.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("scale %s/%s to %d: %w", Namespace, CentralApp, replicas, err)
+	}
+	return within(ctx, 5*time.Minute, func(ctx context.Context) bool {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+			return false
+		}
+		if replicas == 0 {
+			var pods corev1.PodList
+			err := c.List(ctx, &pods, client.InNamespace(Namespace), client.MatchingLabels{"app": CentralApp})
+			return err == nil && len(pods.Items) == 0 && centralUp() != nil
+		}
+		return dep.Status.ReadyReplicas >= replicas && centralUp() == nil
+	}, fmt.Sprintf("the central zone's Deployment did not reach %d ready replicas within 5m", replicas))
+}
+
+// within polls done every 50 ms until it holds, for at most timeout; then the
+// error says what did not happen.
+func within(ctx context.Context, timeout time.Duration, done func(context.Context) bool, what string) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		return done(ctx), nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("%s", what)
+	}
+	return err
+}
