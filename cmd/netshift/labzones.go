@@ -27,7 +27,7 @@ Idempotent.`,
 			if err != nil {
 				return err
 			}
-			return s.MoveZone(cmd.Context(), args[0], args[1], func(f string, a ...any) { fmt.Fprintf(cmd.OutOrStdout(), f+"\n", a...) })
+			return s.Interconnect().MoveZone(cmd.Context(), args[0], args[1], func(f string, a ...any) { fmt.Fprintf(cmd.OutOrStdout(), f+"\n", a...) })
 		},
 	}
 }
@@ -44,9 +44,9 @@ func labZoneCentralCmd(name *string) *cobra.Command {
 			}
 			switch args[0] {
 			case "ensure":
-				return s.CentralEnsure(cmd.Context())
+				return s.Interconnect().CentralEnsure(cmd.Context())
 			case "retire":
-				return s.CentralRetire(cmd.Context())
+				return s.Interconnect().CentralRetire(cmd.Context())
 			}
 			return usagef("zone-central: %q is not ensure or retire", args[0])
 		},

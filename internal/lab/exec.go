@@ -56,6 +56,11 @@ func (sh *shell) run(ctx context.Context, env []string, name string, args ...str
 	return out.String(), nil
 }
 
+// Run is run, for the lab's packages (ovnic.Runner).
+func (sh *shell) Run(ctx context.Context, env []string, name string, args ...string) (string, error) {
+	return sh.run(ctx, env, name, args...)
+}
+
 // ip runs `ip ARGS`.
 func (sh *shell) ip(ctx context.Context, args ...string) error {
 	_, err := sh.run(ctx, nil, "ip", args...)

@@ -61,6 +61,30 @@ func (s *State) startDaemon(ctx context.Context, sh *shell, role, netns string, 
 	return s.record(func() { s.Processes = append(s.Processes, p) })
 }
 
+// stopRoles stops the lab's daemons with these roles and forgets them: a
+// zone that is gone is not a daemon that died.
+func (s *State) stopRoles(roles ...string) {
+	want := map[string]bool{}
+	for _, r := range roles {
+		want[r] = true
+	}
+	_ = s.reload()
+	for _, p := range s.Processes {
+		if want[p.Role] {
+			p.Stop(3 * time.Second)
+		}
+	}
+	_ = s.record(func() {
+		kept := s.Processes[:0]
+		for _, p := range s.Processes {
+			if !want[p.Role] || p.Alive() {
+				kept = append(kept, p)
+			}
+		}
+		s.Processes = kept
+	})
+}
+
 // readPidfile is the pid a daemon wrote to its pid file.
 func readPidfile(pidfile string) (int, error) {
 	data, err := os.ReadFile(pidfile)

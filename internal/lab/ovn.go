@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"netshift.io/netshift/internal/lab/ovnic"
 )
 
-// The OVN mode is routed like common OVN CNIs: one logical switch per node
-// (its /24) behind the cluster router lr0, and one switch that spans every
-// node for VMs that keep their address when they move.
+// The OVN mode is routed as ovnic lays it out: a switch per node behind the
+// cluster router, and the VM switch that spans every node.
 const (
-	clusterRouter = "lr0"
-	vmSwitch      = "ls-vm"
+	vmSwitch = ovnic.VMSwitch
 	// VMSubnet is the spanning switch's subnet.
 	VMSubnet = "198.18.250.0/24"
 )
@@ -24,7 +24,7 @@ func (s *State) NBDB() string { return "unix:" + filepath.Join(s.ovnDir(), "nb.s
 func (s *State) SBDB() string { return "unix:" + filepath.Join(s.ovnDir(), "sb.sock") }
 
 func (s *State) nbctl(ctx context.Context, sh *shell, args ...string) (string, error) {
-	return s.nbctlAt(ctx, sh, s.NBDB(), args...)
+	return sh.run(ctx, nil, "ovn-nbctl", append([]string{"--db=" + s.NBDB(), "--timeout=20"}, args...)...)
 }
 
 // centralRemotes are the central databases' remotes for netshift's operator,
@@ -46,8 +46,6 @@ const (
 	CentralNBPort = "6641"
 	CentralSBPort = "6642"
 )
-
-func routerMAC(i int) string { return fmt.Sprintf("0a:58:c6:12:%02x:01", i) }
 
 // buildOVN starts the central NB and SB databases (in the root namespace,
 // on their unix sockets and, for the operator, SSL on the underlay address)
@@ -81,14 +79,11 @@ func (s *State) buildOVN(ctx context.Context, sh *shell, progress func(string, .
 	}
 	progress("OVN: central NB and SB databases and ovn-northd")
 
-	args := []string{"lr-add", clusterRouter}
-	addSwitch := func(ls, lrp, mac, cidr string) {
-		args = append(append(args, "--"), routerSwitchArgs(ls, lrp, mac, cidr)...)
-	}
+	args := []string{"lr-add", ovnic.ClusterRouter}
 	for _, n := range s.Topology.Nodes {
-		addSwitch("ls-"+n.Name, "rtr-"+n.Name, routerMAC(n.Index), fmt.Sprintf("198.18.%d.1/24", n.Index))
+		args = append(append(args, "--"), ovnic.RouterSwitchArgs("ls-"+n.Name, "rtr-"+n.Name, ovnic.RouterMAC(n.Index), fmt.Sprintf("198.18.%d.1/24", n.Index))...)
 	}
-	addSwitch(vmSwitch, "rtr-vm", routerMAC(250), "198.18.250.1/24")
+	args = append(append(args, "--"), ovnic.VMSwitchArgs()...)
 	if _, err := s.nbctl(ctx, sh, args...); err != nil {
 		return fmt.Errorf("OVN logical topology: %w", err)
 	}
@@ -105,7 +100,7 @@ func (s *State) buildOVN(ctx context.Context, sh *shell, progress func(string, .
 			return err
 		}
 	}
-	progress("OVN: ovn-controller on every node, router %s, a switch per node and %s (%s)", clusterRouter, vmSwitch, VMSubnet)
+	progress("OVN: ovn-controller on every node, router %s, a switch per node and %s (%s)", ovnic.ClusterRouter, vmSwitch, VMSubnet)
 	return nil
 }
 
@@ -120,14 +115,4 @@ func (s *State) startOVNController(ctx context.Context, sh *shell, n NodeSpec) e
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
 	return nil
-}
-
-// routerSwitchArgs add a switch joined to the cluster router.
-func routerSwitchArgs(ls, lrp, mac, cidr string) []string {
-	return []string{"ls-add", ls,
-		"--", "lrp-add", clusterRouter, lrp, mac, cidr,
-		"--", "lsp-add", ls, "stor-" + ls,
-		"--", "lsp-set-type", "stor-" + ls, "router",
-		"--", "lsp-set-addresses", "stor-" + ls, "router",
-		"--", "lsp-set-options", "stor-" + ls, "router-port=" + lrp}
 }

@@ -344,44 +344,6 @@ func (s *State) setNodeNB(node, nb string) error {
 	return atomicfile.Write(filepath.Join(s.labDir(node), ovnNBFile), []byte(nb+"\n"), 0o644)
 }
 
-// nodeLogicalPorts are the pods' logical ports on a node's switch, each as
-// the ovn-nbctl arguments that make it again elsewhere (addresses, port
-// security, the sandbox it is for), as a northbound database holds them
-// (ports created by the stand-in network plugin).
-func (s *State) nodeLogicalPorts(ctx context.Context, sh *shell, nb string, n NodeSpec) ([][]string, error) {
-	ports, err := s.nbctlAt(ctx, sh, nb, "--if-exists", "get", "logical_switch", "ls-"+n.Name, "ports")
-	if err != nil {
-		return nil, err
-	}
-	onSwitch := map[string]bool{}
-	for _, u := range strings.FieldsFunc(ports, func(r rune) bool { return strings.ContainsRune("[], \n", r) }) {
-		onSwitch[u] = true
-	}
-	// The pods' ports are the switch's ports of no type (not its router port).
-	rows, err := s.nbctlAt(ctx, sh, nb, "--data=bare", "--no-headings", "--format=csv", "--columns=_uuid,name,addresses,external_ids",
-		"find", "logical_switch_port", `type=""`)
-	if err != nil {
-		return nil, err
-	}
-	var found [][]string
-	for _, l := range strings.Split(strings.TrimSpace(rows), "\n") {
-		f := strings.SplitN(l, ",", 4)
-		if len(f) != 4 || !onSwitch[f[0]] {
-			continue
-		}
-		name, addr := f[1], strings.Trim(f[2], `"`)
-		args := []string{"--", "--may-exist", "lsp-add", "ls-" + n.Name, name, "--", "lsp-set-addresses", name, addr,
-			"--", "lsp-set-port-security", name, addr}
-		for _, kv := range strings.Fields(strings.Trim(f[3], `"`)) {
-			if k, v, ok := strings.Cut(kv, "="); ok && k == labcni.SandboxKey {
-				args = append(args, "--", "set", "logical_switch_port", name, "external_ids:"+k+"="+v)
-			}
-		}
-		found = append(found, args)
-	}
-	return found, nil
-}
-
 // buildImages writes the lab's images from the binaries beside the lab's own
 // (hack/build.sh lays them out): netshift itself (a lab build), netshift-cni
 // and the pause program; the workload is Debian's static busybox.

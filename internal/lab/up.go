@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"netshift.io/netshift/internal/lab/ovnic"
 	"netshift.io/netshift/internal/netdev"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -102,20 +103,21 @@ func Up(ctx context.Context, o Options, binary string, out io.Writer) (s *State,
 			progress("Neutron: node %s is a VM on trunk parent port %s (bridge %s)", node, parent, TrunkBridge)
 		}
 	}
+	ic := s.Interconnect()
 	if o.OVN && o.Zones != ZonesLegacy {
-		if err := s.buildIC(ctx, sh); err != nil {
+		if err := ic.Build(ctx, shellCommands{sh, s}); err != nil {
 			return s, fmt.Errorf("OVN interconnect: %w", err)
 		}
-		progress("OVN interconnect: IC databases, transit switch %s, the global zone's ovn-ic", transitSwitch)
+		progress("OVN interconnect: IC databases, transit switch %s, the global zone's ovn-ic", ovnic.TransitSwitch)
 	}
 	if o.OVN && o.Zones == ZonesMulti {
 		// Built as one zone, then each node moved into its own (the network settled first).
 		for _, n := range s.Topology.Nodes {
-			if err := s.MoveZone(ctx, n.Name, n.Name, progress); err != nil {
+			if err := ic.MoveZone(ctx, n.Name, n.Name, progress); err != nil {
 				return s, err
 			}
 		}
-		if err := s.CentralRetire(ctx); err != nil {
+		if err := ic.CentralRetire(ctx); err != nil {
 			return s, err
 		}
 		progress("multizone: every node in its own zone, the central zone retired")

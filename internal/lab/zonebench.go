@@ -78,11 +78,12 @@ func ZoneBench(ctx context.Context, name string, direct bool, out io.Writer) (re
 	if err := s.centralUp(); err != nil {
 		return rep, fmt.Errorf("lab %s: the zone benchmark starts from a single-zone lab: %w", name, err)
 	}
+	ic := s.Interconnect()
 	sh, err := newShell(s.Path("commands.log"))
 	if err != nil {
 		return rep, err
 	}
-	nodes, err := s.globalNodes(ctx, sh)
+	nodes, err := ic.GlobalNodes(ctx, shellCommands{sh, s})
 	sh.close()
 	if err != nil {
 		return rep, err
@@ -120,12 +121,12 @@ func ZoneBench(ctx context.Context, name string, direct bool, out io.Writer) (re
 		fmt.Fprintln(out, "the lab's moves alone (direct):")
 		rep.Direct = &ZonePathReport{}
 		if err := zonePath(ctx, s, cfg, nodeOf, rep.Direct, out, zoneMoves{
-			node: func(node, zone string) error { return s.MoveZone(ctx, node, zone, quiet) },
+			node: func(node, zone string) error { return ic.MoveZone(ctx, node, zone, quiet) },
 			central: func(start bool) error {
 				if start {
-					return s.CentralEnsure(ctx)
+					return ic.CentralEnsure(ctx)
 				}
-				return s.CentralRetire(ctx)
+				return ic.CentralRetire(ctx)
 			},
 		}); err != nil {
 			return rep, fmt.Errorf("direct: %w", err)
