@@ -4,8 +4,9 @@
 # it, kubectl-netshift (the same binary as a kubectl plugin), netshift-cni,
 # netshift-lab (the same command built with -tags lab: plus the lab, its
 # stand-in network plugin, the demo, the benchmarks and the agent's test
-# hooks) and the lab's pause program. `netshift-lab lab up` builds its node
-# images from the binaries beside it, with itself as the image's netshift.
+# hooks), the lab's pause program and the lab's guest's answering program.
+# `netshift-lab lab up` builds its node images from the binaries beside it,
+# with itself as the image's netshift; `lab migrate --vm qemu` its guest image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bin}
@@ -18,3 +19,4 @@ ln -f "$out/netshift" "$out/kubectl-netshift" # kubectl runs it as `kubectl nets
 go build "${flags[@]}" -tags lab -o "$out/netshift-lab" ./cmd/netshift
 go build "${flags[@]}" -o "$out/netshift-cni" ./cmd/netshift-cni
 go build "${flags[@]}" -o "$out/netshift-pause" ./internal/images/pause
+go build "${flags[@]}" -o "$out/netshift-guest-echo" ./internal/lab/vm/guest/echo

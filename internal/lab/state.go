@@ -11,6 +11,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/internal/scheme"
 )
 
 // Root is where labs keep their state: one directory per lab.
@@ -203,4 +208,13 @@ func (p Process) Stop(grace time.Duration) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// Client is a client of the lab's API server, as its admin.
+func (s *State) Client() (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("lab %s: %w", s.Options.Name, err)
+	}
+	return client.New(cfg, client.Options{Scheme: scheme.New()})
 }

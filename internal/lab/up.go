@@ -15,9 +15,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"netshift.io/netshift/internal/lab/ovnic"
 	"netshift.io/netshift/internal/netdev"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Requirements lists what `lab up` needs on the machine, with the package

@@ -37,3 +37,35 @@ func (s *Switch) Announce(ctx context.Context, portID string, mac net.HardwareAd
 	}
 	return nil
 }
+
+// HoldForVM makes a migration target's per-port bridge keep what comes from
+// the integration bridge away from the VM's tap until the VM itself sends
+// through it: once the port is activated ahead (Announce), OVN sends the
+// target every frame of the migration, and a tap whose incoming VM does not
+// run yet would queue them (up to 500), to be taken by the resumed VM before
+// anything new, the rest of the new dropped. The first frame from the tap (the
+// hypervisor's announcement) opens the way for good: a learn action installs
+// the patch-to-tap flow above the drop. Frames from the tap always pass.
+// Holding again changes nothing.
+func (s *Switch) HoldForVM(ctx context.Context, portID, tap string) error {
+	n := plug.NamesFor(portID)
+	ifaces, err := s.Interfaces(ctx, n.BridgePatch, tap)
+	if err != nil {
+		return err
+	}
+	patch, vm := ifaces[n.BridgePatch].OFPort, ifaces[tap].OFPort
+	if patch <= 0 || vm <= 0 {
+		return fmt.Errorf("hold port %s for its VM: %s (ofport %d) and %s (ofport %d) must both be on %s", portID, n.BridgePatch, patch, tap, vm, n.Bridge)
+	}
+	flows := fmt.Sprintf("priority=100,in_port=%d,actions=drop\n"+
+		"priority=200,in_port=%d,actions=learn(table=0,priority=150,in_port=%d,output:NXM_OF_IN_PORT[]),NORMAL\n", patch, vm, patch)
+	mgmt := "unix:" + filepath.Join(filepath.Dir(strings.TrimPrefix(s.Socket, "unix:")), n.Bridge+".mgmt")
+	ctx, cancel := context.WithTimeout(ctx, txTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ovs-ofctl", "add-flows", mgmt, "-")
+	cmd.Stdin = strings.NewReader(flows)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("hold port %s for its VM on %s: ovs-ofctl add-flows: %w: %s", portID, n.Bridge, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

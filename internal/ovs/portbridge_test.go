@@ -337,6 +337,68 @@ func TestAnnounceReachesTheIntegrationBridge(t *testing.T) {
 	}
 }
 
+// TestAHeldPortBridgeOpensWhenTheVMSpeaks: a migration target's port bridge,
+// held for its VM, drops what comes from br-int while the incoming VM is not
+// running, and passes it for good once a frame came from the VM's tap.
+func TestAHeldPortBridgeOpensWhenTheVMSpeaks(t *testing.T) {
+	sw := ovstest.Start(t)
+	ctx := context.Background()
+	p := vmPort(portID)
+	n := plug.NamesFor(portID)
+	if err := sw.DB.Plug(ctx, plug.PerPort, p, "vms/a", false, "br-int", "netdev"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.DB.HoldForVM(ctx, portID, p.Tap); err == nil || !strings.Contains(err.Error(), "must both be on") {
+		t.Errorf("held before the tap exists: %v, want a refusal", err)
+	}
+	addTap(t, sw, p.Tap)
+	waitOFPort(t, sw, p.Tap)
+	if err := sw.DB.HoldForVM(ctx, portID, p.Tap); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.DB.HoldForVM(ctx, portID, p.Tap); err != nil { // again: the same flows
+		t.Fatal(err)
+	}
+	ports, err := sw.DB.Interfaces(ctx, n.BridgePatch, p.Tap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, tap := ports[n.BridgePatch].OFPort, ports[p.Tap].OFPort
+	frame := "ffffffffffff0a58c612fa148035000108000604000300000000000000000000000000000000000000000000000000000000000000000000"
+	from := func(port int) {
+		t.Helper()
+		sw.Run("ovs-ofctl", "packet-out", n.Bridge, fmt.Sprintf("in_port=%d,packet=%s,actions=table", port, frame))
+	}
+	// flow is the bridge's flow (with its counters) whose match starts so.
+	flow := func(match string) string {
+		t.Helper()
+		for _, f := range strings.Split(sw.Run("ovs-ofctl", "dump-flows", n.Bridge), "\n") {
+			if strings.Contains(f, " "+match) {
+				return f
+			}
+		}
+		return ""
+	}
+	from(patch)
+	if f := flow(fmt.Sprintf("priority=100,in_port=%d", patch)); !strings.Contains(f, "n_packets=1,") {
+		t.Errorf("a frame from br-int before the VM spoke was not dropped: %q\n%s", f, strings.Join(sw.Flows(n.Bridge), "\n"))
+	}
+	from(tap)
+	deadline := time.Now().Add(5 * time.Second)
+	for flow("priority=150,") == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no flow learned from the VM's frame:\n%s", strings.Join(sw.Flows(n.Bridge), "\n"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	from(patch)
+	learned := flow("priority=150,")
+	if !strings.Contains(learned, fmt.Sprintf("in_port=%d", patch)) || !strings.Contains(learned, fmt.Sprintf("output:%d", tap)) ||
+		!strings.Contains(learned, "n_packets=1,") {
+		t.Errorf("after the VM spoke, a frame from br-int did not go to its tap: %q", learned)
+	}
+}
+
 // TestSubportPlug: a trunk subport's tap goes on the trunk bridge as an
 // access port of its VLAN, with netshift's identity and no iface-id; Plugged
 // reads it back with its bridge and VLAN; plugging again repairs a changed

@@ -1,9 +1,10 @@
-package lab
+package vm
 
 import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,17 +18,21 @@ import (
 	"netshift.io/netshift/internal/plug"
 )
 
-// vmTraffic is the migrating VM's side of the exchange and its peer's echo:
-// numbered datagrams to the peer every interval, each echoed back; every
-// send and echo time is kept, so losses and gaps are counted by sequence
-// number afterwards. Both ends are carried by one thread of their own, real
-// time where the kernel grants it, that never waits for the Go scheduler
-// (raw system calls, its processor kept), as the probe's long-lived
-// connections are: a gap it measures is the network's, not a wait of the
-// lab's own threads for a processor while the nodes' daemons work.
-type vmTraffic struct {
-	vm, echo int // the VM's socket and the peer's (not owned)
-	peer     unix.SockaddrInet4
+// Traffic is the measured exchange between a VM and its peer: numbered
+// datagrams from one end (the sender) every interval, each echoed back by
+// the other; every send and echo time is kept, so losses and gaps are
+// counted by sequence number afterwards. The namespace VM sends and its peer
+// answers; with QEMU the peer sends and the guest's own program answers. The
+// sender (and the answering socket, when it is the lab's) are carried by one
+// thread of their own, real time where the kernel grants it, that never
+// waits for the Go scheduler (raw system calls, its processor kept), as the
+// probe's long-lived connections are: a gap it measures is the network's,
+// not a wait of the lab's own threads for a processor while the nodes'
+// daemons work.
+type Traffic struct {
+	sock     int // the sender's socket (owned)
+	echo     int // the socket this thread answers on, or -1 (not owned)
+	dst      unix.SockaddrInet4
 	interval time.Duration
 	start    time.Time
 	// realtime: the thread got SCHED_FIFO.
@@ -41,10 +46,11 @@ type vmTraffic struct {
 	done     chan struct{}
 }
 
-const vmEchoPort = 7000
+// EchoPort is where the answering end listens.
+const EchoPort = 7000
 
-// openUDP opens a non-blocking UDP socket bound to port inside netns.
-func openUDP(netns string, port int) (int, error) {
+// OpenUDP opens a non-blocking UDP socket bound to port inside netns.
+func OpenUDP(netns string, port int) (int, error) {
 	var fd int
 	err := netdev.InNetns(netns, func() (err error) {
 		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
@@ -59,29 +65,29 @@ func openUDP(netns string, port int) (int, error) {
 	return fd, err
 }
 
-// openEcho opens the peer's socket inside its namespace; the VM's traffic
-// loop answers on it.
-func openEcho(netns string) (int, error) {
-	fd, err := openUDP(netns, vmEchoPort)
+// OpenEcho opens an answering socket inside a namespace; a Traffic's
+// thread answers on it.
+func OpenEcho(netns string) (int, error) {
+	fd, err := OpenUDP(netns, EchoPort)
 	if err != nil {
 		return -1, fmt.Errorf("VM peer in %s: %w", netns, err)
 	}
 	return fd, nil
 }
 
-// startVMTraffic opens the VM's socket inside its namespace (the socket stays
-// there while the VM's interface is replaced) and starts sending, the peer
-// answering on echo.
-func startVMTraffic(netns string, echo int, peerIP string, interval time.Duration) (*vmTraffic, error) {
-	ip := net.ParseIP(peerIP).To4()
+// StartTraffic opens the sender's socket inside netns (the socket stays there
+// while a namespace VM's interface is replaced) and starts sending to dstIP's
+// EchoPort; the thread also answers on echo unless it is -1.
+func StartTraffic(netns, dstIP string, echo int, interval time.Duration) (*Traffic, error) {
+	ip := net.ParseIP(dstIP).To4()
 	if ip == nil {
-		return nil, fmt.Errorf("VM peer address %q is not IPv4", peerIP)
+		return nil, fmt.Errorf("traffic to %q: not an IPv4 address", dstIP)
 	}
-	fd, err := openUDP(netns, 0)
+	fd, err := OpenUDP(netns, 0)
 	if err != nil {
-		return nil, fmt.Errorf("VM in %s: %w", netns, err)
+		return nil, fmt.Errorf("traffic from %s: %w", netns, err)
 	}
-	v := &vmTraffic{vm: fd, echo: echo, peer: unix.SockaddrInet4{Port: vmEchoPort, Addr: [4]byte(ip)}, interval: interval, start: time.Now(), done: make(chan struct{})}
+	v := &Traffic{sock: fd, echo: echo, dst: unix.SockaddrInet4{Port: EchoPort, Addr: [4]byte(ip)}, interval: interval, start: time.Now(), done: make(chan struct{})}
 	started := make(chan struct{})
 	go v.run(started)
 	<-started
@@ -91,11 +97,14 @@ func startVMTraffic(netns string, echo int, peerIP string, interval time.Duratio
 // run sends each datagram when it is due, answers at the peer's end, and
 // times each echo as it arrives, until stopping. It holds its thread and one
 // processor of the Go runtime for the run.
-func (v *vmTraffic) run(started chan<- struct{}) {
+func (v *Traffic) run(started chan<- struct{}) {
 	defer close(v.done)
 	v.realtime = probe.RealtimeThread()
 	close(started)
-	fds := []unix.PollFd{{Fd: int32(v.vm), Events: unix.POLLIN}, {Fd: int32(v.echo), Events: unix.POLLIN}}
+	fds := []unix.PollFd{{Fd: int32(v.sock), Events: unix.POLLIN}}
+	if v.echo >= 0 {
+		fds = append(fds, unix.PollFd{Fd: int32(v.echo), Events: unix.POLLIN})
+	}
 	buf := make([]byte, 64)
 	due := time.Now()
 	for !v.stopping.Load() {
@@ -109,11 +118,13 @@ func (v *vmTraffic) run(started chan<- struct{}) {
 		ts := unix.NsecToTimespec(max(time.Until(due), 0).Nanoseconds())
 		_, _, _ = syscall.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)), uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 		v.takeEchoes(buf)
-		v.answer(buf)
+		if v.echo >= 0 {
+			v.answer(buf)
+		}
 	}
 }
 
-func (v *vmTraffic) sendNext(buf []byte) {
+func (v *Traffic) sendNext(buf []byte) {
 	v.mu.Lock()
 	if v.paused {
 		v.mu.Unlock()
@@ -124,13 +135,13 @@ func (v *vmTraffic) sendNext(buf []byte) {
 	v.echoed = append(v.echoed, 0)
 	v.mu.Unlock()
 	binary.BigEndian.PutUint64(buf, uint64(seq))
-	_ = unix.Sendto(v.vm, buf[:8], unix.MSG_DONTWAIT, &v.peer) // a send that fails is a lost message like any other
+	_ = unix.Sendto(v.sock, buf[:8], unix.MSG_DONTWAIT, &v.dst) // a send that fails is a lost message like any other
 }
 
-// takeEchoes reads every echo waiting at the VM's socket.
-func (v *vmTraffic) takeEchoes(buf []byte) {
+// takeEchoes reads every echo waiting at the sender's socket.
+func (v *Traffic) takeEchoes(buf []byte) {
 	for {
-		n, _, err := unix.Recvfrom(v.vm, buf, unix.MSG_DONTWAIT)
+		n, _, err := unix.Recvfrom(v.sock, buf, unix.MSG_DONTWAIT)
 		if err != nil {
 			return
 		}
@@ -147,8 +158,8 @@ func (v *vmTraffic) takeEchoes(buf []byte) {
 	}
 }
 
-// answer echoes every datagram waiting at the peer's socket.
-func (v *vmTraffic) answer(buf []byte) {
+// answer echoes every datagram waiting at the answering socket.
+func (v *Traffic) answer(buf []byte) {
 	for {
 		n, from, err := unix.Recvfrom(v.echo, buf, unix.MSG_DONTWAIT)
 		if err != nil {
@@ -158,15 +169,15 @@ func (v *vmTraffic) answer(buf []byte) {
 	}
 }
 
-// next is the sequence number the next datagram will carry.
-func (v *vmTraffic) next() int {
+// Next is the sequence number the next datagram will carry.
+func (v *Traffic) Next() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return len(v.sent)
 }
 
-// echoedSince counts the echoes of datagrams from seq on.
-func (v *vmTraffic) echoedSince(seq int) int {
+// EchoedSince counts the echoes of datagrams from seq on.
+func (v *Traffic) EchoedSince(seq int) int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	n := 0
@@ -178,9 +189,9 @@ func (v *vmTraffic) echoedSince(seq int) int {
 	return n
 }
 
-// pause stops the VM's sending, as the hypervisor stops its CPUs, and gives
-// the datagrams already on their way up to wait to be answered.
-func (v *vmTraffic) pause(wait time.Duration) {
+// Pause stops the sending, as a hypervisor stops a namespace VM's CPUs, and
+// gives the datagrams already on their way up to wait to be answered.
+func (v *Traffic) Pause(wait time.Duration) {
 	v.mu.Lock()
 	v.paused = true
 	v.mu.Unlock()
@@ -201,30 +212,59 @@ func (v *vmTraffic) pause(wait time.Duration) {
 	}
 }
 
-func (v *vmTraffic) resume() {
+// Resume sends again.
+func (v *Traffic) Resume() {
 	v.mu.Lock()
 	v.paused = false
 	v.mu.Unlock()
 }
 
-// close stops sending, waits for late echoes, and returns the record.
-func (v *vmTraffic) close(grace time.Duration) (sent, echoed []time.Duration) {
+// Close stops sending, waits grace for late echoes, and returns the record:
+// each datagram's send and echo time (0: none) since Started.
+func (v *Traffic) Close(grace time.Duration) (sent, echoed []time.Duration) {
 	v.mu.Lock()
 	v.paused = true
 	v.mu.Unlock()
 	time.Sleep(grace)
 	v.stopping.Store(true)
 	<-v.done
-	unix.Close(v.vm)
+	unix.Close(v.sock)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append([]time.Duration(nil), v.sent...), append([]time.Duration(nil), v.echoed...)
 }
 
-// exchangeFigures counts the datagrams in [from, to) that were never answered,
+// Started is when the first datagram was due: Close's times count from here.
+func (v *Traffic) Started() time.Time { return v.start }
+
+// Realtime says the thread got SCHED_FIFO.
+func (v *Traffic) Realtime() bool { return v.realtime }
+
+// SeqAt is the first datagram sent at or after t (Next if none yet).
+func (v *Traffic) SeqAt(t time.Time) int {
+	d := t.Sub(v.start)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	i, _ := slices.BinarySearch(v.sent, d)
+	return i
+}
+
+// WaitEchoes waits until n datagrams from since on were answered.
+func (v *Traffic) WaitEchoes(since, n int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for v.EchoedSince(since) < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d echoes within %s", v.EchoedSince(since), n, within)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return nil
+}
+
+// ExchangeFigures counts the datagrams in [from, to) that were never answered,
 // and the longest time any of them waited for an answer to it or to a later
 // one: the time the VM's traffic stood still.
-func exchangeFigures(sent, echoed []time.Duration, from, to int) (lost int, maxGap time.Duration) {
+func ExchangeFigures(sent, echoed []time.Duration, from, to int) (lost int, maxGap time.Duration) {
 	to = min(to, len(sent))
 	var nextEcho time.Duration // the earliest echo of a datagram at or after i
 	for i := len(sent) - 1; i >= from; i-- {
@@ -244,11 +284,11 @@ func exchangeFigures(sent, echoed []time.Duration, from, to int) (lost int, maxG
 	return lost, maxGap
 }
 
-// announce sends the RARP frames a hypervisor sends for a resumed VM (QEMU's
+// Announce sends the RARP frames a hypervisor sends for a resumed VM (QEMU's
 // self-announce: at once, then after 50, 150, 250 and 350 ms more), from
 // inside the VM's namespace on its eth0. OVN's activation-strategy=rarp lets
 // the target chassis pass the port's traffic once it sees one.
-func announce(netns string, mac net.HardwareAddr, stop <-chan struct{}) error {
+func Announce(netns string, mac net.HardwareAddr, stop <-chan struct{}) error {
 	var fd, ifindex int
 	err := netdev.InNetns(netns, func() error {
 		ifi, err := net.InterfaceByName("eth0")

@@ -1,4 +1,4 @@
-package lab
+package vm
 
 import (
 	"fmt"
@@ -12,12 +12,12 @@ import (
 	"netshift.io/netshift/internal/testenv"
 )
 
-func TestExchangeFigures(t *testing.T) {
+func TestExchangeFiguresCountLossesAndTheLongestWait(t *testing.T) {
 	ms := time.Millisecond
 	// Every 2 ms a datagram; 3 and 4 lost; 5 answered late (at 20 ms).
 	sent := []time.Duration{0, 2 * ms, 4 * ms, 6 * ms, 8 * ms, 10 * ms, 12 * ms}
 	echoed := []time.Duration{1 * ms, 3 * ms, 5 * ms, 0, 0, 20 * ms, 13 * ms}
-	lost, gap := exchangeFigures(sent, echoed, 0, len(sent))
+	lost, gap := ExchangeFigures(sent, echoed, 0, len(sent))
 	if lost != 2 {
 		t.Errorf("lost %d, want 2", lost)
 	}
@@ -27,32 +27,14 @@ func TestExchangeFigures(t *testing.T) {
 		t.Errorf("gap %s, want 7ms (datagram 3 to the echo of 6)", gap)
 	}
 	// A window of its own: only datagrams 3 and 4; later echoes still count.
-	lost, gap = exchangeFigures(sent, echoed, 3, 5)
+	lost, gap = ExchangeFigures(sent, echoed, 3, 5)
 	if lost != 2 || gap != 7*ms {
 		t.Errorf("window [3,5): lost %d gap %s", lost, gap)
 	}
 	// The tail unanswered: no gap can be measured past the last echo, but the loss counts.
-	lost, _ = exchangeFigures([]time.Duration{0, 2 * ms}, []time.Duration{1 * ms, 0}, 0, 2)
+	lost, _ = ExchangeFigures([]time.Duration{0, 2 * ms}, []time.Duration{1 * ms, 0}, 0, 2)
 	if lost != 1 {
 		t.Errorf("tail: lost %d", lost)
-	}
-}
-
-func TestMigrateOptionsNameTheFlagAndItsRange(t *testing.T) {
-	good := MigrateOptions{Count: 10, Pause: 20 * time.Millisecond, Interval: 2 * time.Millisecond, DatapathNice: -10}
-	if err := good.Validate(); err != nil {
-		t.Fatalf("good options refused: %v", err)
-	}
-	for want, o := range map[string]MigrateOptions{
-		"--count: 0 is outside 1..100":           {Count: 0, Pause: good.Pause, Interval: good.Interval},
-		"--pause: 6s is outside 0..5s":           {Count: 1, Pause: 6 * time.Second, Interval: good.Interval},
-		"--interval: 0s is outside 1ms..100ms":   {Count: 1, Pause: good.Pause},
-		"--datapath-nice: 5 is outside -20..0":   {Count: 1, Pause: good.Pause, Interval: good.Interval, DatapathNice: 5},
-		"--datapath-nice: -21 is outside -20..0": {Count: 1, Pause: good.Pause, Interval: good.Interval, DatapathNice: -21},
-	} {
-		if err := o.Validate(); err == nil || err.Error() != want {
-			t.Errorf("Validate(%+v) = %v, want %q", o, err, want)
-		}
 	}
 }
 
@@ -77,34 +59,34 @@ func TestVMTrafficCountsEveryDatagramAndHoldsThePause(t *testing.T) {
 		_ = exec.Command("ip", "netns", "del", vm).Run()
 		_ = exec.Command("ip", "netns", "del", peer).Run()
 	})
-	echo, err := openEcho(peer)
+	echo, err := OpenEcho(peer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(echo)
-	v, err := startVMTraffic(vm, echo, "192.0.2.2", 2*time.Millisecond)
+	v, err := StartTraffic(vm, "192.0.2.2", echo, 2*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := waitEchoes(v, 0, 20, 5*time.Second); err != nil {
-		v.close(0)
+	if err := v.WaitEchoes(0, 20, 5*time.Second); err != nil {
+		v.Close(0)
 		t.Fatal(err)
 	}
 	// Counted from here, as lab migrate does: the first datagrams wait for ARP.
-	first := v.next()
+	first := v.Next()
 	time.Sleep(100 * time.Millisecond)
-	v.pause(100 * time.Millisecond)
-	paused := v.next()
+	v.Pause(100 * time.Millisecond)
+	paused := v.Next()
 	time.Sleep(50 * time.Millisecond)
-	if n := v.next(); n != paused {
+	if n := v.Next(); n != paused {
 		t.Errorf("%d datagrams sent while the VM was paused", n-paused)
 	}
-	v.resume()
-	if err := waitEchoes(v, paused, 20, 5*time.Second); err != nil {
+	v.Resume()
+	if err := v.WaitEchoes(paused, 20, 5*time.Second); err != nil {
 		t.Error(err)
 	}
-	sent, echoed := v.close(200 * time.Millisecond)
-	lost, gap := exchangeFigures(sent, echoed, first, len(sent))
+	sent, echoed := v.Close(200 * time.Millisecond)
+	lost, gap := ExchangeFigures(sent, echoed, first, len(sent))
 	if lost != 0 {
 		t.Errorf("%d of %d datagrams lost between two namespaces", lost, len(sent)-first)
 	}
@@ -114,5 +96,5 @@ func TestVMTrafficCountsEveryDatagramAndHoldsThePause(t *testing.T) {
 		}
 	}
 	// The pause is the VM's own: no datagram waited through it.
-	t.Logf("%d datagrams, longest gap %s, real-time thread: %v", len(sent), gap, v.realtime)
+	t.Logf("%d datagrams, longest gap %s, real-time thread: %v", len(sent), gap, v.Realtime())
 }
