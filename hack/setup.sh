@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine (as root) for netshift: the Debian packages
 # it needs (Open vSwitch and OVN for the lab, containerd, runc and the CNI
-# plugins for the lab's real nodes, neutron-server for the port pools), Go's
-# modules, and the real kube-apiserver, etcd, kubectl, kubelet,
-# kube-controller-manager and kube-scheduler built from the Go module proxy
-# (cached; about 10 minutes the first time).
+# plugins for the lab's real nodes, neutron-server for the port pools, QEMU
+# and a kernel for the lab's guest), Go's modules, and the real
+# kube-apiserver, etcd, kubectl, kubelet, kube-controller-manager and
+# kube-scheduler built from the Go module proxy (cached; about 10 minutes the
+# first time).
 # Prints the assets directory last, for KUBEBUILDER_ASSETS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,12 +28,22 @@ fi
 # with the reference CNI plugins (ptp, host-local, loopback) and a static
 # busybox for the workload image; iptables and util-linux's nsenter/unshare
 # set the nodes up.
+# The lab's guest runs under Debian's QEMU; on Debian 12 the one from
+# bookworm-backports (10.0), since 7.2's TCG migrations resumed the guest
+# corrupted in a third of them (internal/lab/vm).
 packages=(git jq iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db neutron-server mariadb-server
-  containerd runc containernetworking-plugins busybox-static iptables util-linux)
+  containerd runc containernetworking-plugins busybox-static iptables util-linux qemu-system-x86)
 need_apt=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || need_apt+=("$p")
 done
+qemu_from=()
+if grep -qx 'VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
+  qemu_from=(-t bookworm-backports)
+  if ! qemu-system-x86_64 --version 2>/dev/null | grep -q 'version \([89]\|[1-9][0-9]\)\.'; then
+    [[ " ${need_apt[*]} " == *" qemu-system-x86 "* ]] || need_apt+=(qemu-system-x86)
+  fi
+fi
 # The packages install in the background while Go builds the Kubernetes
 # binaries (the one is mostly the disk and the network, the other the cores).
 apt_pid= apt_log=
@@ -50,8 +61,15 @@ if ((${#need_apt[@]})); then
       printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && own_policy=1
     fi
     rc=0
+    if ((${#qemu_from[@]})); then
+      echo "deb http://deb.debian.org/debian bookworm-backports main" > /etc/apt/sources.list.d/netshift-bookworm-backports.list
+    fi
+    others=()
+    for p in "${need_apt[@]}"; do [[ $p == qemu-system-x86 ]] || others+=("$p"); done
     { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}"; } || rc=$?
+      { ((${#others[@]} == 0)) || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${others[@]}"; } &&
+      { [[ " ${need_apt[*]} " != *" qemu-system-x86 "* ]] ||
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${qemu_from[@]}" qemu-system-x86; }; } || rc=$?
     if [[ -n "$own_policy" ]]; then rm -f /usr/sbin/policy-rc.d; fi
     exit $rc
   ) >"$apt_log" 2>&1 &
@@ -83,5 +101,25 @@ if [[ -n "$apt_pid" ]]; then
   echo "setup: Debian packages installed" >&2
   rm -f "$apt_log"
   apt_pid=
+fi
+# The lab's guest boots Debian's kernel, unpacked beside the system, never
+# installed into it (internal/lab/vm/guest).
+guest_kernel=${NETSHIFT_GUEST_KERNEL:-/var/cache/netshift/guest-kernel}
+if ! ls "$guest_kernel"/boot/vmlinuz-* >/dev/null 2>&1; then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: no guest kernel in $guest_kernel; run as root to unpack Debian's there" >&2
+    exit 1
+  fi
+  pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/ {print $2; exit}')
+  tmp=$(mktemp -d)
+  chown _apt "$tmp" 2>/dev/null || chmod 777 "$tmp" # apt-get download runs as _apt
+  if ! (cd "$tmp" && apt-get download -qq "$pkg") || ! dpkg -x "$tmp"/*.deb "$tmp/x"; then
+    rm -rf "$tmp"
+    echo "setup: could not download and unpack $pkg for the lab's guest" >&2
+    exit 1
+  fi
+  mkdir -p "$(dirname "$guest_kernel")" && rm -rf "$guest_kernel" && mv "$tmp/x" "$guest_kernel"
+  rm -rf "$tmp"
+  echo "setup: the guest kernel ($pkg) unpacked in $guest_kernel" >&2
 fi
 echo "$assets"
