@@ -110,7 +110,15 @@ if ! ls "$guest_kernel"/boot/vmlinuz-* >/dev/null 2>&1; then
     echo "setup: no guest kernel in $guest_kernel; run as root to unpack Debian's there" >&2
     exit 1
   fi
-  pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/ {print $2; exit}')
+  pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}') || true
+  if [[ -z "$pkg" ]]; then
+    apt-get update -qq >/dev/null 2>&1 || true
+    pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}') || true
+  fi
+  if [[ -z "$pkg" ]]; then
+    echo "setup: apt knows no kernel package for linux-image-amd64; the lab's guest needs one" >&2
+    exit 1
+  fi
   tmp=$(mktemp -d)
   chown _apt "$tmp" 2>/dev/null || chmod 777 "$tmp" # apt-get download runs as _apt
   if ! (cd "$tmp" && apt-get download -qq "$pkg") || ! dpkg -x "$tmp"/*.deb "$tmp/x"; then

@@ -34,8 +34,9 @@ import (
 // network-ready condition.
 type portPlugger struct {
 	client client.Client
-	// nodeReader reads the node past the cache: a plug mode just set on the
-	// node applies to the very next plug, never a stale one.
+	// nodeReader reads past the cache: the node, so that a plug mode just set
+	// applies to the very next plug, and a migration's source pod, which runs
+	// on another node than the cache's pods.
 	nodeReader client.Reader
 	node       string
 	// netns is the node's network namespace ("" for the agent's own).
@@ -50,8 +51,10 @@ type portPlugger struct {
 	// plugged are the ports this process has plugged (or repaired) once,
 	// with when: readiness is then polled without plugging again.
 	plugged map[string]time.Time
-	// announced are the migration targets (port/pod UID) whose RARP was sent.
+	// announced are the migration targets (port/pod UID) whose RARP was sent,
+	// and ahead what activateAhead did for each, once.
 	announced map[string]bool
+	ahead     map[string]string
 	// datapath is the integration bridge's datapath type, read once.
 	datapath string
 
@@ -341,22 +344,53 @@ func (pp *portPlugger) announce(ctx context.Context, p plug.Port, podUID string)
 // a second, measured): so the port bridge holds them back until the VM
 // itself speaks (ovs.HoldForVM). A tap that appears only at the resume has
 // nothing queued.
-func (pp *portPlugger) activateAhead(ctx context.Context, port plug.Port, podUID string) (string, error) {
+func (pp *portPlugger) activateAhead(ctx context.Context, port plug.Port, pod *corev1.Pod) (said string, pending bool, err error) {
+	key := port.ID + "/" + string(pod.UID)
+	pp.mu.Lock()
+	said, done := pp.ahead[key]
+	pp.mu.Unlock()
+	if done {
+		return said, false, nil
+	}
+	// The migration is over once its source pod is gone: a target whose agent
+	// started after that runs its VM, which must be neither held nor announced.
+	var source corev1.Pod
+	// Read past the cache, which holds only this node's pods.
+	err = pp.nodeReader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Annotations[plug.MigrationTargetAnnotation]}, &source)
+	switch {
+	case apierrors.IsNotFound(err):
+		pp.rememberAhead(key, "")
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("its migration's source pod: %w", err)
+	}
 	ifaces, err := pp.db.Interfaces(ctx, port.Tap)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	held := ""
-	if ifaces[port.Tap].OFPort > 0 {
+	switch of := ifaces[port.Tap].OFPort; {
+	case of == 0:
+		return "", true, nil // vswitchd has not opened the tap yet: there or not, it says soon
+	case of > 0:
 		if err := pp.db.HoldForVM(ctx, port.ID, port.Tap); err != nil {
-			return "", err
+			return "", false, err
 		}
 		held = ", the VM's traffic held at it until the VM speaks"
 	}
-	if err := pp.announce(ctx, port, podUID); err != nil {
-		return "", err
+	if err := pp.announce(ctx, port, string(pod.UID)); err != nil {
+		return "", false, err
 	}
-	return "; activated ahead of the VM (RARP sent through " + plug.NamesFor(port.ID).Bridge + held + ")", nil
+	said = "; activated ahead of the VM (RARP sent through " + plug.NamesFor(port.ID).Bridge + held + ")"
+	pp.rememberAhead(key, said)
+	return said, false, nil
+}
+
+// rememberAhead records what activateAhead did for a target pod's port.
+func (pp *portPlugger) rememberAhead(key, said string) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	pp.ahead[key] = said
 }
 
 // readiness says whether the port's integration side is bound with its flows
@@ -439,6 +473,11 @@ func (pp *portPlugger) forget(id string) {
 			delete(pp.announced, key)
 		}
 	}
+	for key := range pp.ahead {
+		if strings.HasPrefix(key, id+"/") {
+			delete(pp.ahead, key)
+		}
+	}
 }
 
 func without(plugged []plug.Plugged, id string) []plug.Plugged {
@@ -476,9 +515,12 @@ func (pp *portPlugger) reportReady(ctx context.Context, pod *corev1.Pod, mode pl
 		logger.Info("activated", "port", port.ID)
 	}
 	if mode == plug.PerPort && pod.Annotations[plug.MigrationTargetAnnotation] != "" {
-		ahead, err := pp.activateAhead(ctx, port, string(pod.UID))
+		ahead, pending, err := pp.activateAhead(ctx, port, pod)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
+		}
+		if pending { // the VM's tap is being attached: hold it first, then report
+			return ctrl.Result{RequeueAfter: 20 * time.Millisecond}, nil
 		}
 		msg += ahead
 	}
@@ -564,7 +606,7 @@ func addPortPlugger(mgr ctrl.Manager, o Options, sw *ovs.Switch) error {
 		return fmt.Errorf("node %s: plugging ports needs the node's OVSDB (--ovsdb)", o.Node)
 	}
 	pp := &portPlugger{client: mgr.GetClient(), nodeReader: mgr.GetAPIReader(), node: o.Node, netns: o.NodeNetns, db: sw, integration: o.IntegrationBridge,
-		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}, goneSince: map[string]time.Time{}}
+		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}, ahead: map[string]string{}, goneSince: map[string]time.Time{}}
 	if o.CNI.Pool != nil {
 		pp.cniState, pp.parkedMax, pp.parkedTTL = o.CNI.Pool.StateDir, o.CNI.Pool.ParkedDevices, o.CNI.ParkedTTL
 		if pp.cniDelGrace = o.CNI.DelGrace; pp.cniDelGrace == 0 {

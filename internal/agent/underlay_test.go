@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +49,12 @@ func TestTheUnderlayIsFoundByTheTunnelAddress(t *testing.T) {
 	if p := fits(1442); p != "" {
 		t.Errorf("1442 + 58 under uplink0's 1500: %s", p)
 	}
+	// The agent reads the switch through its own copy of the database, which
+	// the update reaches a moment later.
 	p := fits(1450)
+	for deadline := time.Now().Add(5 * time.Second); p == "" && time.Now().Before(deadline); p = fits(1450) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	for _, want := range []string{"uplink0 has MTU 1500", "1450 + 58", "spec.underlay.mtu says 9000"} {
 		if !strings.Contains(p, want) {
 			t.Errorf("1450 + 58 over uplink0's 1500: %q, want %q in it", p, want)
@@ -56,7 +62,11 @@ func TestTheUnderlayIsFoundByTheTunnelAddress(t *testing.T) {
 	}
 	// An address no interface holds: not checked, a warning naming it and what to do.
 	sw.Vsctl("set", "open_vswitch", ".", "external_ids:ovn-encap-ip=203.0.113.9")
-	if problem, unchecked := a.underlayFits(ctx, plan(1400)); problem != "" ||
+	problem, unchecked := a.underlayFits(ctx, plan(1400))
+	for deadline := time.Now().Add(5 * time.Second); unchecked == "" && time.Now().Before(deadline); problem, unchecked = a.underlayFits(ctx, plan(1400)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if problem != "" ||
 		!strings.Contains(unchecked, "no interface of the node holds its ovn-encap-ip 203.0.113.9") || !strings.Contains(unchecked, "--underlay-interface") {
 		t.Errorf("unheld address: problem %q, warning %q", problem, unchecked)
 	}

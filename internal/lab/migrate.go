@@ -128,8 +128,8 @@ type MigrationResult struct {
 	// the network's gap beside the guest's own warm-up.
 	ResumeGapMs float64 `json:"resumeGapMs"`
 	// ReadyBeforeResume says the target's port was reported ready before the
-	// VM resumed; ReadyAheadMs by how much (the lab saw the condition True
-	// that long before the resume: negative when after it).
+	// VM resumed, and still was after it; ReadyAheadMs by how much (the lab
+	// saw the condition True that long before the resume).
 	ReadyBeforeResume bool    `json:"readyBeforeResume"`
 	ReadyAheadMs      float64 `json:"readyAheadMs"`
 	// PrepareMs is how long plugging the target took until it was ready (per-port, and

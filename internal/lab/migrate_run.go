@@ -419,8 +419,15 @@ func (m *migration) migrateOnce(ctx context.Context, t *vm.Traffic, port plug.Po
 			return res, w, nil, dstDom, err
 		}
 	} else {
+		// Ready before the resume, and still ready after it: a condition that fell back
+		// in between was not ready when the VM came.
+		cond, err := m.waitPort(ctx, target.Name, func(corev1.PodCondition) bool { return true })
+		if err != nil {
+			return res, w, nil, dstDom, err
+		}
 		res.ReadyAheadMs = ms(mig.Resume.Sub(readyAt))
-		res.ReadyBeforeResume = readyAt.Before(mig.Resume)
+		res.ReadyBeforeResume = readyAt.Before(mig.Resume) && cond.Status == corev1.ConditionTrue &&
+			!cond.LastTransitionTime.After(readyAt)
 	}
 	res.StopToResumeMs, res.DowntimeMs, res.TotalMs = ms(mig.Resume.Sub(mig.Stop)), mig.DowntimeMs, mig.TotalMs
 	w.stop, w.resume = t.SeqAt(mig.Stop), t.SeqAt(mig.Resume)
@@ -431,11 +438,11 @@ func (m *migration) migrateOnce(ctx context.Context, t *vm.Traffic, port plug.Po
 		return res, w, nil, dstDom, fmt.Errorf("VM on %s after its migration from %s: %w", to.Name, from.Name, err)
 	}
 	// The migration is over: the source VM ends (libvirt destroys the paused
-	// source domain), its pod goes, and the port is the target's alone.
-	w.completion = t.Next()
+	// source domain), then its pod goes, and the port is the target's alone.
 	if err := m.hv.Destroy(ctx, srcDom); err != nil {
 		return res, w, nil, dstDom, err
 	}
+	w.completion = t.Next()
 	res.HandOverMs, err = m.handOver(ctx, source, port.ID, from, to)
 	if err != nil {
 		return res, w, nil, dstDom, err

@@ -76,10 +76,10 @@ func LogsOnFailure(t testing.TB) {
 	}
 	m := logs.mark()
 	t.Cleanup(func() {
+		logs.tests.Delete(t)
 		if !t.Failed() {
 			return
 		}
-		logs.tests.Delete(t)
 		lines := logs.since(m)
 		t.Logf("the controllers' last %d log lines while the test ran:\n%s", len(lines), strings.Join(lines, "\n"))
 	})

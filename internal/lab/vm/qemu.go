@@ -57,9 +57,10 @@ type qemuDomain struct {
 	host   Host
 	spec   Spec
 	dir    string
-	cmd    *exec.Cmd
+	cmd    *exec.Cmd // nil until QEMU started
 	exited chan struct{}
 	qmp    *qmp.Client
+	gone   bool // destroyed: its tap may be another domain's now
 }
 
 func (d *qemuDomain) Host() Host { return d.host }
@@ -71,13 +72,12 @@ func (q *QEMU) Define(ctx context.Context, host Host, spec Spec) (Domain, error)
 	if err := os.MkdirAll(d.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("VM %s on %s: %w", spec.Name, host.Name, err)
 	}
-	for _, args := range [][]string{
-		{"-n", host.Netns, "tuntap", "add", "dev", spec.Tap, "mode", "tap"},
-		{"-n", host.Netns, "link", "set", spec.Tap, "mtu", strconv.Itoa(spec.MTU), "up"},
-	} {
-		if _, err := q.Run(ctx, "ip", args...); err != nil {
-			return nil, fmt.Errorf("VM %s on %s: its tap %s: %w", spec.Name, host.Name, spec.Tap, err)
-		}
+	if _, err := q.Run(ctx, "ip", "-n", host.Netns, "tuntap", "add", "dev", spec.Tap, "mode", "tap"); err != nil {
+		return nil, fmt.Errorf("VM %s on %s: its tap %s: %w", spec.Name, host.Name, spec.Tap, err)
+	}
+	if _, err := q.Run(ctx, "ip", "-n", host.Netns, "link", "set", spec.Tap, "mtu", strconv.Itoa(spec.MTU), "up"); err != nil {
+		_, _ = q.Run(context.Background(), "ip", "-n", host.Netns, "link", "del", spec.Tap)
+		return nil, fmt.Errorf("VM %s on %s: its tap %s: %w", spec.Name, host.Name, spec.Tap, err)
 	}
 	return d, nil
 }
@@ -128,14 +128,14 @@ func (q *QEMU) launch(ctx context.Context, d *qemuDomain, incoming bool) error {
 		return fmt.Errorf("VM %s on %s: %w", d.spec.Name, d.host.Name, err)
 	}
 	defer logf.Close()
-	d.cmd = exec.Command("ip", append([]string{"netns", "exec", d.host.Netns, bin}, q.args(d, incoming)...)...)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", d.host.Netns, bin}, q.args(d, incoming)...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("VM %s on %s: start QEMU: %w", d.spec.Name, d.host.Name, err)
 	}
-	d.exited = make(chan struct{})
-	go func() { _ = d.cmd.Wait(); close(d.exited) }()
+	d.cmd, d.exited = cmd, make(chan struct{})
+	go func() { _ = cmd.Wait(); close(d.exited) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		dctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -148,7 +148,7 @@ func (q *QEMU) launch(ctx context.Context, d *qemuDomain, incoming bool) error {
 		case <-d.exited:
 			return fmt.Errorf("VM %s on %s: QEMU exited at once: %s", d.spec.Name, d.host.Name, lastLines(filepath.Join(d.dir, "qemu.log")))
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("VM %s on %s: waiting for QMP: %w", d.spec.Name, d.host.Name, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -240,6 +240,10 @@ func (q *QEMU) waitMigrated(ctx context.Context, src *qemuDomain) (migrateStatus
 // the tap, as libvirt does when a domain ends.
 func (q *QEMU) Destroy(ctx context.Context, d Domain) error {
 	qd := d.(*qemuDomain)
+	if qd.gone {
+		return nil
+	}
+	qd.gone = true
 	if qd.qmp != nil {
 		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_ = qd.qmp.Execute(qctx, "quit", nil, nil)

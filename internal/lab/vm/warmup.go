@@ -98,7 +98,7 @@ func MeasureWarmup(ctx context.Context, q QEMU, count int, hostNS, peerNS, dir s
 		return w, fmt.Errorf("the guest never answered (%v); its console: %s", err, lastLines(filepath.Join(dir, specs[0].Name, "console.log")))
 	}
 	w.Boot = time.Since(started)
-	var resumed []int
+	var stopped, resumed []int // each migration's first datagram sent stopped, and resumed
 	for i := 1; i <= count; i++ {
 		m, dst, err := q.migrateTo(ctx, src, define, i)
 		if err != nil {
@@ -106,7 +106,7 @@ func MeasureWarmup(ctx context.Context, q QEMU, count int, hostNS, peerNS, dir s
 			return w, err
 		}
 		at := t.SeqAt(m.Resume)
-		resumed = append(resumed, at)
+		stopped, resumed = append(stopped, t.SeqAt(m.Stop)), append(resumed, at)
 		w.Migrations++
 		w.DowntimeMs = max(w.DowntimeMs, m.DowntimeMs)
 		w.StopToResume = max(w.StopToResume, m.Resume.Sub(m.Stop))
@@ -123,10 +123,11 @@ func MeasureWarmup(ctx context.Context, q QEMU, count int, hostNS, peerNS, dir s
 	time.Sleep(100 * time.Millisecond)
 	last := t.Next()
 	sent, echoed := t.Close(300 * time.Millisecond)
+	// After each resume, until the next migration's stop.
 	for k, from := range resumed {
 		to := last
-		if k+1 < len(resumed) {
-			to = resumed[k+1]
+		if k+1 < len(stopped) {
+			to = stopped[k+1]
 		}
 		lost, gap := ExchangeFigures(sent, echoed, from, to)
 		w.LostResumed += lost

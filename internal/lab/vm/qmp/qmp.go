@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,10 +31,14 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("qmp %s: %s: %s", e.Command, e.Class, e.Desc) }
 
-// Client runs one command at a time and keeps every event it reads.
+// Client runs one command at a time and keeps every event it reads. Each
+// command carries an id, and only the answer with the id of the command in
+// flight is taken: an answer that comes after its command gave up is dropped.
 type Client struct {
 	conn net.Conn
-	cmd  sync.Mutex // one command in flight
+	cmd  sync.Mutex   // one command in flight
+	seq  int          // the last command's id (under cmd)
+	want atomic.Value // the id whose answer Execute waits for (string)
 
 	mu      sync.Mutex
 	events  []Event
@@ -104,7 +109,12 @@ func (c *Client) read(greeted chan<- error) {
 			return
 		}
 		if m.Event == "" {
-			c.answer <- m
+			if want, _ := c.want.Load().(string); m.ID == want {
+				select {
+				case c.answer <- m:
+				default: // never block the events behind an answer nobody takes
+				}
+			}
 			continue
 		}
 		e := Event{Name: m.Event, Data: m.Data}
@@ -124,7 +134,14 @@ func (c *Client) read(greeted chan<- error) {
 func (c *Client) Execute(ctx context.Context, command string, args, result any) error {
 	c.cmd.Lock()
 	defer c.cmd.Unlock()
-	req := map[string]any{"execute": command}
+	c.seq++
+	id := fmt.Sprintf("netshift-%d", c.seq)
+	c.want.Store(id)
+	select {
+	case <-c.answer: // an answer left by a command that gave up
+	default:
+	}
+	req := map[string]any{"execute": command, "id": id}
 	if args != nil {
 		req["arguments"] = args
 	}
@@ -137,21 +154,30 @@ func (c *Client) Execute(ctx context.Context, command string, args, result any) 
 	}
 	select {
 	case m := <-c.answer:
-		if m.Error != nil {
-			m.Error.Command = command
-			return m.Error
-		}
-		if result != nil {
-			if err := json.Unmarshal(m.Return, result); err != nil {
-				return fmt.Errorf("qmp %s: its answer: %w", command, err)
-			}
-		}
-		return nil
+		return decodeAnswer(command, m, result)
 	case <-c.done:
+		select {
+		case m := <-c.answer: // answered just before QEMU went (quit does)
+			return decodeAnswer(command, m, result)
+		default:
+		}
 		return fmt.Errorf("qmp %s: QEMU closed the connection", command)
 	case <-ctx.Done():
 		return fmt.Errorf("qmp %s: %w", command, ctx.Err())
 	}
+}
+
+func decodeAnswer(command string, m message, result any) error {
+	if m.Error != nil {
+		m.Error.Command = command
+		return m.Error
+	}
+	if result != nil {
+		if err := json.Unmarshal(m.Return, result); err != nil {
+			return fmt.Errorf("qmp %s: its answer: %w", command, err)
+		}
+	}
+	return nil
 }
 
 // WaitEvent waits for the first event named name received at or after index

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
@@ -55,18 +56,23 @@ func (f *fakeQEMU) send(line string) {
 	}
 }
 
-// answer takes the next command, checks its name and answers it with line.
+// answer takes the next command, checks its name and answers it with line,
+// with the command's id as QEMU does. It runs beside the test: a wrong
+// command is an error, and nothing is answered.
 func (f *fakeQEMU) answer(command, line string) map[string]any {
-	f.t.Helper()
 	select {
 	case cmd := <-f.commands:
 		if cmd["execute"] != command {
-			f.t.Fatalf("command %v, want %s", cmd["execute"], command)
+			f.t.Errorf("command %v, want %s", cmd["execute"], command)
+			return nil
+		}
+		if id, ok := cmd["id"].(string); ok {
+			line = strings.TrimSuffix(strings.TrimSpace(line), "}") + fmt.Sprintf(`, "id": %q}`, id)
 		}
 		f.send(line)
 		return cmd
 	case <-time.After(5 * time.Second):
-		f.t.Fatalf("no command %s", command)
+		f.t.Errorf("no command %s", command)
 	}
 	return nil
 }
@@ -146,5 +152,25 @@ func TestWaitingForAnEventEndsWithTheConnection(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("still waiting after QEMU went")
+	}
+}
+
+// An answer that comes after its command gave up is not taken as the next
+// command's.
+func TestALateAnswerIsNotTheNextCommands(t *testing.T) {
+	c, f := dialFake(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := c.Execute(ctx, "query-status", nil, nil); err == nil {
+		t.Fatal("answered with nobody answering")
+	}
+	late := <-f.commands
+	f.send(fmt.Sprintf(`{"return": {"status": "paused"}, "id": %q}`, late["id"]))
+	go f.answer("query-status", `{"return": {"status": "running"}}`)
+	var st struct {
+		Status string `json:"status"`
+	}
+	if err := c.Execute(context.Background(), "query-status", nil, &st); err != nil || st.Status != "running" {
+		t.Errorf("status %q (%v), want its own answer, running", st.Status, err)
 	}
 }
