@@ -12,7 +12,7 @@
 #   unit         the pure core and everything that needs no real part; each fuzz target's
 #                seeds and saved inputs (the fuzzing itself: hack/fuzz.sh)
 #   integration  controllers, CLI and API against a real kube-apiserver + etcd
-#   e2e          the lab: real namespaces, Open vSwitch, OVN, API server, traffic (root)
+#   e2e          the lab: real namespaces, Open vSwitch, OVN, API server, traffic, QEMU guests (root)
 #   bench-smoke  every benchmark outside the lab once (go test -short -benchtime 1x)
 #   lab-bench-smoke  every lab benchmark (test/e2e) once, its lab at its smallest size;
 #                both smokes assert what must never happen (a broken connection, a per-port
