@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/internal/images"
+	"netshift.io/netshift/internal/lab/poll"
 	"netshift.io/netshift/internal/lab/vm"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
@@ -192,7 +193,7 @@ func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, 
 		return err
 	}
 	if err := ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
-		return poll(ctx, 2*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
+		return poll.Until(ctx, 2*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 			ifaces, err := db.Interfaces(ctx, tap)
 			return err == nil && ifaces[tap].OFPort > 0, err
 		}, func() error {
@@ -255,7 +256,7 @@ func (m *migration) waitPort(ctx context.Context, pod string, ok func(corev1.Pod
 // would count against the migration what belongs to the pod's start.
 func (m *migration) waitRunning(ctx context.Context, pod string) error {
 	var p corev1.Pod
-	return poll(ctx, 5*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
+	return poll.Until(ctx, 5*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
 		err := m.c.Get(ctx, types.NamespacedName{Namespace: PodNamespace, Name: pod}, &p)
 		return err == nil && p.Status.Phase == corev1.PodRunning, client.IgnoreNotFound(err)
 	}, func() error {
@@ -321,7 +322,7 @@ func (m *migration) settle(ctx context.Context, n NodeSpec) error {
 func (m *migration) waitSandboxesGone(ctx context.Context, n NodeSpec, what string, lport func(id string) bool) error {
 	return ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
 		var iface string
-		return poll(ctx, 10*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
+		return poll.Until(ctx, 10*time.Millisecond, 60*time.Second, func(ctx context.Context) (bool, error) {
 			ids, err := db.IfaceIDs(ctx)
 			iface = ""
 			for id, name := range ids {
@@ -340,7 +341,7 @@ func (m *migration) waitSandboxesGone(ctx context.Context, n NodeSpec, what stri
 func (m *migration) waitChassis(ctx context.Context, id, chassis string, rarp bool) error {
 	var opts map[string]string
 	var hasRARP bool
-	return poll(ctx, 5*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
+	return poll.Until(ctx, 5*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
 		opts, _, err = m.nb.PortOptions(ctx, id)
 		_, hasRARP = opts[plug.OptionActivationStrategy]
@@ -355,7 +356,7 @@ func (m *migration) waitChassis(ctx context.Context, id, chassis string, rarp bo
 // chassis alone: its main chassis, no additional one, up.
 func (m *migration) waitBoundAlone(ctx context.Context, id, chassis string) error {
 	var b ovs.PortBinding
-	return poll(ctx, time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
+	return poll.Until(ctx, time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
 		b, err = m.sb.PortBinding(ctx, id)
 		return err == nil && b.Main == chassis && len(b.Additional) == 0 && b.Up, err
@@ -367,7 +368,7 @@ func (m *migration) waitBoundAlone(ctx context.Context, id, chassis string) erro
 // waitUnplugged waits until nothing of the port is left plugged on the node.
 func (m *migration) waitUnplugged(ctx context.Context, n NodeSpec, id string) error {
 	return ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
-		return poll(ctx, 5*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
+		return poll.Until(ctx, 5*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
 			plugged, err := db.Plugged(ctx)
 			return err == nil && !slices.ContainsFunc(plugged, func(pl plug.Plugged) bool { return pl.PortID == id }), err
 		}, func() error { return fmt.Errorf("node %s: port %s still plugged 20s after its pod went", n.Name, id) })

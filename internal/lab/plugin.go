@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"netshift.io/netshift/internal/lab/poll"
 	"netshift.io/netshift/internal/lab/standin"
 )
 
@@ -63,7 +64,7 @@ func pauseOperator(ctx context.Context, c client.Client) (restore func() error, 
 	if err := scale(0); err != nil {
 		return nil, fmt.Errorf("pause the operator: %w", err)
 	}
-	if err := poll(ctx, 50*time.Millisecond, 2*time.Minute, func(context.Context) (bool, error) {
+	if err := poll.Until(ctx, 50*time.Millisecond, 2*time.Minute, func(context.Context) (bool, error) {
 		var pods corev1.PodList
 		err := c.List(ctx, &pods, client.InNamespace("netshift-system"), client.MatchingLabels{"app.kubernetes.io/name": operatorLabel})
 		return err == nil && len(pods.Items) == 0, nil
@@ -74,7 +75,7 @@ func pauseOperator(ctx context.Context, c client.Client) (restore func() error, 
 		if err := scale(was); err != nil {
 			return fmt.Errorf("restore the operator: %w", err)
 		}
-		return poll(context.Background(), 50*time.Millisecond, 2*time.Minute, func(context.Context) (bool, error) {
+		return poll.Until(context.Background(), 50*time.Millisecond, 2*time.Minute, func(context.Context) (bool, error) {
 			err := c.Get(context.Background(), client.ObjectKeyFromObject(dep), dep)
 			return err == nil && dep.Status.ReadyReplicas >= was, nil
 		}, func() error { return fmt.Errorf("the operator did not come back within 2m") })

@@ -21,11 +21,6 @@ const (
 	ZonesMulti  = "multi"
 )
 
-// poll is the interconnect's wait, which the rest of the lab shares.
-func poll(ctx context.Context, interval, within time.Duration, done func(context.Context) (bool, error), timeout func() error) error {
-	return ovnic.Poll(ctx, interval, within, done, timeout)
-}
-
 // Interconnect is the lab's OVN interconnect: its zones, the moves of its
 // nodes between them, and its central zone.
 func (s *State) Interconnect() *ovnic.Interconnect {

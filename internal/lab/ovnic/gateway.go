@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"netshift.io/netshift/internal/lab/poll"
 )
 
 // transitBound makes sure the interconnect carries zone's traffic: zone's
@@ -51,7 +53,7 @@ func (ic *Interconnect) transitBound(ctx context.Context, c Commands, zone strin
 // ovnICDoes waits up to 3 s for zone's ovn-ic to do what done checks, and
 // otherwise starts that ovn-ic again and waits up to 10 s more.
 func (ic *Interconnect) ovnICDoes(ctx context.Context, c Commands, zone, what string, done func(context.Context) (bool, error), progress func(string, ...any)) error {
-	err := Poll(ctx, 10*time.Millisecond, 3*time.Second, done, func() error { return errICStuck })
+	err := poll.Until(ctx, 10*time.Millisecond, 3*time.Second, done, func() error { return errICStuck })
 	if !errors.Is(err, errICStuck) {
 		return err
 	}
@@ -60,7 +62,7 @@ func (ic *Interconnect) ovnICDoes(ctx context.Context, c Commands, zone, what st
 	if err := ic.startIC(ctx, c, zone, ic.zoneHome(zone)); err != nil {
 		return err
 	}
-	return Poll(ctx, 10*time.Millisecond, 10*time.Second, done, func() error {
+	return poll.Until(ctx, 10*time.Millisecond, 10*time.Second, done, func() error {
 		return fmt.Errorf("zone %s: its ovn-ic did not %s within 10s of starting again", zone, what)
 	})
 }
@@ -89,7 +91,7 @@ func (ic *Interconnect) interconnectedZones() []string {
 // node, and its tunnels to it, and make them again.
 func (ic *Interconnect) handOverGateway(ctx context.Context, r Runner, node, zone string) error {
 	var az string
-	if err := Poll(ctx, 10*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
+	if err := poll.Until(ctx, 10*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 		out, err := ic.icsbctl(ctx, r, "--bare", "--columns=_uuid", "find", "availability_zone", "name="+zone)
 		az = strings.TrimSpace(out)
 		return err == nil && az != "", nil
@@ -105,7 +107,7 @@ func (ic *Interconnect) handOverGateway(ctx context.Context, r Runner, node, zon
 			return err
 		}
 	}
-	return Poll(ctx, 10*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
+	return poll.Until(ctx, 10*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 		out, err := ic.icsbctl(ctx, r, "--bare", "--columns=name", "find", "gateway", "name="+node, "availability_zone="+az)
 		return err == nil && strings.TrimSpace(out) == node, nil
 	}, func() error {

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	"netshift.io/netshift/internal/lab/poll"
 )
 
 // lock serializes the lab's actuations of one thing (a node's move, the
@@ -21,7 +21,7 @@ func (ic *Interconnect) lock(ctx context.Context, what string) (unlock func(), e
 	if err != nil {
 		return nil, err
 	}
-	err = Poll(ctx, 50*time.Millisecond, 5*time.Minute, func(context.Context) (bool, error) {
+	err = poll.Until(ctx, 50*time.Millisecond, 5*time.Minute, func(context.Context) (bool, error) {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return false, nil
@@ -33,15 +33,4 @@ func (ic *Interconnect) lock(ctx context.Context, what string) (unlock func(), e
 		return nil, err
 	}
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-}
-
-// Poll checks done every interval until it holds, returns an error, or
-// within has passed (then timeout says what did not happen). The rest of the
-// lab waits with it too.
-func Poll(ctx context.Context, interval, within time.Duration, done func(context.Context) (bool, error), timeout func() error) error {
-	err := wait.PollUntilContextTimeout(ctx, interval, within, true, done)
-	if wait.Interrupted(err) {
-		return timeout()
-	}
-	return err
 }

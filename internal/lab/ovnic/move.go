@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"netshift.io/netshift/internal/lab/poll"
 )
 
 // ZoneOf is the zone a node's ovn-controller is bound in now, read from its
@@ -265,7 +267,7 @@ func (ic *Interconnect) stopZone(ctx context.Context, r Runner, node string) err
 // as much. Clearing the mark makes the record the node's before the old zone
 // lets go of it.
 func (ic *Interconnect) takeOverChassis(ctx context.Context, r Runner, sb, node string) error {
-	if err := Poll(ctx, 10*time.Millisecond, 15*time.Second, func(ctx context.Context) (bool, error) {
+	if err := poll.Until(ctx, 10*time.Millisecond, 15*time.Second, func(ctx context.Context) (bool, error) {
 		out, err := sbctl(ctx, r, sb, "--bare", "--columns=name", "find", "chassis_private", "name="+node)
 		return err == nil && strings.TrimSpace(out) == node, nil
 	}, func() error { return fmt.Errorf("ovn-controller of %s did not connect to %s within 15s", node, sb) }); err != nil {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"netshift.io/netshift/internal/lab/poll"
 )
 
 // startDB creates an OVSDB database file from a schema and serves it.
@@ -51,7 +53,7 @@ func (ic *Interconnect) joinTransit(ctx context.Context, r Runner, zone, gateway
 	if _, err := nbctl(ctx, r, nb, "set", "NB_Global", ".", "name="+zone, "options:ic-route-adv=true", "options:ic-route-learn=true"); err != nil {
 		return err
 	}
-	if err := Poll(ctx, 20*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
+	if err := poll.Until(ctx, 20*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 		out, err := nbctl(ctx, r, nb, "--bare", "--columns=name", "find", "logical_switch", "name="+TransitSwitch)
 		return err == nil && strings.TrimSpace(out) == TransitSwitch, nil
 	}, func() error {

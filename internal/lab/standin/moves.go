@@ -10,9 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"netshift.io/netshift/internal/lab/poll"
 	"netshift.io/netshift/internal/zones"
 )
 
@@ -39,10 +39,12 @@ func RestartIntoZone(ctx context.Context, c client.Client, node, zone string) er
 			}
 		}
 	}
-	return within(ctx, 5*time.Minute, func(ctx context.Context) bool {
+	return poll.Until(ctx, 50*time.Millisecond, 5*time.Minute, func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, types.NamespacedName{Name: node}, &n)
-		return err == nil && n.Annotations[zones.ZoneAnnotation] == zone
-	}, fmt.Sprintf("node %s: not annotated in zone %s within 5m by its new plugin pod", node, zone))
+		return err == nil && n.Annotations[zones.ZoneAnnotation] == zone, nil
+	}, func() error {
+		return fmt.Errorf("node %s: not annotated in zone %s within 5m by its new plugin pod", node, zone)
+	})
 }
 
 // ScaleCentral scales the central zone's Deployment and waits until the zone
@@ -54,27 +56,17 @@ func ScaleCentral(ctx context.Context, c client.Client, replicas int32, centralU
 	if err := c.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		return fmt.Errorf("scale %s/%s to %d: %w", Namespace, CentralApp, replicas, err)
 	}
-	return within(ctx, 5*time.Minute, func(ctx context.Context) bool {
+	return poll.Until(ctx, 50*time.Millisecond, 5*time.Minute, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
-			return false
+			return false, nil
 		}
 		if replicas == 0 {
 			var pods corev1.PodList
 			err := c.List(ctx, &pods, client.InNamespace(Namespace), client.MatchingLabels{"app": CentralApp})
-			return err == nil && len(pods.Items) == 0 && centralUp() != nil
+			return err == nil && len(pods.Items) == 0 && centralUp() != nil, nil
 		}
-		return dep.Status.ReadyReplicas >= replicas && centralUp() == nil
-	}, fmt.Sprintf("the central zone's Deployment did not reach %d ready replicas within 5m", replicas))
-}
-
-// within polls done every 50 ms until it holds, for at most timeout; then the
-// error says what did not happen.
-func within(ctx context.Context, timeout time.Duration, done func(context.Context) bool, what string) error {
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		return done(ctx), nil
+		return dep.Status.ReadyReplicas >= replicas && centralUp() == nil, nil
+	}, func() error {
+		return fmt.Errorf("the central zone's Deployment did not reach %d ready replicas within 5m", replicas)
 	})
-	if err != nil && ctx.Err() == nil {
-		return fmt.Errorf("%s", what)
-	}
-	return err
 }
