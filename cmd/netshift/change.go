@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -84,47 +85,20 @@ type changeRun struct {
 }
 
 func (r changeRun) run(ctx context.Context, wait bool) error {
-	var cn v1alpha1.NetshiftNetwork
-	if err := r.c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
-		if apierrors.IsNotFound(err) {
-			return errors.New("no NetshiftNetwork yet: the operator creates it once every node reported its network (`netshift status` says what it waits for)")
-		}
+	var before int64
+	var asked bool
+	// The operator writes the NetshiftNetwork's status while we decide, so an edit made on a
+	// copy it has since changed is refused; the decision is made again on the fresh copy.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		before, asked, err = r.ask(ctx)
 		return err
-	}
-	if ch := cn.Status.Change; ch != nil && ch.Phase.Active() {
-		return fmt.Errorf("change %s is in progress (%s: %s): wait for it, or `netshift abort` it before its T0", ch.ID, ch.Phase, ch.Message)
-	}
-	if cn.Status.Applied == nil {
-		return errors.New("the operator has not recorded the network in force yet (NetshiftNetwork status.applied): is it running?")
-	}
-	applied := *cn.Status.Applied
-	if current(r.kind, applied) == r.value && !r.dryRun {
-		fmt.Fprintf(r.out, "%s is %d already; nothing to change\n", r.kind, r.value)
-		return r.patch(ctx, &cn, func(spec *v1alpha1.NetshiftNetworkSpec) { r.putBack(spec, applied) })
-	}
-	// What is asked must be a new edit: a change asked before that did not go through is asked
-	// again only by one, and a dry run runs once per edit.
-	if wanted(r.kind, cn.Spec) == r.value || cn.Spec.DryRun != nil {
-		if err := r.patch(ctx, &cn, func(spec *v1alpha1.NetshiftNetworkSpec) { r.putBack(spec, applied); spec.DryRun = nil }); err != nil {
-			return err
-		}
-	}
-	before := cn.Generation
-	// Every other value the spec asks for and is not in force (a failed change) goes back to
-	// the value in force: an edit asks again for all the spec says, and only this is wanted.
-	err := r.patch(ctx, &cn, func(spec *v1alpha1.NetshiftNetworkSpec) {
-		r.putBack(spec, applied)
-		if r.dryRun {
-			spec.DryRun = dryRunRequest(r.kind, r.value)
-		} else {
-			setSpec(spec, r.kind, r.value)
-		}
 	})
-	if err != nil {
+	if err != nil || !asked {
 		return err
 	}
 	if !wait {
-		fmt.Fprintf(r.out, "asked for %s %d (generation %d); follow it with `netshift status -w 1s`\n", r.kind, r.value, cn.Generation)
+		fmt.Fprintf(r.out, "asked for %s %d; follow it with `netshift status -w 1s`\n", r.kind, r.value)
 		return nil
 	}
 	ch, err := r.follow(ctx, before)
@@ -138,6 +112,51 @@ func (r changeRun) run(ctx context.Context, wait bool) error {
 		return err
 	}
 	return r.finish(ctx, ch)
+}
+
+// ask edits the spec to ask for the change, unless it is in force already
+// (asked false). before is the generation the change must come after.
+func (r changeRun) ask(ctx context.Context) (before int64, asked bool, err error) {
+	var cn v1alpha1.NetshiftNetwork
+	if err := r.c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, false, errors.New("no NetshiftNetwork yet: the operator creates it once every node reported its network (`netshift status` says what it waits for)")
+		}
+		return 0, false, err
+	}
+	if ch := cn.Status.Change; ch != nil && ch.Phase.Active() {
+		return 0, false, fmt.Errorf("change %s is in progress (%s: %s): wait for it, or `netshift abort` it before its T0", ch.ID, ch.Phase, ch.Message)
+	}
+	if cn.Status.Applied == nil {
+		return 0, false, errors.New("the operator has not recorded the network in force yet (NetshiftNetwork status.applied): is it running?")
+	}
+	applied := *cn.Status.Applied
+	if current(r.kind, applied) == r.value && !r.dryRun {
+		if err := r.patch(ctx, &cn, func(spec *v1alpha1.NetshiftNetworkSpec) { r.putBack(spec, applied) }); err != nil {
+			return 0, false, err
+		}
+		fmt.Fprintf(r.out, "%s is %d already; nothing to change\n", r.kind, r.value)
+		return 0, false, nil
+	}
+	// What is asked must be a new edit: a change asked before that did not go through is asked
+	// again only by one, and a dry run runs once per edit.
+	if wanted(r.kind, cn.Spec) == r.value || cn.Spec.DryRun != nil {
+		if err := r.patch(ctx, &cn, func(spec *v1alpha1.NetshiftNetworkSpec) { r.putBack(spec, applied); spec.DryRun = nil }); err != nil {
+			return 0, false, err
+		}
+	}
+	before = cn.Generation
+	// Every other value the spec asks for and is not in force (a failed change) goes back to
+	// the value in force: an edit asks again for all the spec says, and only this is wanted.
+	err = r.patch(ctx, &cn, func(spec *v1alpha1.NetshiftNetworkSpec) {
+		r.putBack(spec, applied)
+		if r.dryRun {
+			spec.DryRun = dryRunRequest(r.kind, r.value)
+		} else {
+			setSpec(spec, r.kind, r.value)
+		}
+	})
+	return before, err == nil, err
 }
 
 // patch edits the NetshiftNetwork's spec (an edit that changes nothing is
