@@ -20,6 +20,7 @@ var Jobs = []Job{
 	{"gap3", "go test -run '^$' -bench 'LiveChangeGap/nodes=3$' -benchtime 1x -count 3 -timeout 60m ./test/e2e/"},
 	{"gap10", "go test -run '^$' -bench 'LiveChangeGap/nodes=10$' -benchtime 1x -timeout 30m ./test/e2e/"},
 	{"migration", "go test -run '^$' -bench VMMigration -benchtime 1x -timeout 20m ./test/e2e/"},
+	{"qemu", "go test -run '^$' -bench QEMUMigration -benchtime 1x -timeout 30m ./test/e2e/"},
 	{"zones", "go test -run '^$' -bench ZoneMoves -benchtime 1x -timeout 20m ./test/e2e/"},
 	{"podready", "go test -run '^$' -bench PodCreateToReady -benchtime 1x -timeout 15m ./test/e2e/"},
 	{"podpools", "go test -run '^$' -bench PooledPodsToReady -benchtime 1x -timeout 40m -v ./test/e2e/"},
@@ -138,6 +139,15 @@ var Rows = []Row{
 	{Area: AreaMigration, What: "direct plugging (classic): datagrams lost in 10 migrations", Job: "migration", Of: m("BenchmarkVMMigration", "direct-lost")},
 	{Area: AreaMigration, What: "direct plugging: longest gap", Job: "migration", Of: m("BenchmarkVMMigration", "direct-maxgap-ms"), Shown: "ms"},
 	{Area: AreaMigration, What: "per-port: source pod deleted to the port bound on the target alone, p50", Job: "migration", Of: m("BenchmarkVMMigration", "perport-handover-p50-ms"), Shown: "ms"},
+	{Area: AreaMigration, What: "a QEMU guest, per-port: datagrams sent after QEMU's RESUME lost in 20 migrations", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-lost-after-resume"), Target: AtMost(0)},
+	{Area: AreaMigration, What: "a QEMU guest, per-port: migrations whose target was reported ready after the RESUME", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-ready-late"), Target: AtMost(0)},
+	{Area: AreaMigration, What: "a QEMU guest, per-port: datagrams lost while it was stopped (reaching its old host)", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-lost-while-stopped")},
+	{Area: AreaMigration, What: "a QEMU guest, per-port: migrations losing more while stopped than QEMU's downtime times the rate, plus one", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-over-stopped-bound"), Target: AtMost(0)},
+	{Area: AreaMigration, What: "a QEMU guest, per-port: QEMU's downtime, p50", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-downtime-p50-ms"), Shown: "ms"},
+	{Area: AreaMigration, What: "a QEMU guest, per-port: STOP to RESUME, p50", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-stop-resume-p50-ms"), Shown: "ms"},
+	{Area: AreaMigration, What: "a QEMU guest, per-port: longest wait after the RESUME, p50", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-resume-gap-p50-ms"), Shown: "ms"},
+	{Area: AreaMigration, What: "the same guest between two QEMUs on a plain bridge (its own warm-up): longest wait after a resume", Job: "qemu", Of: m("BenchmarkQEMUMigration", "guest-warmup-gap-ms"), Shown: "ms"},
+	{Area: AreaMigration, What: "a QEMU guest, direct plugging: datagrams sent after the RESUME lost in 20 migrations", Job: "qemu", Of: m("BenchmarkQEMUMigration", "direct-lost-after-resume")},
 
 	// Zones.
 	{Area: AreaZones, What: "a node's move, its own connections' longest gap (worst of 6 moves)", Job: "zones", Of: m("BenchmarkZoneMoves", "moving-maxgap-ms"), Shown: "ms", Target: Below(500)},

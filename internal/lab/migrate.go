@@ -88,6 +88,18 @@ type MigrationFigures struct {
 	// DowntimeMsP50 and DowntimeMsMax are the hypervisor's own downtime (QEMU's query-migrate).
 	DowntimeMsP50 float64 `json:"downtimeMsP50"`
 	DowntimeMsMax float64 `json:"downtimeMsMax"`
+	// StopToResumeMsP50 is the median time from the VM's stop on the source
+	// to its resume on the target, from the hypervisor's events.
+	StopToResumeMsP50 float64 `json:"stopToResumeMsP50,omitempty"`
+	// ResumeGapMsP50 and ResumeGapMsMax are the migrations' ResumeGapMs: the
+	// network's gap after the resume, beside the guest's own warm-up.
+	ResumeGapMsP50 float64 `json:"resumeGapMsP50"`
+	ResumeGapMsMax float64 `json:"resumeGapMsMax"`
+	// OverStoppedBound counts the migrations that lost more datagrams while
+	// the VM was stopped than their StoppedBound; NotReadyBeforeResume those
+	// whose target was not reported ready before the VM resumed.
+	OverStoppedBound     int `json:"overStoppedBound"`
+	NotReadyBeforeResume int `json:"notReadyBeforeResume"`
 	// Each is per migration.
 	Each []MigrationResult `json:"each"`
 	// GuestCrashes are the migrations whose guest died after its resume
@@ -109,7 +121,9 @@ type MigrationResult struct {
 	// LostBeforeResume from its start (its target prepared while the VM still
 	// runs on the source) to the VM's stop; LostWhileStopped from the stop to
 	// the resume (the VM's CPUs stopped: what reaches its old host then is
-	// lost, at most the downtime times the rate, plus one); LostAtResume from
+	// lost, at most the downtime times the rate, plus one), with the last
+	// datagram sent before the stop if it was lost (it was on its way when
+	// the VM stopped); LostAtResume from
 	// the resume until the source pod's deletion; and LostAtCompletion from
 	// that deletion (OVN moves the port to the target alone) until the next
 	// migration starts. The namespace VM sends nothing while stopped.
@@ -117,8 +131,18 @@ type MigrationResult struct {
 	LostBeforeResume int `json:"lostBeforeResume"`
 	LostWhileStopped int `json:"lostWhileStopped"`
 	SentWhileStopped int `json:"sentWhileStopped"`
+	// StoppedBound is what may be lost while the VM is stopped: the
+	// datagrams sent in the hypervisor's downtime (its length, up to the
+	// resume), plus one on its way at the stop (QEMU only; its downtime
+	// spans the target's part of the stop too). Counted on the datagrams as
+	// they were sent, it is the downtime times the rate, plus one, whatever
+	// the sender's jitter.
+	StoppedBound     int `json:"stoppedBound,omitempty"`
 	LostAtResume     int `json:"lostAtResume"`
 	LostAtCompletion int `json:"lostAtCompletion"`
+	// LostAtResumeSentMs is when each datagram lost at the resume was sent,
+	// in ms after the resume.
+	LostAtResumeSentMs []float64 `json:"lostAtResumeSentMs,omitempty"`
 	// GapMs is the longest time a datagram of the migration waited for an
 	// answer, and GapAt where that datagram was sent: "prepared", "stopped",
 	// "resume" or "completion", the windows the losses are split by.

@@ -192,6 +192,21 @@ func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, 
 	if _, err := m.sh.inNetns(ctx, vmNS, nil, "ethtool", "-K", "eth0", "tx", "off"); err != nil {
 		return err
 	}
+	if err := m.upOnceAttached(ctx, n, tap); err != nil {
+		return err
+	}
+	_, err := m.sh.run(ctx, m.s.ovsEnv(n.Name), "ovs-appctl", "-t", m.s.vswitchdControl(n.Name), "revalidator/wait")
+	return err
+}
+
+// upOnceAttached waits until vswitchd has attached a VM's tap, then sets the
+// tap up again. The userspace datapath sets a port it attaches promiscuous
+// from the flags it read when it opened the device: a tap brought up in
+// between (netshift's agent names the tap in OVS before the hypervisor
+// creates it) is left down, and the VM reaches nothing (once in some 20
+// rounds here). A hypervisor that creates the tap and sets it up before the
+// tap is in OVS, as libvirt does, never meets it.
+func (m *migration) upOnceAttached(ctx context.Context, n NodeSpec, tap string) error {
 	if err := ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
 		return poll.Until(ctx, 2*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
 			ifaces, err := db.Interfaces(ctx, tap)
@@ -202,8 +217,7 @@ func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, 
 	}); err != nil {
 		return err
 	}
-	_, err := m.sh.run(ctx, m.s.ovsEnv(n.Name), "ovs-appctl", "-t", m.s.vswitchdControl(n.Name), "revalidator/wait")
-	return err
+	return m.sh.ip(ctx, "-n", n.Netns, "link", "set", tap, "up")
 }
 
 func (m *migration) createPod(ctx context.Context, name, node string, p plug.Port, targetOf string) (*corev1.Pod, error) {

@@ -271,6 +271,20 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 	return m.waitUnplugged(ctx, at, id)
 }
 
+// define defines the VM on node n. QEMU's tap exists from now on; the
+// namespace VM's appears when it is wired.
+func (m *migration) define(ctx context.Context, n NodeSpec, spec vm.Spec) (vm.Domain, error) {
+	d, err := m.hv.Define(ctx, m.host(n), spec)
+	if err != nil || m.o.VM != VMQEMU {
+		return d, err
+	}
+	if err := m.upOnceAttached(ctx, n, spec.Tap); err != nil {
+		_ = m.hv.Destroy(context.Background(), d)
+		return nil, fmt.Errorf("VM %s on %s: %w", spec.Name, n.Name, err)
+	}
+	return d, nil
+}
+
 // startVM creates the VM's pod on node-1, defines and starts the VM there,
 // and waits until netshift has plugged it and OVN bound it.
 func (m *migration) startVM(ctx context.Context, name string, port plug.Port) (*corev1.Pod, vm.Domain, error) {
@@ -278,7 +292,7 @@ func (m *migration) startVM(ctx context.Context, name string, port plug.Port) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	dom, err := m.hv.Define(ctx, m.host(m.src), m.vmSpec(name, port))
+	dom, err := m.define(ctx, m.src, m.vmSpec(name, port))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -328,7 +342,11 @@ func (m *migration) waitFirstAnswers(ctx context.Context, t *vm.Traffic, id stri
 // resume, to the completion, and on to the next migration's start.
 type window struct {
 	start, stop, resume, completion int
-	res                             MigrationResult
+	// downtime is the first datagram sent in the hypervisor's downtime
+	// before the resume (its length, ended at the resume).
+	downtime int
+	resumeAt time.Duration // since the traffic started
+	res      MigrationResult
 }
 
 // count splits each migration's datagrams into its windows and adds them to
@@ -341,6 +359,11 @@ func (m *migration) count(windows []window, sent, echoed []time.Duration, last i
 			to = windows[i+1].start
 		}
 		w := &windows[i]
+		// The last datagram sent before the stop, never answered, was on its
+		// way when the VM stopped: it reached the stopped VM (QEMU's bound's "plus one").
+		if w.stop > w.start && w.stop <= len(echoed) && echoed[w.stop-1] == 0 {
+			w.stop--
+		}
 		bounds := []int{w.start, w.stop, w.resume, w.completion, to}
 		var lost [4]int
 		var gaps [4]time.Duration
@@ -350,6 +373,20 @@ func (m *migration) count(windows []window, sent, echoed []time.Duration, last i
 		r := &w.res
 		r.LostBeforeResume, r.LostWhileStopped, r.LostAtResume, r.LostAtCompletion = lost[0], lost[1], lost[2], lost[3]
 		r.SentWhileStopped = w.resume - w.stop
+		for i := w.resume; i < min(w.completion, len(echoed)); i++ {
+			if echoed[i] == 0 {
+				r.LostAtResumeSentMs = append(r.LostAtResumeSentMs, ms(sent[i]-w.resumeAt))
+			}
+		}
+		if r.DowntimeMs > 0 {
+			r.StoppedBound = w.resume - w.downtime + 1
+			if r.LostWhileStopped > r.StoppedBound {
+				figs.OverStoppedBound++
+			}
+		}
+		if !r.ReadyBeforeResume {
+			figs.NotReadyBeforeResume++
+		}
 		r.Lost = lost[0] + lost[1] + lost[2] + lost[3]
 		at := slices.Index(gaps[:], slices.Max(gaps[:]))
 		r.GapMs, r.GapAt = ms(gaps[at]), []string{"prepared", "stopped", "resume", "completion"}[at]
@@ -360,17 +397,25 @@ func (m *migration) count(windows []window, sent, echoed []time.Duration, last i
 		figs.LostAtCompletion += r.LostAtCompletion
 		figs.Each = append(figs.Each, *r)
 		figs.Migrations++
-		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d while the target was prepared, %d of %d while stopped, %d at resume, %d at completion), longest gap %.1f ms (%s), stop to resume %.1f ms (the hypervisor's downtime %.0f ms), target ready %.0f ms before the resume (plugged in %.0f ms), bound on the target alone %.0f ms after the source pod's deletion\n",
-			mode, round, r.From, r.To, r.Lost, r.LostBeforeResume, r.LostWhileStopped, r.SentWhileStopped, r.LostAtResume, r.LostAtCompletion,
+		bound := ""
+		if r.StoppedBound > 0 {
+			bound = fmt.Sprintf(", may %d", r.StoppedBound)
+		}
+		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d while the target was prepared, %d of %d while stopped%s, %d at resume, %d at completion), longest gap %.1f ms (%s), stop to resume %.1f ms (the hypervisor's downtime %.0f ms), target ready %.0f ms before the resume (plugged in %.0f ms), bound on the target alone %.0f ms after the source pod's deletion\n",
+			mode, round, r.From, r.To, r.Lost, r.LostBeforeResume, r.LostWhileStopped, r.SentWhileStopped, bound, r.LostAtResume, r.LostAtCompletion,
 			r.GapMs, r.GapAt, r.StopToResumeMs, r.DowntimeMs, r.ReadyAheadMs, r.PrepareMs, r.HandOverMs)
 	}
-	var handOvers, downtimes []float64
+	var handOvers, downtimes, stops, resumeGaps []float64
 	for _, r := range figs.Each {
 		handOvers = append(handOvers, r.HandOverMs)
 		downtimes = append(downtimes, r.DowntimeMs)
+		stops = append(stops, r.StopToResumeMs)
+		resumeGaps = append(resumeGaps, r.ResumeGapMs)
 	}
 	figs.HandOverMsP50, figs.HandOverMsMax = medianAndMax(handOvers)
 	figs.DowntimeMsP50, figs.DowntimeMsMax = medianAndMax(downtimes)
+	figs.StopToResumeMsP50, _ = medianAndMax(stops)
+	figs.ResumeGapMsP50, figs.ResumeGapMsMax = medianAndMax(resumeGaps)
 }
 
 // migrateOnce moves the VM from `from` to `to` as Nova and KubeVirt do: the
@@ -388,7 +433,7 @@ func (m *migration) migrateOnce(ctx context.Context, t *vm.Traffic, port plug.Po
 	if err != nil {
 		return res, w, nil, nil, err
 	}
-	dstDom, err := m.hv.Define(ctx, m.host(to), m.vmSpec(name, port))
+	dstDom, err := m.define(ctx, to, m.vmSpec(name, port))
 	if err != nil {
 		return res, w, nil, nil, err
 	}
@@ -430,7 +475,8 @@ func (m *migration) migrateOnce(ctx context.Context, t *vm.Traffic, port plug.Po
 			!cond.LastTransitionTime.After(readyAt)
 	}
 	res.StopToResumeMs, res.DowntimeMs, res.TotalMs = ms(mig.Resume.Sub(mig.Stop)), mig.DowntimeMs, mig.TotalMs
-	w.stop, w.resume = t.SeqAt(mig.Stop), t.SeqAt(mig.Resume)
+	w.stop, w.resume, w.resumeAt = t.SeqAt(mig.Stop), t.SeqAt(mig.Resume), mig.Resume.Sub(t.Started())
+	w.downtime = t.SeqAt(mig.Resume.Add(-time.Duration(mig.DowntimeMs * float64(time.Millisecond))))
 	if err := t.WaitEchoes(w.resume, 20, 5*time.Second); err != nil {
 		if why := m.hv.Crashed(dstDom); why != "" {
 			return res, w, nil, dstDom, &guestCrash{why: why}

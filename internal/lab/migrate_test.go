@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"io"
 	"testing"
 	"time"
 )
@@ -50,5 +51,65 @@ func TestMedianAndMax(t *testing.T) {
 		if p50, largest := medianAndMax(tc.xs); p50 != tc.p50 || largest != tc.largest {
 			t.Errorf("medianAndMax(%v) = %v, %v; want %v, %v", tc.xs, p50, largest, tc.p50, tc.largest)
 		}
+	}
+}
+
+// TestCountSplitsAMigrationsDatagrams: a migration's datagrams are split at
+// the stop and the resume; the last one sent before the stop, unanswered,
+// was on its way and counts as reaching the stopped VM; what may be lost
+// while stopped is what was sent in the hypervisor's downtime, plus one.
+func TestCountSplitsAMigrationsDatagrams(t *testing.T) {
+	every := func(n int) []time.Duration {
+		d := make([]time.Duration, n)
+		for i := range d {
+			d[i] = time.Duration(i+1) * 20 * time.Millisecond
+		}
+		return d
+	}
+	sent := every(16)
+	answered := func(lost ...int) []time.Duration {
+		e := make([]time.Duration, len(sent))
+		for i := range e {
+			e[i] = sent[i] + time.Millisecond
+		}
+		for _, i := range lost {
+			e[i] = 0
+		}
+		return e
+	}
+	m := &migration{o: MigrateOptions{Progress: io.Discard}}
+	for _, tc := range []struct {
+		name                                 string
+		echoed                               []time.Duration
+		downtime                             int // the first datagram of the downtime before the resume (8)
+		downtimeMs                           float64
+		before, stopped, sentStopped, resume int
+		bound, over                          int
+	}{
+		{"the one on its way at the stop", answered(4, 5, 6, 7), 5, 60, 0, 4, 4, 0, 4, 0},
+		{"nothing on its way", answered(5, 6, 7), 5, 60, 0, 3, 3, 0, 4, 0},
+		{"more lost than the downtime lets", answered(4, 5, 6, 7), 6, 40, 0, 4, 4, 0, 3, 1},
+		{"lost while the VM ran, and after the resume", answered(2, 5, 9), 5, 60, 1, 1, 3, 1, 4, 0},
+		{"no hypervisor downtime: no bound", answered(5), 8, 0, 0, 1, 3, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var figs MigrationFigures
+			// Datagram i is sent at (i+1)*20 ms, the resume at 160 ms.
+			w := window{start: 0, stop: 5, resume: 8, completion: 12, downtime: tc.downtime, resumeAt: 160 * time.Millisecond, res: MigrationResult{DowntimeMs: tc.downtimeMs, ReadyBeforeResume: true}}
+			m.count([]window{w}, sent, tc.echoed, len(sent), "per-port", 1, &figs)
+			r := figs.Each[0]
+			if r.LostBeforeResume != tc.before || r.LostWhileStopped != tc.stopped || r.SentWhileStopped != tc.sentStopped ||
+				r.LostAtResume != tc.resume || r.StoppedBound != tc.bound || figs.OverStoppedBound != tc.over {
+				t.Errorf("before %d, stopped %d of %d (may %d), at resume %d, over the bound %d; want %d, %d of %d (may %d), %d, %d",
+					r.LostBeforeResume, r.LostWhileStopped, r.SentWhileStopped, r.StoppedBound, r.LostAtResume, figs.OverStoppedBound,
+					tc.before, tc.stopped, tc.sentStopped, tc.bound, tc.resume, tc.over)
+			}
+			if len(r.LostAtResumeSentMs) != r.LostAtResume || (r.LostAtResume > 0 && r.LostAtResumeSentMs[0] != 40) {
+				t.Errorf("lost at the resume sent %v ms after it, want %d of them, the first (datagram 9) 40 ms after the resume", r.LostAtResumeSentMs, r.LostAtResume)
+			}
+			if r.Lost != r.LostBeforeResume+r.LostWhileStopped+r.LostAtResume+r.LostAtCompletion || figs.NotReadyBeforeResume != 0 {
+				t.Errorf("lost %d is not the sum of its windows, or %d not ready", r.Lost, figs.NotReadyBeforeResume)
+			}
+		})
 	}
 }

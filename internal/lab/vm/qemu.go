@@ -188,6 +188,15 @@ func (q *QEMU) Migrate(ctx context.Context, from, to Domain) (Migration, error) 
 	if err := src.qmp.Execute(ctx, "migrate-set-parameters", map[string]any{"downtime-limit": limit.Milliseconds()}, nil); err != nil {
 		return m, fmt.Errorf("%s: %w", what, err)
 	}
+	// With a return path the source's migration ends when the target has
+	// loaded the guest and runs it, so the downtime QEMU reports spans the
+	// whole stop, the target's part too, not only the source's.
+	returnPath := map[string]any{"capabilities": []map[string]any{{"capability": "return-path", "state": true}}}
+	for _, d := range []*qemuDomain{dst, src} {
+		if err := d.qmp.Execute(ctx, "migrate-set-capabilities", returnPath, nil); err != nil {
+			return m, fmt.Errorf("%s: on %s: %w", what, d.host.Name, err)
+		}
+	}
 	stops, resumes := src.qmp.EventCount(), dst.qmp.EventCount()
 	uri := fmt.Sprintf("tcp:%s:%d", dst.host.Address, q.MigrationPort)
 	if err := src.qmp.Execute(ctx, "migrate", map[string]string{"uri": uri}, nil); err != nil {

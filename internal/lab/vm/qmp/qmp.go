@@ -15,7 +15,8 @@ import (
 	"time"
 )
 
-// Event is an asynchronous message of QEMU's, with the time QEMU stamped it.
+// Event is an asynchronous message of QEMU's, with the time QEMU stamped it
+// (on the monotonic clock).
 type Event struct {
 	Name string          `json:"event"`
 	Data json.RawMessage `json:"data,omitempty"`
@@ -119,7 +120,10 @@ func (c *Client) read(greeted chan<- error) {
 		}
 		e := Event{Name: m.Event, Data: m.Data}
 		if m.Timestamp != nil {
-			e.Time = time.Unix(m.Timestamp.Seconds, m.Timestamp.Microseconds*1000)
+			// QEMU stamps by the wall clock; the stamp is put on this process's
+			// monotonic clock (now, less the wall time since the stamp), so that
+			// it compares with times measured here without the two clocks' drift.
+			e.Time = time.Now().Add(-time.Since(time.Unix(m.Timestamp.Seconds, m.Timestamp.Microseconds*1000)))
 		}
 		c.mu.Lock()
 		c.events = append(c.events, e)
