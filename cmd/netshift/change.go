@@ -87,11 +87,12 @@ type changeRun struct {
 func (r changeRun) run(ctx context.Context, wait bool) error {
 	var before int64
 	var asked bool
+	var first *v1alpha1.NetshiftNetworkSpec // as it was read before any edit
 	// The operator writes the NetshiftNetwork's status while we decide, so an edit made on a
 	// copy it has since changed is refused; the decision is made again on the fresh copy.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var err error
-		before, asked, err = r.ask(ctx)
+		before, asked, err = r.ask(ctx, &first)
 		return err
 	})
 	if err != nil || !asked {
@@ -115,8 +116,9 @@ func (r changeRun) run(ctx context.Context, wait bool) error {
 }
 
 // ask edits the spec to ask for the change, unless it is in force already
-// (asked false). before is the generation the change must come after.
-func (r changeRun) ask(ctx context.Context) (before int64, asked bool, err error) {
+// (asked false). before is the generation the change must come after. first
+// keeps the spec as the first try read it, for what was put back.
+func (r changeRun) ask(ctx context.Context, first **v1alpha1.NetshiftNetworkSpec) (before int64, asked bool, err error) {
 	var cn v1alpha1.NetshiftNetwork
 	if err := r.c.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -131,10 +133,14 @@ func (r changeRun) ask(ctx context.Context) (before int64, asked bool, err error
 		return 0, false, errors.New("the operator has not recorded the network in force yet (NetshiftNetwork status.applied): is it running?")
 	}
 	applied := *cn.Status.Applied
+	if *first == nil {
+		*first = cn.Spec.DeepCopy()
+	}
 	if current(r.kind, applied) == r.value && !r.dryRun {
 		if err := r.patch(ctx, &cn, func(spec *v1alpha1.NetshiftNetworkSpec) { r.putBack(spec, applied) }); err != nil {
 			return 0, false, err
 		}
+		r.sayPutBack(**first, applied)
 		fmt.Fprintf(r.out, "%s is %d already; nothing to change\n", r.kind, r.value)
 		return 0, false, nil
 	}
@@ -156,7 +162,11 @@ func (r changeRun) ask(ctx context.Context) (before int64, asked bool, err error
 			setSpec(spec, r.kind, r.value)
 		}
 	})
-	return before, err == nil, err
+	if err != nil {
+		return 0, false, err
+	}
+	r.sayPutBack(**first, applied)
+	return before, true, nil
 }
 
 // patch edits the NetshiftNetwork's spec (an edit that changes nothing is
@@ -322,13 +332,24 @@ func current(kind v1alpha1.ChangeKind, a v1alpha1.AppliedNetwork) int32 {
 // putBack sets every value the spec asks for but is not in force back to
 // the value in force, saying so.
 func (r changeRun) putBack(spec *v1alpha1.NetshiftNetworkSpec, applied v1alpha1.AppliedNetwork) {
-	for _, kind := range []v1alpha1.ChangeKind{v1alpha1.ChangeMTU, v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort} {
-		if asked, in := wanted(kind, *spec), current(kind, applied); asked != in {
-			setSpec(spec, kind, in)
+	for _, kind := range changeKinds {
+		if wanted(kind, *spec) != current(kind, applied) {
+			setSpec(spec, kind, current(kind, applied))
+		}
+	}
+}
+
+// sayPutBack tells what putBack changed in the spec as it was read, once
+// the edit went through (an edit refused for a conflict is made again).
+func (r changeRun) sayPutBack(spec v1alpha1.NetshiftNetworkSpec, applied v1alpha1.AppliedNetwork) {
+	for _, kind := range changeKinds {
+		if asked, in := wanted(kind, spec), current(kind, applied); asked != in {
 			fmt.Fprintf(r.out, "%s %d was asked for and is not in force: the spec is put back to %d\n", kind, asked, in)
 		}
 	}
 }
+
+var changeKinds = []v1alpha1.ChangeKind{v1alpha1.ChangeMTU, v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort}
 
 func wanted(kind v1alpha1.ChangeKind, s v1alpha1.NetshiftNetworkSpec) int32 {
 	w := livechange.FromSpec(s)

@@ -141,6 +141,7 @@ var Rows = []Row{
 	{Area: AreaMigration, What: "per-port: source pod deleted to the port bound on the target alone, p50", Job: "migration", Of: m("BenchmarkVMMigration", "perport-handover-p50-ms"), Shown: "ms"},
 	{Area: AreaMigration, What: "a QEMU guest, per-port: datagrams sent after QEMU's RESUME lost in 20 migrations", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-lost-after-resume"), Target: AtMost(0)},
 	{Area: AreaMigration, What: "a QEMU guest, per-port: migrations whose target was reported ready after the RESUME", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-ready-late"), Target: AtMost(0)},
+	{Area: AreaMigration, What: "a QEMU guest, per-port: datagrams lost while it ran on the source, its target prepared", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-lost-before-stop"), Target: AtMost(0)},
 	{Area: AreaMigration, What: "a QEMU guest, per-port: datagrams lost while it was stopped (reaching its old host)", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-lost-while-stopped")},
 	{Area: AreaMigration, What: "a QEMU guest, per-port: migrations losing more while stopped than QEMU's downtime times the rate, plus one", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-over-stopped-bound"), Target: AtMost(0)},
 	{Area: AreaMigration, What: "a QEMU guest, per-port: QEMU's downtime, p50", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-downtime-p50-ms"), Shown: "ms"},

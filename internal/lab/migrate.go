@@ -121,12 +121,12 @@ type MigrationResult struct {
 	// LostBeforeResume from its start (its target prepared while the VM still
 	// runs on the source) to the VM's stop; LostWhileStopped from the stop to
 	// the resume (the VM's CPUs stopped: what reaches its old host then is
-	// lost, at most the downtime times the rate, plus one), with the last
-	// datagram sent before the stop if it was lost (it was on its way when
-	// the VM stopped); LostAtResume from
-	// the resume until the source pod's deletion; and LostAtCompletion from
-	// that deletion (OVN moves the port to the target alone) until the next
-	// migration starts. The namespace VM sends nothing while stopped.
+	// lost, at most the downtime times the rate, plus one), with, under QEMU,
+	// the last datagram sent before the stop if it was lost (it was on its
+	// way when the guest stopped); LostAtResume from the resume until the
+	// source pod's deletion; and LostAtCompletion from that deletion (OVN
+	// moves the port to the target alone) until the next migration starts.
+	// The namespace VM sends nothing while stopped.
 	Lost             int `json:"lost"`
 	LostBeforeResume int `json:"lostBeforeResume"`
 	LostWhileStopped int `json:"lostWhileStopped"`

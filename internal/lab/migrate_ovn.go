@@ -208,16 +208,19 @@ func (m *migration) attach(ctx context.Context, n NodeSpec, tap, vmNS, mac, ip, 
 // tap is in OVS, as libvirt does, never meets it.
 func (m *migration) upOnceAttached(ctx context.Context, n NodeSpec, tap string) error {
 	if err := ovs.WithSwitch(ctx, m.s.OVSDB(n.Name), func(db *ovs.Switch) error {
-		return poll.Until(ctx, 2*time.Millisecond, 10*time.Second, func(ctx context.Context) (bool, error) {
+		return poll.Until(ctx, 2*time.Millisecond, 20*time.Second, func(ctx context.Context) (bool, error) {
 			ifaces, err := db.Interfaces(ctx, tap)
 			return err == nil && ifaces[tap].OFPort > 0, err
 		}, func() error {
-			return fmt.Errorf("node %s: vswitchd did not attach %s within 10s (is the pod's port plugged?)", n.Name, tap)
+			return fmt.Errorf("node %s: vswitchd did not attach %s within 20s (is the pod's port plugged?)", n.Name, tap)
 		})
 	}); err != nil {
 		return err
 	}
-	return m.sh.ip(ctx, "-n", n.Netns, "link", "set", tap, "up")
+	if err := m.sh.ip(ctx, "-n", n.Netns, "link", "set", tap, "up"); err != nil {
+		return fmt.Errorf("node %s: set the VM's tap %s up again: %w", n.Name, tap, err)
+	}
+	return nil
 }
 
 func (m *migration) createPod(ctx context.Context, name, node string, p plug.Port, targetOf string) (*corev1.Pod, error) {

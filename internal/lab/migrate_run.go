@@ -359,9 +359,10 @@ func (m *migration) count(windows []window, sent, echoed []time.Duration, last i
 			to = windows[i+1].start
 		}
 		w := &windows[i]
-		// The last datagram sent before the stop, never answered, was on its
-		// way when the VM stopped: it reached the stopped VM (QEMU's bound's "plus one").
-		if w.stop > w.start && w.stop <= len(echoed) && echoed[w.stop-1] == 0 {
+		// The last datagram sent before QEMU stopped the guest, never answered,
+		// was on its way: it reached the stopped VM (QEMU's bound's "plus one").
+		// The namespace VM's traffic waits for its answers before it stops.
+		if m.o.VM == VMQEMU && w.stop > w.start && w.stop <= len(echoed) && echoed[w.stop-1] == 0 {
 			w.stop--
 		}
 		bounds := []int{w.start, w.stop, w.resume, w.completion, to}
@@ -373,12 +374,12 @@ func (m *migration) count(windows []window, sent, echoed []time.Duration, last i
 		r := &w.res
 		r.LostBeforeResume, r.LostWhileStopped, r.LostAtResume, r.LostAtCompletion = lost[0], lost[1], lost[2], lost[3]
 		r.SentWhileStopped = w.resume - w.stop
-		for i := w.resume; i < min(w.completion, len(echoed)); i++ {
-			if echoed[i] == 0 {
-				r.LostAtResumeSentMs = append(r.LostAtResumeSentMs, ms(sent[i]-w.resumeAt))
+		for j := w.resume; j < min(w.completion, len(echoed)); j++ {
+			if echoed[j] == 0 {
+				r.LostAtResumeSentMs = append(r.LostAtResumeSentMs, ms(sent[j]-w.resumeAt))
 			}
 		}
-		if r.DowntimeMs > 0 {
+		if m.o.VM == VMQEMU {
 			r.StoppedBound = w.resume - w.downtime + 1
 			if r.LostWhileStopped > r.StoppedBound {
 				figs.OverStoppedBound++
