@@ -23,15 +23,27 @@ import (
 )
 
 // churnTestPods is how many pooled pods the churn test runs through the
-// nodes: enough for several operator kills (one every 20 to 40 s, each a
-// 15 s stop of the pools) to land at every stage of a pod's port. Most of
-// the test's time is those stops: 120 pods took over 7 minutes of a CI run,
-// 300 took 11, 60 took 3.6 with six kills; 40 still see four.
+// nodes: enough for several operator kills (each a 15 s stop of the pools)
+// to land at every stage of a pod's port. Most of the test's time is those
+// stops: 120 pods took over 7 minutes of a CI run, 300 took 11, 60 took 3.6
+// with six kills; 40 see three.
 const churnTestPods = 40
 
-// pooledPodChurnLeaksNothing (a step of TestThreeNodeNeutronLab): 60 pooled pods through the real kubelets
+// churnKills are when the churn test kills the operator's pods: after about
+// a sixth, a half and five sixths of its pods were created (give or take 2),
+// counted in pods and not in seconds, since a kill on a clock never came in
+// a churn that was over in 31 s.
+func churnKills(rng *rand.Rand) []int {
+	var at []int
+	for _, part := range []int{1, 3, 5} {
+		at = append(at, part*churnTestPods/6+rng.Intn(5)-2)
+	}
+	return at
+}
+
+// pooledPodChurnLeaksNothing (a step of TestThreeNodeNeutronLab): 40 pooled pods through the real kubelets
 // of 3 nodes, 20 alive at a time, while the operator's pods are killed (deleted
-// with no grace) every 20 to 40 s (each kill costs the pools the leader
+// with no grace) three times (churnKills; each kill costs the pools the leader
 // election's lease, 15 s, and the new leader's recovery); one pod in ten is deleted before it runs,
 // most of those while netshift-cni waits for its port. No port is ever held by
 // two live pods. At the end nothing is plugged on any node, no pod's node end
@@ -52,17 +64,16 @@ func pooledPodChurnLeaksNothing(t *testing.T, name string) {
 	var live []livePod
 	created, kills, early, ran, taken := 0, 0, 0, 0, 0
 	reuse := devicesSeen{}
-	nextKill := time.Now().Add(time.Duration(20+rng.Intn(20)) * time.Second)
+	killAt := churnKills(rng)
 	start := time.Now()
 	deadline := start.Add(15 * time.Minute)
 	for created < churnTestPods || len(live) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d pods did not get through in 15 minutes (%d created, %d alive, %d operator kills)", churnTestPods, created, len(live), kills)
 		}
-		if time.Now().After(nextKill) {
+		if kills < len(killAt) && created >= killAt[kills] {
 			killOperators(t, w.c)
 			kills++
-			nextKill = time.Now().Add(time.Duration(20+rng.Intn(20)) * time.Second)
 		}
 		if created < churnTestPods && len(live) < 20 {
 			p := pooledPod(fmt.Sprintf("churn-%03d", created), lab.PoolNamespace, w.s.Topology.Nodes[created%len(w.s.Topology.Nodes)].Name)
@@ -103,8 +114,8 @@ func pooledPodChurnLeaksNothing(t *testing.T, name string) {
 	}
 	t.Logf("%d pooled pods in %.0f s: %d ran before their deletion (%d on a parked device), %d deleted early; %d operator kills",
 		churnTestPods, time.Since(start).Seconds(), ran, taken, early, kills)
-	if kills < 2 {
-		t.Errorf("the operator was killed %d times during the churn: too few to land at the stages of a pod's port", kills)
+	if kills < len(killAt) {
+		t.Errorf("the operator was killed %d times of %d during the churn: too few to land at the stages of a pod's port", kills, len(killAt))
 	}
 	if taken == 0 {
 		t.Errorf("none of the %d pods that ran took its port's parked device: every one was plugged anew", ran)
