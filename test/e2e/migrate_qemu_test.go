@@ -29,7 +29,7 @@ func requireQEMU(tb testing.TB) {
 // migration may lose at the resume. The goal is none. The hold on the
 // target's port bridge opens on the guest's first frame (QEMU's RARP at the
 // resume): a datagram that reaches the bridge before that frame is dropped,
-// one sent within 0.1 ms of the RESUME in 3 of 60 migrations in the lab
+// one sent within 2 ms of the RESUME in 1 to 3 of 60 migrations in the lab
 // (up to 2 in a migration with CI's other tiers beside). A hold that opens
 // late loses more (5 a 100 ms); one that never opens fails the command.
 const resumeLimit = 2
