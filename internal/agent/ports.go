@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/heldframes"
 	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
@@ -55,6 +57,9 @@ type portPlugger struct {
 	// and ahead what activateAhead did for each, once.
 	announced map[string]bool
 	ahead     map[string]string
+	// keeping are the ports whose held frames a goroutine keeps for the VM,
+	// with what ends it.
+	keeping map[string]context.CancelFunc
 	// datapath is the integration bridge's datapath type, read once.
 	datapath string
 
@@ -337,20 +342,20 @@ func (pp *portPlugger) announce(ctx context.Context, p plug.Port, podUID string)
 // now, through the port bridge, and the port's flows are live when the VM
 // resumes instead of when OVN has seen the hypervisor's own RARP (up to 360
 // ms later, measured in the lab). Activated, the port gets every frame of the
-// migration. When the VM's tap is here already (QEMU under libvirt or
-// virt-launcher opens it as the incoming VM starts, seconds before the
-// resume), its queue would fill with them, and the resumed VM would take
+// migration. Once the VM's tap is here (QEMU under libvirt or virt-launcher
+// opens it as the incoming VM starts, seconds before the resume, and maybe
+// after this), its queue would fill with them, and the resumed VM would take
 // those stale frames first while the new ones were dropped (about 20 at 100
 // a second, measured): so the port bridge holds them back until the VM
-// itself speaks (ovs.HoldForVM). A tap that appears only at the resume has
-// nothing queued.
-func (pp *portPlugger) activateAhead(ctx context.Context, port plug.Port, pod *corev1.Pod) (said string, pending bool, err error) {
+// itself speaks (ovs.HoldForVM), whenever its tap comes, and the agent gives
+// the resumed VM those that reached neither host (keepHeldFrames).
+func (pp *portPlugger) activateAhead(ctx context.Context, port plug.Port, pod *corev1.Pod) (said string, err error) {
 	key := port.ID + "/" + string(pod.UID)
 	pp.mu.Lock()
 	said, done := pp.ahead[key]
 	pp.mu.Unlock()
 	if done {
-		return said, false, nil
+		return said, nil
 	}
 	// The migration is over once its source pod is gone: a target whose agent
 	// started after that runs its VM, which must be neither held nor announced.
@@ -360,30 +365,84 @@ func (pp *portPlugger) activateAhead(ctx context.Context, port plug.Port, pod *c
 	switch {
 	case apierrors.IsNotFound(err):
 		pp.rememberAhead(key, "")
-		return "", false, nil
+		return "", nil
 	case err != nil:
-		return "", false, fmt.Errorf("its migration's source pod: %w", err)
+		return "", fmt.Errorf("its migration's source pod: %w", err)
 	}
-	ifaces, err := pp.db.Interfaces(ctx, port.Tap)
-	if err != nil {
-		return "", false, err
+	kept := pp.keepHeldFrames(ctx, port)
+	if err := pp.db.HoldForVM(ctx, port.ID); err != nil {
+		pp.stopKeeping(port.ID)
+		return "", err
 	}
-	held := ""
-	switch of := ifaces[port.Tap].OFPort; {
-	case of == 0:
-		return "", true, nil // vswitchd has not opened the tap yet: there or not, it says soon
-	case of > 0:
-		if err := pp.db.HoldForVM(ctx, port.ID, port.Tap); err != nil {
-			return "", false, err
-		}
-		held = ", the VM's traffic held at it until the VM speaks"
+	held := ", the VM's traffic held at it until the VM speaks"
+	if kept {
+		held += ", its newest frames kept for it"
 	}
 	if err := pp.announce(ctx, port, string(pod.UID)); err != nil {
-		return "", false, err
+		return "", err
 	}
 	said = "; activated ahead of the VM (RARP sent through " + plug.NamesFor(port.ID).Bridge + held + ")"
 	pp.rememberAhead(key, said)
-	return said, false, nil
+	return said, nil
+}
+
+// keepHeldFrames starts keeping what the port bridge holds for a migration's
+// target, to give the resumed VM what reached neither host (package
+// heldframes), and says whether it does. Without it, the hold drops those
+// frames, as it did before the agent kept them: the migration goes on.
+func (pp *portPlugger) keepHeldFrames(ctx context.Context, port plug.Port) bool {
+	logger := log.FromContext(ctx).WithValues("node", pp.node, "port", port.ID)
+	pp.mu.Lock()
+	_, kept := pp.keeping[port.ID]
+	pp.mu.Unlock()
+	if kept {
+		return true
+	}
+	mac, err := net.ParseMAC(port.MAC)
+	if err == nil {
+		var h *heldframes.Hold
+		if h, err = heldframes.Open(heldframes.Options{Netns: pp.netns, Device: plug.NamesFor(port.ID).Bridge, VM: mac}); err == nil {
+			pp.serveHold(logger, port.ID, h)
+			return true
+		}
+	}
+	logger.Info("the VM's held frames will not be kept for it", "error", err.Error())
+	return false
+}
+
+// serveHold serves a hold until it ends or the port is forgotten.
+func (pp *portPlugger) serveHold(logger logr.Logger, id string, h *heldframes.Hold) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pp.mu.Lock()
+	pp.keeping[id] = cancel
+	pp.mu.Unlock()
+	go func() {
+		defer cancel()
+		st, err := h.Serve(ctx)
+		pp.mu.Lock()
+		delete(pp.keeping, id)
+		pp.mu.Unlock()
+		kv := []any{"held", st.Held, "given", st.Replayed, "forwarded", st.Forwarded, "unfit", st.Unfit, "vmSpoke", st.Spoke}
+		if st.Spoke {
+			kv = append(kv, "vmSpokeAt", st.SpokeAt.UTC().Format(time.RFC3339Nano))
+		}
+		if st.LastUnfit != "" {
+			kv = append(kv, "unfitWhy", st.LastUnfit)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			kv = append(kv, "error", err.Error())
+		}
+		logger.Info("hold for the migrated VM over", kv...)
+	}()
+}
+
+// stopKeeping ends the hold of a port, if one is served.
+func (pp *portPlugger) stopKeeping(id string) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if cancel, ok := pp.keeping[id]; ok {
+		cancel()
+	}
 }
 
 // rememberAhead records what activateAhead did for a target pod's port.
@@ -465,6 +524,7 @@ func (pp *portPlugger) remember(id string) time.Time {
 }
 
 func (pp *portPlugger) forget(id string) {
+	pp.stopKeeping(id)
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	delete(pp.plugged, id)
@@ -515,12 +575,9 @@ func (pp *portPlugger) reportReady(ctx context.Context, pod *corev1.Pod, mode pl
 		logger.Info("activated", "port", port.ID)
 	}
 	if mode == plug.PerPort && pod.Annotations[plug.MigrationTargetAnnotation] != "" {
-		ahead, pending, err := pp.activateAhead(ctx, port, pod)
+		ahead, err := pp.activateAhead(ctx, port, pod)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
-		}
-		if pending { // the VM's tap is being attached: hold it first, then report
-			return ctrl.Result{RequeueAfter: 20 * time.Millisecond}, nil
 		}
 		msg += ahead
 	}
@@ -606,7 +663,7 @@ func addPortPlugger(mgr ctrl.Manager, o Options, sw *ovs.Switch) error {
 		return fmt.Errorf("node %s: plugging ports needs the node's OVSDB (--ovsdb)", o.Node)
 	}
 	pp := &portPlugger{client: mgr.GetClient(), nodeReader: mgr.GetAPIReader(), node: o.Node, netns: o.NodeNetns, db: sw, integration: o.IntegrationBridge,
-		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}, ahead: map[string]string{}, goneSince: map[string]time.Time{}}
+		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}, ahead: map[string]string{}, keeping: map[string]context.CancelFunc{}, goneSince: map[string]time.Time{}}
 	if o.CNI.Pool != nil {
 		pp.cniState, pp.parkedMax, pp.parkedTTL = o.CNI.Pool.StateDir, o.CNI.Pool.ParkedDevices, o.CNI.ParkedTTL
 		if pp.cniDelGrace = o.CNI.DelGrace; pp.cniDelGrace == 0 {

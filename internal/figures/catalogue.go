@@ -143,6 +143,8 @@ var Rows = []Row{
 	{Area: AreaMigration, What: "a QEMU guest, per-port: migrations whose target was reported ready after the RESUME", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-ready-late"), Target: AtMost(0)},
 	{Area: AreaMigration, What: "a QEMU guest, per-port: datagrams lost while it ran on the source, its target prepared", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-lost-before-stop"), Target: AtMost(0)},
 	{Area: AreaMigration, What: "a QEMU guest, per-port: datagrams lost while it was stopped (reaching its old host)", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-lost-while-stopped")},
+	{Area: AreaMigration, What: "a QEMU guest, direct plugging: datagrams lost while it was stopped, beside per-port's", Job: "qemu", Of: m("BenchmarkQEMUMigration", "direct-lost-while-stopped")},
+	{Area: AreaMigration, What: "a QEMU guest, per-port: datagrams answered twice (given again to the resumed guest after the source had them)", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-answered-twice")},
 	{Area: AreaMigration, What: "a QEMU guest, per-port: migrations losing more while stopped than QEMU's downtime times the rate, plus one", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-over-stopped-bound"), Target: AtMost(0)},
 	{Area: AreaMigration, What: "a QEMU guest, per-port: QEMU's downtime, p50", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-downtime-p50-ms"), Shown: "ms"},
 	{Area: AreaMigration, What: "a QEMU guest, per-port: STOP to RESUME, p50", Job: "qemu", Of: m("BenchmarkQEMUMigration", "perport-stop-resume-p50-ms"), Shown: "ms"},

@@ -100,6 +100,8 @@ type MigrationFigures struct {
 	// whose target was not reported ready before the VM resumed.
 	OverStoppedBound     int `json:"overStoppedBound"`
 	NotReadyBeforeResume int `json:"notReadyBeforeResume"`
+	// EchoedTwice counts the answers to a datagram already answered (see MigrationResult).
+	EchoedTwice int `json:"echoedTwice"`
 	// Each is per migration.
 	Each []MigrationResult `json:"each"`
 	// GuestCrashes are the migrations whose guest died after its resume
@@ -140,6 +142,14 @@ type MigrationResult struct {
 	StoppedBound     int `json:"stoppedBound,omitempty"`
 	LostAtResume     int `json:"lostAtResume"`
 	LostAtCompletion int `json:"lostAtCompletion"`
+	// EchoedTwice counts the answers to a datagram already answered: with
+	// per-port plugging, one the source VM took before it stopped that the
+	// target's agent also gave the resumed VM (it gives what reached the held
+	// bridge in a window before the VM's first frame, longer than some stops).
+	EchoedTwice int `json:"echoedTwice,omitempty"`
+	// EchoedTwiceSentMs is when each datagram answered twice was sent, in ms
+	// after the resume (negative: before it).
+	EchoedTwiceSentMs []float64 `json:"echoedTwiceSentMs,omitempty"`
 	// LostAtResumeSentMs is when each datagram lost at the resume was sent,
 	// in ms after the resume.
 	LostAtResumeSentMs []float64 `json:"lostAtResumeSentMs,omitempty"`

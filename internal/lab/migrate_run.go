@@ -254,7 +254,7 @@ func (m *migration) round(ctx context.Context, round int, mode plug.Mode, figs *
 	time.Sleep(100 * time.Millisecond)
 	last := traffic.Next()
 	sent, echoed := traffic.Close(300 * time.Millisecond)
-	m.count(windows, sent, echoed, last, mode, round, figs)
+	m.count(windows, sent, echoed, traffic.Repeats(), last, mode, round, figs)
 	lost, gap := vm.ExchangeFigures(sent, echoed, first, last)
 	figs.Lost += lost
 	figs.Sent += last - first
@@ -352,7 +352,7 @@ type window struct {
 // count splits each migration's datagrams into its windows and adds them to
 // the figures. A datagram's wait depends only on it and later echoes: the
 // migration's loss and longest gap are its windows' sum and maximum.
-func (m *migration) count(windows []window, sent, echoed []time.Duration, last int, mode plug.Mode, round int, figs *MigrationFigures) {
+func (m *migration) count(windows []window, sent, echoed []time.Duration, repeats map[int]int, last int, mode plug.Mode, round int, figs *MigrationFigures) {
 	for i := range windows {
 		to := last
 		if i+1 < len(windows) {
@@ -389,6 +389,13 @@ func (m *migration) count(windows []window, sent, echoed []time.Duration, last i
 			figs.NotReadyBeforeResume++
 		}
 		r.Lost = lost[0] + lost[1] + lost[2] + lost[3]
+		for seq := w.start; seq < min(to, len(sent)); seq++ {
+			if n := repeats[seq]; n > 0 {
+				r.EchoedTwice += n
+				r.EchoedTwiceSentMs = append(r.EchoedTwiceSentMs, ms(sent[seq]-w.resumeAt))
+			}
+		}
+		figs.EchoedTwice += r.EchoedTwice
 		at := slices.Index(gaps[:], slices.Max(gaps[:]))
 		r.GapMs, r.GapAt = ms(gaps[at]), []string{"prepared", "stopped", "resume", "completion"}[at]
 		r.ResumeGapMs = ms(max(gaps[2], gaps[3]))
@@ -398,12 +405,15 @@ func (m *migration) count(windows []window, sent, echoed []time.Duration, last i
 		figs.LostAtCompletion += r.LostAtCompletion
 		figs.Each = append(figs.Each, *r)
 		figs.Migrations++
-		bound := ""
+		bound, twice := "", ""
 		if r.StoppedBound > 0 {
 			bound = fmt.Sprintf(", may %d", r.StoppedBound)
 		}
-		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d while the target was prepared, %d of %d while stopped%s, %d at resume, %d at completion), longest gap %.1f ms (%s), stop to resume %.1f ms (the hypervisor's downtime %.0f ms), target ready %.0f ms before the resume (plugged in %.0f ms), bound on the target alone %.0f ms after the source pod's deletion\n",
-			mode, round, r.From, r.To, r.Lost, r.LostBeforeResume, r.LostWhileStopped, r.SentWhileStopped, bound, r.LostAtResume, r.LostAtCompletion,
+		if r.EchoedTwice > 0 {
+			twice = fmt.Sprintf(", %d answered twice", r.EchoedTwice)
+		}
+		fmt.Fprintf(m.o.Progress, "%-8s %d: %s -> %s  lost %d (%d while the target was prepared, %d of %d while stopped%s, %d at resume, %d at completion%s), longest gap %.1f ms (%s), stop to resume %.1f ms (the hypervisor's downtime %.0f ms), target ready %.0f ms before the resume (plugged in %.0f ms), bound on the target alone %.0f ms after the source pod's deletion\n",
+			mode, round, r.From, r.To, r.Lost, r.LostBeforeResume, r.LostWhileStopped, r.SentWhileStopped, bound, r.LostAtResume, r.LostAtCompletion, twice,
 			r.GapMs, r.GapAt, r.StopToResumeMs, r.DowntimeMs, r.ReadyAheadMs, r.PrepareMs, r.HandOverMs)
 	}
 	var handOvers, downtimes, stops, resumeGaps []float64

@@ -95,7 +95,7 @@ func TestCountSplitsAMigrationsDatagrams(t *testing.T) {
 			var figs MigrationFigures
 			// Datagram i is sent at (i+1)*20 ms, the resume at 160 ms.
 			w := window{start: 0, stop: 5, resume: 8, completion: 12, downtime: tc.downtime, resumeAt: 160 * time.Millisecond, res: MigrationResult{DowntimeMs: tc.downtimeMs, ReadyBeforeResume: true}}
-			m.count([]window{w}, sent, tc.echoed, len(sent), "per-port", 1, &figs)
+			m.count([]window{w}, sent, tc.echoed, nil, len(sent), "per-port", 1, &figs)
 			r := figs.Each[0]
 			if r.LostBeforeResume != tc.before || r.LostWhileStopped != tc.stopped || r.SentWhileStopped != tc.sentStopped ||
 				r.LostAtResume != tc.resume || r.StoppedBound != tc.bound || figs.OverStoppedBound != tc.over {
@@ -110,5 +110,29 @@ func TestCountSplitsAMigrationsDatagrams(t *testing.T) {
 				t.Errorf("lost %d is not the sum of its windows, or %d not ready", r.Lost, figs.NotReadyBeforeResume)
 			}
 		})
+	}
+}
+
+// A datagram answered twice counts in the migration whose datagrams it is
+// among, and in its mode's figures; the next migration's do not.
+func TestCountAnswersTwiceByMigration(t *testing.T) {
+	sent := make([]time.Duration, 20)
+	echoed := make([]time.Duration, 20)
+	for i := range sent {
+		sent[i] = time.Duration(i+1) * 20 * time.Millisecond
+		echoed[i] = sent[i] + time.Millisecond
+	}
+	m := &migration{o: MigrateOptions{VM: VMQEMU, Progress: io.Discard}}
+	var figs MigrationFigures
+	windows := []window{
+		{start: 0, stop: 3, resume: 5, completion: 7, downtime: 4, res: MigrationResult{ReadyBeforeResume: true}},
+		{start: 10, stop: 13, resume: 15, completion: 17, downtime: 14, resumeAt: 300 * time.Millisecond, res: MigrationResult{ReadyBeforeResume: true}},
+	}
+	m.count(windows, sent, echoed, map[int]int{2: 1, 9: 2, 12: 1}, len(sent), "per-port", 1, &figs)
+	if got := []int{figs.Each[0].EchoedTwice, figs.Each[1].EchoedTwice, figs.EchoedTwice}; got[0] != 3 || got[1] != 1 || got[2] != 4 {
+		t.Errorf("answered twice: %v by migration, then in all; want [3 1 4]", got)
+	}
+	if got := figs.Each[1].EchoedTwiceSentMs; len(got) != 1 || got[0] != 260-300 {
+		t.Errorf("the second migration's datagram answered twice was sent %v ms after the resume, want [-40] (datagram 12 at 260 ms, the resume at 300)", got)
 	}
 }

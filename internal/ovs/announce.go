@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"netshift.io/netshift/internal/heldframes"
 	"netshift.io/netshift/internal/plug"
 )
 
@@ -43,22 +44,38 @@ func (s *Switch) Announce(ctx context.Context, portID string, mac net.HardwareAd
 // through it: once the port is activated ahead (Announce), OVN sends the
 // target every frame of the migration, and a tap whose incoming VM does not
 // run yet would queue them (up to 500), to be taken by the resumed VM before
-// anything new, the rest of the new dropped. The first frame from the tap (the
-// hypervisor's announcement) opens the way for good: a learn action installs
-// the patch-to-tap flow above the drop. Frames from the tap always pass.
-// Holding again changes nothing.
-func (s *Switch) HoldForVM(ctx context.Context, portID, tap string) error {
+// anything new, the rest of the new dropped. The flows do not name the tap:
+// a hypervisor may create it after the port is ready, or at the resume.
+//
+// The held frames go to the bridge's own (LOCAL) port, where the agent keeps
+// the newest (package heldframes); dropped there when nobody does. The first
+// frame from any other port (the tap: the hypervisor's announcement) opens
+// the way for good: learn actions install the patch-to-tap and tap-to-patch
+// flows above the hold, and the way for the agent's frames to the tap (table
+// 1). A copy of that first frame, sent to heldframes.Spoke, tells the agent
+// to give the VM the frames that reached nobody while it was stopped or
+// resuming, tagged with heldframes.VLAN; nothing else from the bridge's own
+// port passes, and nothing from br-int is sent to heldframes.Spoke. Holding
+// again changes nothing.
+func (s *Switch) HoldForVM(ctx context.Context, portID string) error {
 	n := plug.NamesFor(portID)
-	ifaces, err := s.Interfaces(ctx, n.BridgePatch, tap)
+	ifaces, err := s.Interfaces(ctx, n.BridgePatch)
 	if err != nil {
 		return err
 	}
-	patch, vm := ifaces[n.BridgePatch].OFPort, ifaces[tap].OFPort
-	if patch <= 0 || vm <= 0 {
-		return fmt.Errorf("hold port %s for its VM: %s (ofport %d) and %s (ofport %d) must both be on %s", portID, n.BridgePatch, patch, tap, vm, n.Bridge)
+	patch := ifaces[n.BridgePatch].OFPort
+	if patch <= 0 {
+		return fmt.Errorf("hold port %s for its VM: %s is not on %s (ofport %d)", portID, n.BridgePatch, n.Bridge, patch)
 	}
-	flows := fmt.Sprintf("priority=100,in_port=%d,actions=drop\n"+
-		"priority=200,in_port=%d,actions=learn(table=0,priority=150,in_port=%d,output:NXM_OF_IN_PORT[]),NORMAL\n", patch, vm, patch)
+	flows := fmt.Sprintf("priority=100,in_port=%[1]d,actions=LOCAL\n"+
+		"priority=110,in_port=%[1]d,dl_dst=%[3]s,actions=drop\n"+
+		"priority=90,actions=load:%[1]d->NXM_NX_REG0[0..15],"+
+		"learn(table=0,priority=250,NXM_OF_IN_PORT[],output:NXM_NX_REG0[0..15]),"+
+		"learn(table=0,priority=150,in_port=%[1]d,output:NXM_OF_IN_PORT[]),"+
+		"learn(table=1,priority=100,output:NXM_OF_IN_PORT[]),"+
+		"output:%[1]d,mod_dl_dst:%[3]s,LOCAL\n"+
+		"priority=300,in_port=LOCAL,dl_vlan=%[2]d,actions=strip_vlan,resubmit(,1)\n"+
+		"priority=290,in_port=LOCAL,actions=drop\n", patch, heldframes.VLAN, heldframes.Spoke)
 	mgmt := "unix:" + filepath.Join(filepath.Dir(strings.TrimPrefix(s.Socket, "unix:")), n.Bridge+".mgmt")
 	ctx, cancel := context.WithTimeout(ctx, txTimeout)
 	defer cancel()

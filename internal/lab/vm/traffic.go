@@ -3,6 +3,7 @@ package vm
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -42,6 +43,7 @@ type Traffic struct {
 	paused   bool
 	sent     []time.Duration // by sequence number, since start
 	echoed   []time.Duration // 0: no echo (yet)
+	repeats  map[int]int     // the echoes after a datagram's first, by sequence number
 	stopping atomic.Bool
 	done     chan struct{}
 }
@@ -151,8 +153,15 @@ func (v *Traffic) takeEchoes(buf []byte) {
 		seq := int(binary.BigEndian.Uint64(buf))
 		now := time.Since(v.start)
 		v.mu.Lock()
-		if seq < len(v.echoed) && v.echoed[seq] == 0 {
+		switch {
+		case seq >= len(v.echoed):
+		case v.echoed[seq] == 0:
 			v.echoed[seq] = now
+		default:
+			if v.repeats == nil {
+				v.repeats = map[int]int{}
+			}
+			v.repeats[seq]++
 		}
 		v.mu.Unlock()
 	}
@@ -232,6 +241,15 @@ func (v *Traffic) Close(grace time.Duration) (sent, echoed []time.Duration) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append([]time.Duration(nil), v.sent...), append([]time.Duration(nil), v.echoed...)
+}
+
+// Repeats are the echoes that came after a datagram's first, by its
+// sequence number: a datagram the network (or a migration) gave the answering
+// end twice.
+func (v *Traffic) Repeats() map[int]int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return maps.Clone(v.repeats)
 }
 
 // Started is when the first datagram was due: Close's times count from here.
