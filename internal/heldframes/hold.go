@@ -103,7 +103,7 @@ func packetSocket(ifindex int) (fd int, err error) {
 		{"auxiliary data", unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1)},
 		// Arrival times from the kernel: a busy node reads late.
 		{"timestamps", unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)},
-		{"bind", unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex})},
+		{"bind", unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: netdev.Htons(unix.ETH_P_ALL), Ifindex: ifindex})},
 	} {
 		if set.err != nil {
 			unix.Close(fd)
@@ -191,7 +191,7 @@ func received(data, oob []byte, flags int) (frame []byte, at time.Time, ok bool)
 // give sends a frame back into the bridge, tagged for the VM. One the
 // device refuses (larger than its MTU) is counted, and the rest still go.
 func (h *Hold) give(frame []byte) {
-	to := &unix.SockaddrLinklayer{Ifindex: h.ifindex, Protocol: htons(unix.ETH_P_8021Q)}
+	to := &unix.SockaddrLinklayer{Ifindex: h.ifindex, Protocol: netdev.Htons(unix.ETH_P_8021Q)}
 	if err := unix.Sendto(h.fd, Tagged(frame), 0, to); err != nil {
 		h.keeper.Stats.Unfit++
 		if h.keeper.Stats.LastUnfit == "" {
@@ -215,5 +215,3 @@ func (h *Hold) close() {
 		return netlink.LinkSetDown(link)
 	})
 }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -28,13 +28,24 @@ func (s *Switch) Announce(ctx context.Context, portID string, mac net.HardwareAd
 	if ofport <= 0 {
 		return fmt.Errorf("announce port %s: %s has no ofport", portID, n.BridgePatch)
 	}
-	mgmt := "unix:" + filepath.Join(filepath.Dir(strings.TrimPrefix(s.Socket, "unix:")), n.Bridge+".mgmt")
+	if err := s.ofctl(ctx, n.Bridge, "", "packet-out", fmt.Sprintf("in_port=LOCAL,packet=%x,actions=output:%d", plug.RARPFrame(mac), ofport)); err != nil {
+		return fmt.Errorf("announce port %s: %w", portID, err)
+	}
+	return nil
+}
+
+// ofctl runs ovs-ofctl on a bridge's OpenFlow management socket, beside the
+// database's, with stdin if not empty.
+func (s *Switch) ofctl(ctx context.Context, bridge, stdin, command string, args ...string) error {
+	mgmt := "unix:" + filepath.Join(filepath.Dir(strings.TrimPrefix(s.Socket, "unix:")), bridge+".mgmt")
 	ctx, cancel := context.WithTimeout(ctx, txTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "ovs-ofctl", "packet-out", mgmt,
-		fmt.Sprintf("in_port=LOCAL,packet=%x,actions=output:%d", plug.RARPFrame(mac), ofport)).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("announce port %s into %s: ovs-ofctl packet-out: %w: %s", portID, n.Bridge, err, strings.TrimSpace(string(out)))
+	cmd := exec.CommandContext(ctx, "ovs-ofctl", append([]string{command, mgmt}, args...)...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("on %s: ovs-ofctl %s: %w: %s", bridge, command, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
@@ -76,13 +87,8 @@ func (s *Switch) HoldForVM(ctx context.Context, portID string) error {
 		"output:%[1]d,mod_dl_dst:%[3]s,LOCAL\n"+
 		"priority=300,in_port=LOCAL,dl_vlan=%[2]d,actions=strip_vlan,resubmit(,1)\n"+
 		"priority=290,in_port=LOCAL,actions=drop\n", patch, heldframes.VLAN, heldframes.Spoke)
-	mgmt := "unix:" + filepath.Join(filepath.Dir(strings.TrimPrefix(s.Socket, "unix:")), n.Bridge+".mgmt")
-	ctx, cancel := context.WithTimeout(ctx, txTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ovs-ofctl", "add-flows", mgmt, "-")
-	cmd.Stdin = strings.NewReader(flows)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("hold port %s for its VM on %s: ovs-ofctl add-flows: %w: %s", portID, n.Bridge, err, strings.TrimSpace(string(out)))
+	if err := s.ofctl(ctx, n.Bridge, flows, "add-flows", "-"); err != nil {
+		return fmt.Errorf("hold port %s for its VM: %w", portID, err)
 	}
 	return nil
 }

@@ -314,7 +314,7 @@ func Announce(netns string, mac net.HardwareAddr, stop <-chan struct{}) error {
 			return err
 		}
 		ifindex = ifi.Index
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL)))
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(netdev.Htons(unix.ETH_P_ALL)))
 		return err
 	})
 	if err != nil {
@@ -323,7 +323,7 @@ func Announce(netns string, mac net.HardwareAddr, stop <-chan struct{}) error {
 	go func() {
 		defer unix.Close(fd)
 		frame := plug.RARPFrame(mac)
-		to := &unix.SockaddrLinklayer{Ifindex: ifindex, Halen: 6, Protocol: htons(0x8035)}
+		to := &unix.SockaddrLinklayer{Ifindex: ifindex, Halen: 6, Protocol: netdev.Htons(0x8035)}
 		copy(to.Addr[:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 		for _, wait := range []time.Duration{0, 50, 150, 250, 350} {
 			select {
@@ -336,5 +336,3 @@ func Announce(netns string, mac net.HardwareAddr, stop <-chan struct{}) error {
 	}()
 	return nil
 }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
