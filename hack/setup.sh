@@ -4,8 +4,8 @@
 # plugins for the lab's real nodes, neutron-server for the port pools, QEMU
 # and a kernel for the lab's guest), Go's modules, and the real
 # kube-apiserver, etcd, kubectl, kubelet, kube-controller-manager and
-# kube-scheduler built from the Go module proxy (cached; about 10 minutes the
-# first time).
+# kube-scheduler built from the Go module proxy, and kwok for the scale tests
+# (cached; about 12 minutes the first time).
 # Prints the assets directory last, for KUBEBUILDER_ASSETS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -91,6 +91,10 @@ mod_pid=$!
 start=$(date +%s)
 assets=$(hack/envtest-assets.sh) || { kill "$mod_pid" 2>/dev/null; exit 1; }
 echo "setup: kube-apiserver, etcd, kubectl, kubelet, kube-controller-manager, kube-scheduler and kube-proxy ready in $assets ($(( $(date +%s) - start )) s)" >&2
+# kwok keeps the simulated nodes of `netshift-lab scale` alive (about 2 minutes the first time).
+start=$(date +%s)
+kwok=$(hack/kwok-assets.sh) || { kill "$mod_pid" 2>/dev/null; exit 1; }
+echo "setup: kwok ready at $kwok ($(( $(date +%s) - start )) s)" >&2
 wait "$mod_pid" || { echo "setup: go mod download failed" >&2; exit 1; }
 if [[ -n "$apt_pid" ]]; then
   if ! wait "$apt_pid"; then

@@ -30,7 +30,7 @@ func init() {
 }
 
 func init() {
-	labCommands = append(labCommands, labCmd, demoCmd, labRebootCmd, labCallCmd, labPluginCmd)
+	labCommands = append(labCommands, labCmd, demoCmd, labRebootCmd, labCallCmd, labPluginCmd, scaleCmd)
 }
 
 // labPluginCmd is the lab's stand-in for the OVN network plugin's pods

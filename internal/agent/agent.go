@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/util/retry"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/netplugin/plugins"
+	"netshift.io/netshift/internal/nodehost"
 	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
@@ -61,6 +63,8 @@ type Agent struct {
 	Reboot Rebooter
 	// NetworkConfig and BootIDFile locate the node's files (see Options).
 	NetworkConfig, BootIDFile string
+	// Host, when set, is the node in place of the real one these fields locate (see Options.Host).
+	Host nodehost.Host
 	// Plugin is the network plugin's driver on this node: every step of a live change but
 	// netshift's own NetworkConfig is its.
 	Plugin netplugin.Node
@@ -108,7 +112,8 @@ type Options struct {
 	// ManyInProcess allows several agents in one process (tests).
 	ManyInProcess bool
 	// NodeNetns, when set, is the network namespace of the node (the lab's nodes are namespaces;
-	// a DaemonSet agent runs in the host's). The agent refuses to start without it.
+	// a DaemonSet agent runs in the host's, and leaves it empty). The agent refuses to start if
+	// it is set and does not exist.
 	NodeNetns string
 	// OVSDB, when set, is the node's OVSDB socket (unix:PATH); the agent refuses to start if it
 	// cannot connect, and its readiness check fails when it stops answering.
@@ -156,6 +161,14 @@ type Options struct {
 	Pods nodenet.NodePods
 	// CNI, when its Plugin is set, installs netshift-cni on the node and keeps it chained.
 	CNI CNIInstall
+	// Host, when set, is the node the agent runs on in place of the real one (a simulated node
+	// of a scale test, with NewPlugin its driver): its clock and step timer, links, UDP ports,
+	// boot and network configuration. NodeNetns, ClockOffset, NetworkConfig and BootIDFile
+	// are then unused.
+	Host nodehost.Host
+	// Logger, when set, is the agent's logger in place of controller-runtime's global one (the
+	// many agents of a scale test log to a file of their own).
+	Logger *logr.Logger
 }
 
 // networkPlugin is the plugin the options name, the lab's by default.
@@ -238,7 +251,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := checkNode(o); err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: o.HealthAddr,
@@ -248,7 +261,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			&corev1.Pod{}:                 {Field: fields.OneTermEqualSelector("spec.nodeName", node)},
 			&corev1.Node{}:                {Field: fields.OneTermEqualSelector("metadata.name", node)},
 		}},
-	})
+	}
+	if o.Logger != nil {
+		opts.Logger = *o.Logger
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: create agent manager: %w", node, err)
 	}
@@ -277,7 +294,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
 		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Reboot: o.Reboot, failSteps: map[v1alpha1.StepAction]int{},
 		doneAt: map[string]time.Time{}, settled: map[string]bool{}, Pods: o.Pods, IntegrationBridge: o.IntegrationBridge,
-		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile}
+		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, Host: o.Host}
+	if o.Host != nil {
+		a.now = o.Host.Now
+	}
 	for _, s := range o.FailStepOnce {
 		a.failSteps[s]++
 	}
@@ -333,7 +353,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			}
 		}
 	}
-	if o.NetworkConfig != "" && o.Pods != nil {
+	if a.config() != nil && o.Pods != nil {
 		if err := mgr.Add(podAligner{a}); err != nil {
 			return nil, err
 		}

@@ -11,7 +11,6 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/netplugin"
-	"netshift.io/netshift/internal/nodeconfig"
 )
 
 // alignEvery is how often the agent checks that every pod of its node has
@@ -59,12 +58,16 @@ func (a *Agent) alignNowOn(ctx context.Context) (netplugin.Outcome, error) {
 			return netplugin.Outcome{}, nil
 		}
 	}
-	lock, err := a.lockConfig(ctx)
+	c := a.config()
+	if c == nil {
+		return netplugin.Outcome{}, nil
+	}
+	unlock, err := a.lockConfig(ctx)
 	if err != nil {
 		return netplugin.Outcome{}, err
 	}
-	defer lock.Unlock()
-	f, err := nodeconfig.Read(a.NetworkConfig)
+	defer unlock()
+	f, err := c.Read()
 	if errors.Is(err, fs.ErrNotExist) {
 		return netplugin.Outcome{}, nil // netshift has not configured this node yet
 	}

@@ -22,7 +22,6 @@ import (
 	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/nodeconfig"
-	"netshift.io/netshift/internal/nodenet"
 )
 
 // liveChange runs the node's part of a live change: preconditions first
@@ -50,7 +49,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState)
 		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) { s.LiveChange = &r })
 	}
 	// A node whose step failed is left as its steps left it, for the operator to roll back.
-	if rep.Done && !rep.Failed && plan.Network != nil && a.NetworkConfig != "" && !a.settled[plan.ID] {
+	if rep.Done && !rep.Failed && plan.Network != nil && a.config() != nil && !a.settled[plan.ID] {
 		return a.settle(ctx, plan)
 	}
 	if plan.T0 == nil || rep.Done || !rep.Ready {
@@ -175,8 +174,7 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NetshiftNodeSta
 	at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
 	armed := a.armStep(ctx, plan, step)
 	defer armed.Release()
-	askShortSlices()
-	if err := a.untilFinalApproach(ctx, at); err != nil {
+	if err := a.host().Approach(ctx, at); err != nil {
 		return res, false, err
 	}
 	// The last look at the plan, from the cache, before the final approach:
@@ -189,11 +187,12 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NetshiftNodeSta
 		logger.Info("plan withdrawn before its step; stopping", "step", step.Action)
 		return res, true, nil
 	}
-	began, ended, outcome, priority, err := a.onTime(ctx, at, armed.Fire)
-	if began.IsZero() {
+	run, err := a.host().RunAt(ctx, at, armed.Fire)
+	if run.Began.IsZero() {
 		return res, false, fmt.Errorf("node %s: wait for step %s: %w", a.Node, step.Action, err)
 	}
-	res = stepResult(step, at, began, ended, outcome)
+	outcome, priority := run.Outcome, run.Priority
+	res = stepResult(step, at, run.Began, run.Ended, outcome)
 	if err != nil {
 		res.Error = err.Error()
 		logger.Error(err, "step failed", "step", step.Action)
@@ -242,11 +241,11 @@ func (a *Agent) settle(ctx context.Context, plan *v1alpha1.LiveChangePlan) (ctrl
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	lock, err := a.lockConfig(ctx)
+	unlock, err := a.lockConfig(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	defer lock.Unlock()
+	defer unlock()
 	o, err := a.Plugin.Align(ctx, int(plan.Network.MTU))
 	if err != nil {
 		return ctrl.Result{}, err
@@ -258,11 +257,11 @@ func (a *Agent) settle(ctx context.Context, plan *v1alpha1.LiveChangePlan) (ctrl
 
 // alignAfterBoot aligns the node's pods to mtu under the configuration's lock.
 func (a *Agent) alignAfterBoot(ctx context.Context, mtu int) error {
-	lock, err := a.lockConfig(ctx)
+	unlock, err := a.lockConfig(ctx)
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
+	defer unlock()
 	_, err = a.Plugin.Align(ctx, mtu)
 	return err
 }
@@ -273,15 +272,16 @@ func (a *Agent) carries(ctx context.Context, network v1alpha1.NodeNetworkConfig)
 	if err := a.Plugin.Carries(ctx, network); err != nil {
 		return err
 	}
-	if a.NetworkConfig == "" {
+	c := a.config()
+	if c == nil {
 		return nil
 	}
-	f, err := nodeconfig.Read(a.NetworkConfig)
+	f, err := c.Read()
 	if err != nil {
 		return err
 	}
 	if f.NodeNetworkConfig != network {
-		return fmt.Errorf("%s holds %+v, want %+v", a.NetworkConfig, f.NodeNetworkConfig, network)
+		return fmt.Errorf("%s holds %+v, want %+v", c.Name(), f.NodeNetworkConfig, network)
 	}
 	return nil
 }
@@ -303,16 +303,17 @@ func (a *Agent) runStep(ctx context.Context, plan *v1alpha1.LiveChangePlan, step
 	if plan.Network == nil {
 		return netplugin.Outcome{}, fmt.Errorf("node %s: the plan of %s carries no network to write", a.Node, plan.ID)
 	}
-	if a.NetworkConfig == "" {
+	c := a.config()
+	if c == nil {
 		// Nothing on this node reads one (no --network-config): the step has nothing to do.
 		return netplugin.Outcome{}, nil
 	}
-	lock, err := a.lockConfig(ctx)
+	unlock, err := a.lockConfig(ctx)
 	if err != nil {
 		return netplugin.Outcome{}, err
 	}
-	defer lock.Unlock()
-	if err := nodeconfig.Write(a.NetworkConfig, nodeconfig.File{NodeNetworkConfig: *plan.Network, Change: plan.ID}); err != nil {
+	defer unlock()
+	if err := c.Write(nodeconfig.File{NodeNetworkConfig: *plan.Network, Change: plan.ID}); err != nil {
 		return netplugin.Outcome{}, fmt.Errorf("node %s: %w", a.Node, err)
 	}
 	if plan.Kind != v1alpha1.ChangeMTU {
@@ -343,14 +344,14 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 			f.Warnings = append(f.Warnings, unchecked)
 		}
 	case v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort:
-		if owner, err := udpPortUser(a.NodeNetns, int(plan.To)); err != nil {
+		if owner, err := a.host().UDPPortUser(int(plan.To)); err != nil {
 			f.Problems = append(f.Problems, "cannot check UDP port use: "+err.Error())
 		} else if owner != "" {
 			f.Problems = append(f.Problems, fmt.Sprintf("UDP port %d is in use on the node by %s", plan.To, owner))
 		}
 	}
-	if a.NetworkConfig != "" {
-		f.WouldChange = append(f.WouldChange, "the node's network configuration for new pods: "+a.NetworkConfig)
+	if c := a.config(); c != nil {
+		f.WouldChange = append(f.WouldChange, "the node's network configuration for new pods: "+c.Name())
 	}
 	r.Problems = append(r.Problems, f.Problems...)
 	r.Warnings = append(r.Warnings, f.Warnings...)
@@ -367,7 +368,7 @@ func (a *Agent) underlayFits(ctx context.Context, plan *v1alpha1.LiveChangePlan)
 	if err != nil {
 		return "", "the underlay's MTU was not checked: " + err.Error()
 	}
-	mtu, err := nodenet.LinkMTU(a.NodeNetns, link)
+	mtu, err := a.host().LinkMTU(link)
 	if err != nil {
 		return "underlay: " + err.Error(), ""
 	}
@@ -428,7 +429,7 @@ const clockWaitFor = 90 * time.Second
 // The endpoint is the agent's own --operator-time-url, or else the one the
 // elected operator advertises in the plan.
 func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, advertised string) {
-	if synced, err := kernelClockSynced(); err == nil && !synced {
+	if synced, err := a.host().ClockSynced(); err == nil && !synced {
 		r.Warnings = append(r.Warnings, "the kernel reports its clock as not synchronized (NTP)")
 	}
 	timeURL := a.OperatorTimeURL

@@ -11,8 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
-	"netshift.io/netshift/internal/nodeconfig"
-	"netshift.io/netshift/internal/nodenet"
 )
 
 // observeEvery is how often the agent looks at its node's network again: it
@@ -72,7 +70,7 @@ func (a *Agent) observe(ctx context.Context) v1alpha1.ObservedNetwork {
 	}
 	if link, err := a.underlayInterface(ctx); err != nil {
 		problem("underlay", err)
-	} else if mtu, err := nodenet.LinkMTU(a.NodeNetns, link); err != nil {
+	} else if mtu, err := a.host().LinkMTU(link); err != nil {
 		problem("underlay", err)
 	} else {
 		o.UnderlayInterface, o.UnderlayMTU = link, int32(mtu)
@@ -83,10 +81,11 @@ func (a *Agent) observe(ctx context.Context) v1alpha1.ObservedNetwork {
 // observeConfig reads the pod MTU from the node's network configuration,
 // which netshift wrote; without one, the plugin's driver reads it from the pods.
 func (a *Agent) observeConfig(o *v1alpha1.ObservedNetwork) error {
-	if a.NetworkConfig == "" {
+	c := a.config()
+	if c == nil {
 		return nil
 	}
-	f, err := nodeconfig.Read(a.NetworkConfig)
+	f, err := c.Read()
 	if err == nil {
 		o.MTU, o.MTUFrom = f.MTU, "NetworkConfig"
 		return nil

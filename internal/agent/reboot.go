@@ -27,7 +27,7 @@ func (a *Agent) rebootNode(ctx context.Context, _ string, op v1alpha1.NodeOperat
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {
 		return err
 	}
-	boot, err := a.bootID()
+	boot, err := a.host().BootID()
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (a *Agent) rebootNode(ctx context.Context, _ string, op v1alpha1.NodeOperat
 	if a.Reboot == nil {
 		return fmt.Errorf("this agent cannot reboot its node (it runs without --reboot-command)")
 	}
-	if a.NetworkConfig != "" {
+	if a.config() != nil {
 		if err := a.writeNetworkConfig(ctx, *op.Network, op.ID); err != nil {
 			return err
 		}
@@ -79,7 +79,7 @@ const (
 func (a *Agent) awaitReboot(ctx context.Context, boot string, d time.Duration) (bool, error) {
 	deadline := time.After(d)
 	for {
-		if now, err := a.bootID(); err == nil && now != boot {
+		if now, err := a.host().BootID(); err == nil && now != boot {
 			return true, nil
 		}
 		select {
@@ -94,12 +94,16 @@ func (a *Agent) awaitReboot(ctx context.Context, boot string, d time.Duration) (
 
 // writeNetworkConfig writes the node's network configuration under its lock.
 func (a *Agent) writeNetworkConfig(ctx context.Context, network v1alpha1.NodeNetworkConfig, by string) error {
-	lock, err := a.lockConfig(ctx)
+	c := a.config()
+	if c == nil {
+		return nil
+	}
+	unlock, err := a.lockConfig(ctx)
 	if err != nil {
 		return err
 	}
-	defer lock.Unlock()
-	if err := nodeconfig.Write(a.NetworkConfig, nodeconfig.File{NodeNetworkConfig: network, Change: by}); err != nil {
+	defer unlock()
+	if err := c.Write(nodeconfig.File{NodeNetworkConfig: network, Change: by}); err != nil {
 		return fmt.Errorf("node %s: %w", a.Node, err)
 	}
 	return nil
@@ -110,7 +114,7 @@ func (a *Agent) writeNetworkConfig(ctx context.Context, network v1alpha1.NodeNet
 // configuration carry the operation's network.
 func (a *Agent) checkAfterReboot(ctx context.Context, op v1alpha1.NodeOperation) error {
 	mtu := op.Network.MTU
-	if a.NetworkConfig != "" {
+	if a.config() != nil {
 		if err := a.alignAfterBoot(ctx, int(mtu)); err != nil {
 			return fmt.Errorf("align the pods to MTU %d after the reboot: %w", mtu, err)
 		}

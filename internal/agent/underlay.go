@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"netshift.io/netshift/internal/netdev"
 )
 
 // underlayInterface is the node's interface onto the underlay, whose MTU a
@@ -23,12 +21,7 @@ func (a *Agent) underlayInterface(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h, err := netdev.Open(a.NodeNetns)
-	if err != nil {
-		return "", err
-	}
-	defer h.Close()
-	link, err := h.LinkWithAddress(ip)
+	link, err := a.host().LinkWithAddress(ip)
 	if err != nil {
 		return "", err
 	}

@@ -1,5 +1,7 @@
 package figures
 
+import "fmt"
+
 // A Job is one command of hack/bench.sh: a benchmark at its full size, run
 // from the repository's root.
 type Job struct {
@@ -24,6 +26,8 @@ var Jobs = []Job{
 	{"zones", "go test -run '^$' -bench ZoneMoves -benchtime 1x -timeout 20m ./test/e2e/"},
 	{"podready", "go test -run '^$' -bench PodCreateToReady -benchtime 1x -timeout 15m ./test/e2e/"},
 	{"podpools", "go test -run '^$' -bench PooledPodsToReady -benchtime 1x -timeout 40m -v ./test/e2e/"},
+	{"scale", "go test -run '^$' -bench 'ScaleLiveChange|ScaleFaults' -benchtime 1x -timeout 120m ./internal/scale/"},
+	{"scaledrain", "go test -run '^$' -bench ScaleDrain -benchtime 1x -timeout 60m ./internal/scale/"},
 }
 
 // Areas, in the page's order.
@@ -33,11 +37,12 @@ const (
 	AreaPools     = "Neutron port pools and pods"
 	AreaMigration = "VM migration"
 	AreaZones     = "OVN interconnect zones"
+	AreaScale     = "Thousands of nodes (simulated: kwok and in-process agents on a real control plane)"
 	AreaLab       = "The lab"
 )
 
 // Areas is the page's order of areas.
-var Areas = []string{AreaLive, AreaDrains, AreaPools, AreaMigration, AreaZones, AreaLab}
+var Areas = []string{AreaLive, AreaDrains, AreaPools, AreaMigration, AreaZones, AreaScale, AreaLab}
 
 // A Metric names one value a benchmark reports.
 type Metric struct {
@@ -65,6 +70,11 @@ var (
 	gap3  = "BenchmarkLiveChangeGap/nodes=3"
 	gap10 = "BenchmarkLiveChangeGap/nodes=10"
 )
+
+// The scale benchmarks' runs.
+func mtuAt(nodes int) string    { return fmt.Sprintf("BenchmarkScaleLiveChange/mtu/nodes=%d", nodes) }
+func portAt(nodes int) string   { return fmt.Sprintf("BenchmarkScaleLiveChange/port/nodes=%d", nodes) }
+func faultsAt(nodes int) string { return fmt.Sprintf("BenchmarkScaleFaults/nodes=%d", nodes) }
 
 func m(bench, unit string) Metric { return Metric{Bench: bench, Unit: unit} }
 
@@ -158,6 +168,43 @@ var Rows = []Row{
 	{Area: AreaZones, What: "long-lived connections broken", Job: "zones", Of: m("BenchmarkZoneMoves", "broken"), Target: AtMost(0)},
 	{Area: AreaZones, What: "requests failed", Job: "zones", Of: m("BenchmarkZoneMoves", "failed-requests"), Target: AtMost(0)},
 	{Area: AreaZones, What: "the same moves by the lab alone (no plugin pod restart), moving node's longest gap", Job: "zones", Of: m("BenchmarkZoneMoves", "direct-moving-maxgap-ms"), Shown: "ms"},
+
+	// Thousands of simulated nodes.
+	{Area: AreaScale, What: "live MTU change, spec patch to Succeeded, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "patch-to-end-s"), Shown: "s", Target: Below(60)},
+	{Area: AreaScale, What: "live MTU change, 1,000 nodes", Job: "scale", Of: m(mtuAt(1000), "patch-to-end-s"), Shown: "s"},
+	{Area: AreaScale, What: "live MTU change, 500 nodes", Job: "scale", Of: m(mtuAt(500), "patch-to-end-s"), Shown: "s"},
+	{Area: AreaScale, What: "live MTU change, 100 nodes", Job: "scale", Of: m(mtuAt(100), "patch-to-end-s"), Shown: "s"},
+	{Area: AreaScale, What: "5,000 nodes' time over 500 nodes'", Job: "scale", Of: m(mtuAt(5000), "patch-to-end-s"), Per: &Metric{mtuAt(500), "patch-to-end-s"}, Shown: "×", Target: AtMost(12)},
+	{Area: AreaScale, What: "API writes per node (operator and agents), 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "writes/node"), Target: AtMost(6)},
+	{Area: AreaScale, What: "the operator's of them, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "operator-writes/node")},
+	{Area: AreaScale, What: "the agents' of them, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "agents-writes/node")},
+	{Area: AreaScale, What: "5,000 nodes' writes per node over 500 nodes'", Job: "scale", Of: m(mtuAt(5000), "writes/node"), Per: &Metric{mtuAt(500), "writes/node"}, Shown: "×", Target: AtMost(1.2)},
+	{Area: AreaScale, What: "the operator's peak memory, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "operator-peak-MiB"), Shown: "MiB", Target: Below(1024)},
+	{Area: AreaScale, What: "spec patch to every node's preconditions reported, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "preconditions-s"), Shown: "s"},
+	{Area: AreaScale, What: "T0's lead as the status first showed it, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "lead-s"), Shown: "s"},
+	{Area: AreaScale, What: "T0 to Succeeded, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "t0-to-end-s"), Shown: "s"},
+	{Area: AreaScale, What: "how late the nodes' steps started, p99, 5,000 nodes (one process for every agent)", Job: "scale", Of: m(mtuAt(5000), "step-late-p99-ms"), Shown: "ms"},
+	{Area: AreaScale, What: "CPU of the change: the operator, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "operator-cpu-s"), Shown: "s"},
+	{Area: AreaScale, What: "CPU of the change: kube-apiserver, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "apiserver-cpu-s"), Shown: "s"},
+	{Area: AreaScale, What: "CPU of the change: etcd, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "etcd-cpu-s"), Shown: "s"},
+	{Area: AreaScale, What: "CPU of the change: the 5,000 agents", Job: "scale", Of: m(mtuAt(5000), "agents-cpu-s"), Shown: "s"},
+	{Area: AreaScale, What: "live VXLAN port change, spec patch to Succeeded, 5,000 nodes", Job: "scale", Of: m(portAt(5000), "patch-to-end-s"), Shown: "s", Target: Below(60)},
+	{Area: AreaScale, What: "live VXLAN port change, 1,000 nodes", Job: "scale", Of: m(portAt(1000), "patch-to-end-s"), Shown: "s"},
+	{Area: AreaScale, What: "API writes per node, port change, 5,000 nodes", Job: "scale", Of: m(portAt(5000), "writes/node"), Target: AtMost(6)},
+	{Area: AreaScale, What: "MTU change, 5,000 nodes, 1 % failing their first step and 1 % silent after their preconditions: failing nodes", Job: "scale", Of: m(faultsAt(5000), "failing-nodes")},
+	{Area: AreaScale, What: "the same: failing nodes not restored to the old MTU", Job: "scale", Of: m(faultsAt(5000), "failing-not-restored"), Target: AtMost(0)},
+	{Area: AreaScale, What: "the same: failing nodes the change's status does not name", Job: "scale", Of: m(faultsAt(5000), "failing-not-reported"), Target: AtMost(0)},
+	{Area: AreaScale, What: "the same: nodes neither failing nor silent left without the new MTU", Job: "scale", Of: m(faultsAt(5000), "others-not-applied"), Target: AtMost(0)},
+	{Area: AreaScale, What: "the same: spec patch to the change's end", Job: "scale", Of: m(faultsAt(5000), "patch-to-end-s"), Shown: "s"},
+	{Area: AreaScale, What: "drain of 1,000 nodes, 10 pods each, 10 pools of mixed priorities, maxParallel 10 %: waves the busiest pool lasted (its first cordon to its last uncordon over a node's median cordoned time, from the Nodes' watch; ideal 10)", Job: "scaledrain", Of: m("BenchmarkScaleDrain/nodes=1000", "waves"), Target: Below(11)},
+	{Area: AreaScale, What: "the same: groups of its nodes cordoned with none uncordoned in between (slots are refilled as each node ends)", Job: "scaledrain", Of: m("BenchmarkScaleDrain/nodes=1000", "wave-groups")},
+	{Area: AreaScale, What: "the same: a node's cordoned time, median", Job: "scaledrain", Of: m("BenchmarkScaleDrain/nodes=1000", "node-cordoned-s"), Shown: "s"},
+	{Area: AreaScale, What: "the same: pool limits exceeded at any moment of the Nodes' watch", Job: "scaledrain", Of: m("BenchmarkScaleDrain/nodes=1000", "over-limit"), Target: AtMost(0)},
+	{Area: AreaScale, What: "the same: its ideal waves", Job: "scaledrain", Of: m("BenchmarkScaleDrain/nodes=1000", "ideal-waves")},
+	{Area: AreaScale, What: "the same: time in all", Job: "scaledrain", Of: m("BenchmarkScaleDrain/nodes=1000", "drain-s"), Shown: "s"},
+	{Area: AreaScale, What: "the same: time per ideal wave", Job: "scaledrain", Of: m("BenchmarkScaleDrain/nodes=1000", "s/ideal-wave"), Shown: "s"},
+	{Area: AreaScale, What: "the same: API writes per node (operator and agents; evictions included)", Job: "scaledrain", Of: m("BenchmarkScaleDrain/nodes=1000", "writes/node")},
+	{Area: AreaScale, What: "the same: the operator's CPU", Job: "scaledrain", Of: m("BenchmarkScaleDrain/nodes=1000", "operator-cpu-s"), Shown: "s"},
 
 	// The lab.
 	{Area: AreaLab, What: "lab up, 3 real nodes", Job: "lab", Of: m("BenchmarkLabUpDown/nodes=3", "up-s"), Shown: "s"},

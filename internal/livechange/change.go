@@ -228,30 +228,30 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 	case v1alpha1.PhasePreconditions:
 		switch {
 		case len(problems) > 0:
-			p.Phase, p.Message = v1alpha1.PhaseFailed, "preconditions failed, nothing was changed: "+strings.Join(problems, "; ")
+			p.Phase, p.Message = v1alpha1.PhaseFailed, "preconditions failed, nothing was changed: "+listed(problems, "; ")
 		case len(waiting) > 0 && !d.Preconditions.IsZero() && now.After(d.Preconditions):
 			p.Failed += int32(len(waiting))
-			p.Phase, p.Message = v1alpha1.PhaseFailed, "preconditions failed, nothing was changed: no answer from "+strings.Join(waiting, ", ")
+			p.Phase, p.Message = v1alpha1.PhaseFailed, "preconditions failed, nothing was changed: no answer from "+listed(waiting, ", ")
 		case len(waiting) == 0:
 			p.Phase, p.Message = v1alpha1.PhaseScheduled, "every node passed its preconditions"
 		default:
-			p.Message = "checking preconditions; waiting for " + strings.Join(waiting, ", ")
+			p.Message = "checking preconditions; waiting for " + listed(waiting, ", ")
 		}
 	case v1alpha1.PhaseScheduled:
 		late := len(waiting) > 0 && !d.Steps.IsZero() && now.After(d.Steps)
 		switch {
 		case len(waiting) > 0 && !late:
-			p.Message = "applying; waiting for " + strings.Join(waiting, ", ")
+			p.Message = "applying; waiting for " + listed(waiting, ", ")
 		case len(failedNodes) > 0 && policy.Action != v1alpha1.FailureNone:
 			p.rollBack(nodes, failedNodes, failed, waiting, policy)
 		case late:
 			p.Failed += int32(len(waiting))
 			p.Silent, p.Held = waiting, failedNodes
-			p.Phase, p.Message = v1alpha1.PhaseFailed, "no step report from "+strings.Join(append(waiting, failed...), ", ")+
+			p.Phase, p.Message = v1alpha1.PhaseFailed, "no step report from "+listed(append(waiting, failed...), ", ")+
 				" (the other nodes applied theirs at T0)"
 		case len(failed) > 0:
 			p.Held = failedNodes
-			p.Phase, p.Message = v1alpha1.PhaseFailed, "steps failed: "+strings.Join(failed, "; ")+
+			p.Phase, p.Message = v1alpha1.PhaseFailed, "steps failed: "+listed(failed, "; ")+
 				"; the nodes stay cordoned for a person (spec.onFailure.action None)"
 		default:
 			p.Phase, p.Message = v1alpha1.PhaseSucceeded, "every node applied every step"
@@ -266,19 +266,19 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 // rollback late), or else left to converge forward.
 func (p *Progress) rollBack(nodes, failedNodes, failed, silent []string, policy Policy) {
 	p.Phase = v1alpha1.PhaseRollingBack
-	p.Reason = "steps failed: " + strings.Join(failed, "; ")
+	p.Reason = "steps failed: " + listed(failed, "; ")
 	// Past the limit the failure is systematic; with no node on the new value, there is
 	// nothing for the change to complete on either.
 	p.RollBackAll = int32(len(failedNodes)) > policy.MaxFailed || p.Applied == 0
 	if p.RollBackAll {
 		p.RollBack = nodes
 		p.Message = fmt.Sprintf("steps failed on %d nodes (spec.onFailure.maxFailedNodes: %d), %d applied the change: stopping it and rolling every node back live: %s",
-			len(failedNodes), policy.MaxFailed, p.Applied, strings.Join(failed, "; "))
+			len(failedNodes), policy.MaxFailed, p.Applied, listed(failed, "; "))
 		return
 	}
 	p.RollBack, p.Silent = failedNodes, silent
 	p.Message = fmt.Sprintf("steps failed on %d nodes, within spec.onFailure.maxFailedNodes (%d): rolling them back live, the others keep the new value: %s",
-		len(failedNodes), policy.MaxFailed, strings.Join(failed, "; "))
+		len(failedNodes), policy.MaxFailed, listed(failed, "; "))
 }
 
 func sortedNodes[T any](m map[string]T) []string {
@@ -312,4 +312,18 @@ func NextLook(now, t0 time.Time, d Deadlines, heartbeat time.Duration) time.Dura
 		}
 	}
 	return wait
+}
+
+// maxListed is how many nodes (or nodes' problems) a message names: a status
+// is rewritten on every report, and at thousands of nodes a message naming
+// them all would cost more than the change; the status's counts and lists
+// (converging, held, rollback.nodes) are whole.
+const maxListed = 10
+
+// listed joins the first maxListed items with sep, and says how many more there are.
+func listed(items []string, sep string) string {
+	if len(items) <= maxListed {
+		return strings.Join(items, sep)
+	}
+	return fmt.Sprintf("%s%sand %d more", strings.Join(items[:maxListed], sep), sep, len(items)-maxListed)
 }

@@ -1,6 +1,7 @@
 package livechange
 
 import (
+	"fmt"
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -254,5 +255,18 @@ func TestNextAttempt(t *testing.T) {
 		if start != c.start || (start && attempt != c.attempt) || wait != c.wait {
 			t.Errorf("%s: attempt %d, wait %s, start %v; want %d, %s, %v", c.name, attempt, wait, start, c.attempt, c.wait, c.start)
 		}
+	}
+}
+
+func TestListedNamesAtMostTenAndCountsTheRest(t *testing.T) {
+	var nodes []string
+	for i := range 12 {
+		nodes = append(nodes, fmt.Sprintf("n%d", i))
+	}
+	if got := listed(nodes[:3], ", "); got != "n0, n1, n2" {
+		t.Errorf("three nodes: %q", got)
+	}
+	if got, want := listed(nodes, ", "), "n0, n1, n2, n3, n4, n5, n6, n7, n8, n9, and 2 more"; got != want {
+		t.Errorf("twelve nodes: %q, want %q", got, want)
 	}
 }

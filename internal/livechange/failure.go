@@ -96,7 +96,7 @@ func EvaluateRollback(rb *v1alpha1.ChangeRollback, reports map[string]*v1alpha1.
 		}
 	}
 	if len(waiting) > 0 && (deadline.IsZero() || !now.After(deadline)) {
-		o.Phase, o.Message = v1alpha1.PhaseRollingBack, "rolling back live; waiting for "+strings.Join(waiting, ", ")
+		o.Phase, o.Message = v1alpha1.PhaseRollingBack, "rolling back live; waiting for "+listed(waiting, ", ")
 		return o
 	}
 	o.Silent = waiting
@@ -121,25 +121,25 @@ func EvaluateRollback(rb *v1alpha1.ChangeRollback, reports map[string]*v1alpha1.
 		says = append(says, fmt.Sprintf("the change stopped: %s; every node that answered was rolled back live", rb.Reason))
 	case rb.All:
 		o.Phase = v1alpha1.PhaseFailed
-		says = append(says, fmt.Sprintf("the change stopped: %s; the rollback failed too: %s", rb.Reason, strings.Join(failed, "; ")))
+		says = append(says, fmt.Sprintf("the change stopped: %s; the rollback failed too: %s", rb.Reason, listed(failed, "; ")))
 	default:
 		o.Phase = v1alpha1.PhaseFailed
 		says = append(says, rb.Reason)
 		if len(backNodes) > 0 {
-			says = append(says, "rolled back live to the old value, off the cluster's new one: "+strings.Join(backNodes, ", "))
+			says = append(says, "rolled back live to the old value, off the cluster's new one: "+listed(backNodes, ", "))
 		}
 		if len(failed) > 0 {
-			says = append(says, "the rollback failed too: "+strings.Join(failed, "; "))
+			says = append(says, "the rollback failed too: "+listed(failed, "; "))
 		}
 	}
 	if len(o.Silent) > 0 {
-		says = append(says, "no rollback report from "+strings.Join(o.Silent, ", ")+" (their agents roll them back when they come back)")
+		says = append(says, "no rollback report from "+listed(o.Silent, ", ")+" (their agents roll them back when they come back)")
 	}
 	if len(o.Reboot) > 0 {
-		says = append(says, "rebooting into the cluster's values through the drain controller, under their pools' limits: "+strings.Join(o.Reboot, ", "))
+		says = append(says, "rebooting into the cluster's values through the drain controller, under their pools' limits: "+listed(o.Reboot, ", "))
 	}
 	if len(o.Held) > 0 {
-		says = append(says, "held cordoned for a person ("+HeldWhy(policy)+"; `netshift reconfigure --reboot --nodes NODE` reboots one into the cluster's values): "+strings.Join(o.Held, ", "))
+		says = append(says, "held cordoned for a person ("+HeldWhy(policy)+"; `netshift reconfigure --reboot --nodes NODE` reboots one into the cluster's values): "+listed(o.Held, ", "))
 	}
 	o.Message = strings.Join(says, "; ")
 	return o

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -68,11 +69,11 @@ func (r *DrainReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("drain").
-		Watches(&v1alpha1.NetshiftNodeState{}, all).
+		Watches(&v1alpha1.NetshiftNodeState{}, all, builder.WithPredicates(onUpdate(drainStateChanged))).
 		Watches(&v1alpha1.NetshiftNodePool{}, all).
 		Watches(&v1alpha1.NetshiftNetwork{}, all).
-		Watches(&corev1.Node{}, all).
-		Watches(&corev1.Pod{}, all).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(onUpdate(drainNodeChanged))).
+		Watches(&corev1.Pod{}, all, builder.WithPredicates(onUpdate(drainPodChanged))).
 		Complete(r)
 }
 

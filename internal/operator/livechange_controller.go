@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +76,12 @@ type LiveChangeReconciler struct {
 	// followedAt; nil with a time: the last try failed (tried again a resync later).
 	followed   *v1alpha1.AppliedNetwork
 	followedAt time.Time
+	// pace is how long a per-node write takes, measured as the change's plans are written: T0's
+	// lead grows with it (see writePace.lead).
+	pace writePace
+	// planned are the plans this process wrote that its cache may not show yet, by node: a
+	// pass reads the nodes' states from the cache, and must not write a plan twice.
+	planned sync.Map // node name -> plan ID
 }
 
 var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}}
@@ -314,12 +321,15 @@ func (r *LiveChangeReconciler) advanceDryRun(ctx context.Context, ch *v1alpha1.N
 // where none yet).
 func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted) (
 	*corev1.NodeList, map[string]*v1alpha1.NetshiftNodeState, map[string]*v1alpha1.LiveChangeReport, error) {
+	// From the cache: every agent's report is an event that brings a pass here, and a pass
+	// that listed thousands of nodes past the cache would cost the API server more than the
+	// change itself. The writes are guarded by each state's resourceVersion.
 	var nodes corev1.NodeList
 	var states v1alpha1.NetshiftNodeStateList
-	if err := r.APIReader.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := r.APIReader.List(ctx, &states); err != nil {
+	if err := r.Client.List(ctx, &states); err != nil {
 		return nil, nil, nil, err
 	}
 	byNode := map[string]*v1alpha1.NetshiftNodeState{}
@@ -327,6 +337,7 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 		byNode[states.Items[i].Name] = &states.Items[i]
 	}
 	reports := map[string]*v1alpha1.LiveChangeReport{}
+	var unplanned []string
 	for _, n := range nodes.Items {
 		nns, ok := byNode[n.Name]
 		if !ok {
@@ -334,10 +345,8 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 			continue
 		}
 		if plan := nns.Spec.LiveChange; plan == nil || (plan.ID != ch.ID && plan.ID != livechange.RollbackID(ch.ID)) {
-			plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
-				UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL}
-			if err := r.setPlan(ctx, nns, plan); err != nil {
-				return nil, nil, nil, err
+			if id, ok := r.planned.Load(n.Name); !ok || id != ch.ID {
+				unplanned = append(unplanned, n.Name)
 			}
 		}
 		if rep := nns.Status.LiveChange; rep != nil && rep.ID == ch.ID {
@@ -345,6 +354,14 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 		} else {
 			reports[n.Name] = nil
 		}
+	}
+	err := fanOut(ctx, unplanned, &r.pace, func(ctx context.Context, name string) error {
+		plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
+			UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL}
+		return r.setPlan(ctx, byNode[name], plan)
+	})
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	return &nodes, byNode, reports, nil
 }
@@ -463,6 +480,7 @@ func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.Netshi
 	if err := r.Client.Patch(ctx, nns, patch); err != nil {
 		return fmt.Errorf("node %s: write live change plan %s: %w", nns.Name, plan.ID, err)
 	}
+	r.planned.Store(nns.Name, plan.ID)
 	return nil
 }
 
@@ -477,7 +495,7 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Netshi
 			return err
 		}
 	}
-	t0 := metav1.NewMicroTime(r.Now().Add(r.Lead))
+	t0 := metav1.NewMicroTime(r.Now().Add(r.pace.lead(r.Lead, len(nodes))))
 	ch.T0 = &t0
 	if r.Plugin.TunnelPortRecord(ch.Kind) != nil {
 		// The cluster holds the port (OVN's southbound Encap rows, from which ovn-controller
@@ -488,17 +506,22 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Netshi
 	steps := r.Plugin.Steps(ch.Kind, livechange.FromSpec(cn.Spec).Encapsulation)
 	ch.Steps = actions(livechange.Schedule(c, steps, r.Spacing))
 	network := livechange.NodeConfig(c.Apply(*cn.Status.Applied), livechange.FromSpec(cn.Spec).Encapsulation)
-	for _, n := range nodes {
-		nns := byNode[n.Name]
+	return fanOut(ctx, nodeNames(nodes), &r.pace, func(ctx context.Context, name string) error {
+		nns := byNode[name]
 		plan := nns.Spec.LiveChange.DeepCopy()
 		plan.T0 = &t0
 		plan.Network = &network
 		plan.Steps = livechange.Schedule(c, steps, r.Spacing)
-		if err := r.setPlan(ctx, nns, plan); err != nil {
-			return err
-		}
+		return r.setPlan(ctx, nns, plan)
+	})
+}
+
+func nodeNames(nodes []corev1.Node) []string {
+	names := make([]string, len(nodes))
+	for i := range nodes {
+		names[i] = nodes[i].Name
 	}
-	return nil
+	return names
 }
 
 // holdAll takes every node's LiveChange hold for change id, under the
@@ -513,17 +536,22 @@ func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node,
 		return err
 	}
 	for _, n := range nodes {
-		node, nns := freshNode[n.Name], freshState[n.Name]
-		if node == nil || nns == nil {
+		if freshNode[n.Name] == nil || freshState[n.Name] == nil {
 			return fmt.Errorf("node %s: gone while the change was scheduled", n.Name)
 		}
+	}
+	var mu sync.Mutex
+	return fanOut(ctx, nodeNames(nodes), nil, func(ctx context.Context, name string) error {
+		node, nns := freshNode[name], freshState[name]
 		h := v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: id, Cordon: true}
 		if err := takeHold(ctx, r.Client, nns, node, h, now, nil); err != nil {
-			return fmt.Errorf("node %s: %w", n.Name, err)
+			return fmt.Errorf("node %s: %w", name, err)
 		}
-		byNode[n.Name] = nns
-	}
-	return nil
+		mu.Lock()
+		byNode[name] = nns
+		mu.Unlock()
+		return nil
+	})
 }
 
 // finish gives back the nodes' holds of this change (each uncordoned unless
@@ -533,21 +561,22 @@ func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, 
 	if err := r.releaseAll(ctx, nodes, byNode, id, keep); err != nil {
 		return err
 	}
-	for i := range nodes {
-		n := &nodes[i]
-		nns := byNode[n.Name]
-		if nns == nil || slices.Contains(keep, n.Name) {
-			continue
-		}
-		if nns.Spec.LiveChange != nil {
-			patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			nns.Spec.LiveChange = nil
-			if err := r.Client.Patch(ctx, nns, patch); err != nil {
-				return fmt.Errorf("node %s: remove live change plan: %w", n.Name, err)
-			}
+	var planned []string
+	for _, n := range nodes {
+		if nns := byNode[n.Name]; nns != nil && !slices.Contains(keep, n.Name) && nns.Spec.LiveChange != nil {
+			planned = append(planned, n.Name)
 		}
 	}
-	return nil
+	return fanOut(ctx, planned, nil, func(ctx context.Context, name string) error {
+		nns := byNode[name]
+		patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		nns.Spec.LiveChange = nil
+		if err := r.Client.Patch(ctx, nns, patch); err != nil {
+			return fmt.Errorf("node %s: remove live change plan: %w", name, err)
+		}
+		r.planned.Delete(name)
+		return nil
+	})
 }
 
 // releaseAll gives back the LiveChange holds of change id of every node but
@@ -570,19 +599,23 @@ func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.No
 	if err != nil {
 		return err
 	}
+	var release []string
 	for _, n := range nodes {
 		node, nns := freshNode[n.Name], freshState[n.Name]
 		if node == nil || nns == nil || slices.Contains(keep, n.Name) {
 			continue
 		}
-		if h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange); ok && h.ID == id {
-			if err := releaseHold(ctx, r.Client, nns, node, v1alpha1.HoldLiveChange, id, nil); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
-		}
 		byNode[n.Name] = nns
+		if h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange); ok && h.ID == id {
+			release = append(release, n.Name)
+		}
 	}
-	return nil
+	return fanOut(ctx, release, nil, func(ctx context.Context, name string) error {
+		if err := releaseHold(ctx, r.Client, freshState[name], freshNode[name], v1alpha1.HoldLiveChange, id, nil); err != nil {
+			return fmt.Errorf("node %s: %w", name, err)
+		}
+		return nil
+	})
 }
 
 // keepSouthbound, where the cluster holds the tunnel port in a record of its

@@ -153,6 +153,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 	if err != nil {
 		return nil, err
 	}
+	var reg prometheus.Registerer = crmetrics.Registry
+	if o.Registry != nil {
+		reg = o.Registry
+	}
+	cfg = countRequests(cfg, reg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -174,10 +179,6 @@ func NewManager(ctx context.Context, cfg *rest.Config, o Options) (ctrl.Manager,
 		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 			return nil, err
 		}
-	}
-	var reg prometheus.Registerer = crmetrics.Registry
-	if o.Registry != nil {
-		reg = o.Registry
 	}
 	if err := (&NodeStateReconciler{Client: mgr.GetClient(), Clock: metav1.Now}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up nodestate controller: %w", err)

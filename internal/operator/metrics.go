@@ -1,9 +1,13 @@
 package operator
 
 import (
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/apicount"
 	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/rollout"
 )
@@ -58,4 +62,29 @@ func (m *DrainMetrics) observePass(mem rollout.Membership, states map[string]*v1
 		m.NodesDraining.WithLabelValues(pool).Set(c)
 	}
 	m.Passes.Inc()
+}
+
+// countRequests counts the operator's API requests in the metric
+// netshift_operator_api_requests_total, by verb and resource: what the
+// operator costs the API server, which a cluster of thousands of nodes must
+// be able to afford.
+func countRequests(cfg *rest.Config, reg prometheus.Registerer) *rest.Config {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "netshift_operator_api_requests_total",
+		Help: "API requests the operator made, by verb (get, list, watch, create, update, patch, delete) and resource (a subresource as resource/subresource).",
+	}, []string{"verb", "resource"})
+	if err := reg.Register(requests); err != nil {
+		return cfg // another operator of this process (tests) registered it first
+	}
+	c := apicount.New()
+	c.Observe = func(k apicount.Key) { requests.WithLabelValues(k.Verb, k.Resource).Inc() }
+	cfg = rest.CopyConfig(cfg)
+	wrap := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if wrap != nil {
+			rt = wrap(rt)
+		}
+		return c.Wrap(rt)
+	}
+	return cfg
 }

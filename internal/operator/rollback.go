@@ -17,7 +17,7 @@ import (
 // synchronized T0 a lead time ahead. The plans are written by the next pass
 // (advanceRollback), once the decision is recorded.
 func (r *LiveChangeReconciler) decideRollback(ch *v1alpha1.NetworkChange, p livechange.Progress) {
-	t0 := metav1.NewMicroTime(r.Now().Add(r.Lead))
+	t0 := metav1.NewMicroTime(r.Now().Add(r.pace.lead(r.Lead, len(p.RollBack))))
 	ch.Phase = v1alpha1.PhaseRollingBack
 	ch.Rollback = &v1alpha1.ChangeRollback{All: p.RollBackAll, Nodes: p.RollBack, T0: t0, Reason: p.Reason}
 	ch.Converging = p.Silent
@@ -32,10 +32,10 @@ func (r *LiveChangeReconciler) advanceRollback(ctx context.Context, cn *v1alpha1
 	ch, rb := cn.Status.Change, cn.Status.Change.Rollback
 	var nodes corev1.NodeList
 	var states v1alpha1.NetshiftNodeStateList
-	if err := r.APIReader.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes); err != nil { // from the cache, as collectReports
 		return 0, err
 	}
-	if err := r.APIReader.List(ctx, &states); err != nil {
+	if err := r.Client.List(ctx, &states); err != nil {
 		return 0, err
 	}
 	byNode := map[string]*v1alpha1.NetshiftNodeState{}
@@ -90,17 +90,25 @@ func (r *LiveChangeReconciler) planRollback(ctx context.Context, cn *v1alpha1.Ne
 	ch := cn.Status.Change
 	// The values from before the change: what a rolled-back node's new pods get.
 	network := livechange.NodeConfig(*cn.Status.Applied, livechange.FromSpec(cn.Spec).Encapsulation)
+	var unplanned []string
 	for _, n := range ch.Rollback.Nodes {
 		nns := byNode[n]
 		if nns == nil || nns.Spec.LiveChange == nil || nns.Spec.LiveChange.ID != ch.ID {
 			continue // its rollback plan is written already (or no plan of the change reached it)
 		}
+		if id, ok := r.planned.Load(n); ok && id == livechange.RollbackID(ch.ID) {
+			continue // written, and not in the cache yet
+		}
+		unplanned = append(unplanned, n)
+	}
+	return fanOut(ctx, unplanned, nil, func(ctx context.Context, n string) error {
+		nns := byNode[n]
 		if err := r.setPlan(ctx, nns, livechange.RollbackPlan(nns.Spec.LiveChange, ch.Rollback.T0, r.Spacing, network)); err != nil {
 			return err
 		}
 		log.FromContext(ctx).Info("rolling back", "node", n, "change", ch.ID, "t0", ch.Rollback.T0.Time)
-	}
-	return nil
+		return nil
+	})
 }
 
 // since is t, or this reconciler's start when later: a silent agent is judged

@@ -1,0 +1,53 @@
+package operator
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"netshift.io/netshift/api/v1alpha1"
+)
+
+// The drain controller's pass reads every node, state and pool past the
+// cache: an update that cannot change a drain decision must not cost one.
+// At thousands of nodes a live change's reports, the kubelets' heartbeats
+// and the pods' status updates would otherwise keep it reading without end.
+
+// drainStateChanged says whether a NetshiftNodeState update can matter to a
+// drain: anything but a live change's plan and report and the observed network.
+func drainStateChanged(old, updated *v1alpha1.NetshiftNodeState) bool {
+	return !equality.Semantic.DeepEqual(drainView(old), drainView(updated))
+}
+
+func drainView(s *v1alpha1.NetshiftNodeState) *v1alpha1.NetshiftNodeState {
+	v := &v1alpha1.NetshiftNodeState{Spec: s.Spec, Status: s.Status}
+	v.Spec.LiveChange, v.Status.LiveChange, v.Status.Network = nil, nil, nil
+	v.Labels, v.DeletionTimestamp = s.Labels, s.DeletionTimestamp
+	return v
+}
+
+// drainNodeChanged says whether a Node update can matter to a drain: its
+// labels (pool membership), its spec (the cordon), its deletion or its
+// readiness; not a heartbeat.
+func drainNodeChanged(old, updated *corev1.Node) bool {
+	return !equality.Semantic.DeepEqual(old.Labels, updated.Labels) || !equality.Semantic.DeepEqual(old.Spec, updated.Spec) ||
+		!old.DeletionTimestamp.Equal(updated.DeletionTimestamp) || nodeReady(old) != nodeReady(updated)
+}
+
+// drainPodChanged says whether a Pod update can matter to a drain: where it
+// runs, whether it is ending, its phase and its labels (PodDisruptionBudgets).
+func drainPodChanged(old, updated *corev1.Pod) bool {
+	return old.Spec.NodeName != updated.Spec.NodeName || !old.DeletionTimestamp.Equal(updated.DeletionTimestamp) ||
+		old.Status.Phase != updated.Status.Phase || !equality.Semantic.DeepEqual(old.Labels, updated.Labels)
+}
+
+// onUpdate lets through every create, delete and generic event, and the
+// updates changed says matter.
+func onUpdate[T any](changed func(old, updated T) bool) predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, ok1 := e.ObjectOld.(T)
+		updated, ok2 := e.ObjectNew.(T)
+		return !ok1 || !ok2 || changed(old, updated)
+	}}
+}

@@ -1,0 +1,68 @@
+package operator
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"netshift.io/netshift/api/v1alpha1"
+)
+
+func TestDrainIgnoresALiveChangesPlansAndReports(t *testing.T) {
+	old := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1"}}
+	reported := old.DeepCopy()
+	reported.ResourceVersion = "2"
+	reported.Spec.LiveChange = &v1alpha1.LiveChangePlan{ID: "mtu-1"}
+	reported.Status.LiveChange = &v1alpha1.LiveChangeReport{ID: "mtu-1", Ready: true}
+	reported.Status.Network = &v1alpha1.ObservedNetwork{MTU: 1400}
+	if drainStateChanged(old, reported) {
+		t.Error("a live change's plan, report and the observed network woke the drain controller")
+	}
+	held := reported.DeepCopy()
+	held.Status.Holds = []v1alpha1.NodeHold{{Kind: v1alpha1.HoldLiveChange, ID: "mtu-1", Cordon: true}}
+	if !drainStateChanged(reported, held) {
+		t.Error("a hold taken did not wake the drain controller: it counts against the pools")
+	}
+	asked := old.DeepCopy()
+	asked.Spec.Operation = &v1alpha1.NodeOperation{ID: "op", Kind: v1alpha1.OperationReconfigure}
+	if !drainStateChanged(old, asked) {
+		t.Error("an operation written did not wake the drain controller")
+	}
+}
+
+func TestDrainIgnoresHeartbeatsAndPodStatusChurn(t *testing.T) {
+	ready := func(s corev1.ConditionStatus, beat int64) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"pool": "a"}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: s,
+				LastHeartbeatTime: metav1.Unix(beat, 0)}}}}
+	}
+	if drainNodeChanged(ready(corev1.ConditionTrue, 1), ready(corev1.ConditionTrue, 2)) {
+		t.Error("a heartbeat woke the drain controller")
+	}
+	if !drainNodeChanged(ready(corev1.ConditionTrue, 1), ready(corev1.ConditionFalse, 2)) {
+		t.Error("a node going NotReady did not wake it")
+	}
+	cordoned := ready(corev1.ConditionTrue, 1)
+	cordoned.Spec.Unschedulable = true
+	if !drainNodeChanged(ready(corev1.ConditionTrue, 1), cordoned) {
+		t.Error("a cordon did not wake it")
+	}
+	relabelled := ready(corev1.ConditionTrue, 1)
+	relabelled.Labels["pool"] = "b"
+	if !drainNodeChanged(ready(corev1.ConditionTrue, 1), relabelled) {
+		t.Error("a node moved to another pool did not wake it")
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	churn := pod.DeepCopy()
+	churn.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if drainPodChanged(pod, churn) {
+		t.Error("a pod's condition update woke the drain controller")
+	}
+	ending := pod.DeepCopy()
+	now := metav1.Now()
+	ending.DeletionTimestamp = &now
+	if !drainPodChanged(pod, ending) {
+		t.Error("an evicted pod ending did not wake it")
+	}
+}

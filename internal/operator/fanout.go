@@ -1,0 +1,80 @@
+package operator
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// fanOutWidth is how many per-node writes a change has in flight at once: a
+// change writes every node's state a few times, and one at a time that is
+// minutes at thousands of nodes; the API server's priority and fairness
+// queues what it cannot take at once.
+const fanOutWidth = 16
+
+// writePace remembers how long one per-node write took in the latest fan-out,
+// from which a change's T0 lead is sized. The zero value knows nothing yet.
+type writePace struct {
+	mu      sync.Mutex
+	perNode time.Duration
+}
+
+// fanOut runs write for every name, fanOutWidth at once, and returns the
+// first error (the writes already started run to their end). It times the
+// fan-out into pace when pace is not nil.
+func fanOut(ctx context.Context, names []string, pace *writePace, write func(ctx context.Context, name string) error) error {
+	if len(names) == 0 {
+		return nil
+	}
+	start := time.Now()
+	next := make(chan string)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for range min(fanOutWidth, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range next {
+				if err := write(ctx, n); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, n := range names {
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		if failed || ctx.Err() != nil {
+			break
+		}
+		next <- n
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	if pace != nil && first == nil {
+		pace.mu.Lock()
+		pace.perNode = time.Since(start) / time.Duration(len(names))
+		pace.mu.Unlock()
+	}
+	return first
+}
+
+// lead is how far ahead of now T0 goes for a change of nodes nodes: at least
+// min, plus twice what writing every node's plan took in the latest fan-out
+// (T0 reaches the agents in one such fan-out).
+func (p *writePace) lead(minimum time.Duration, nodes int) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return minimum + 2*p.perNode*time.Duration(nodes)
+}

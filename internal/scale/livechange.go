@@ -1,0 +1,292 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/scheme"
+)
+
+// ChangeReport is what a live change cost on the simulated cluster.
+type ChangeReport struct {
+	Kind  v1alpha1.ChangeKind `json:"kind"`
+	Nodes int                 `json:"nodes"`
+	// Phase is how the change ended.
+	Phase v1alpha1.ChangePhase `json:"phase"`
+	// Message is the change's last status message.
+	Message string `json:"message,omitempty"`
+	// PreconditionsSeconds is from the spec patch to the last node's precondition report.
+	PreconditionsSeconds float64 `json:"preconditionsSeconds"`
+	// LeadSeconds is how far ahead of T0 the operator's T0 was first seen in its status.
+	LeadSeconds float64 `json:"leadSeconds"`
+	// T0ToEndSeconds is from T0 to the change's end (Succeeded, or however it ended).
+	T0ToEndSeconds float64 `json:"t0ToEndSeconds"`
+	// TotalSeconds is from the spec patch to the change's end.
+	TotalSeconds float64 `json:"totalSeconds"`
+	// StepLate are how late the nodes' steps started after their time (ms): p50, p99, max.
+	StepLateMs [3]float64 `json:"stepLateMs"`
+	// StepsLate counts the steps that started more than 100 ms late; StepsRun all steps run.
+	StepsLate int `json:"stepsLate"`
+	StepsRun  int `json:"stepsRun"`
+	// Failed and Silent are the nodes given a failing step and silenced after their preconditions.
+	Failed []string `json:"failed,omitempty"`
+	Silent []string `json:"silent,omitempty"`
+	// Restored are the failing nodes back on the old values, Reported those the change's status names.
+	Restored int `json:"restored"`
+	Reported int `json:"reported"`
+	// Applied counts the nodes that carry the new value at the end.
+	Applied int `json:"applied"`
+	Cost
+}
+
+// changeWatch follows the NetshiftNodeStates through one watch of the API server.
+type changeWatch struct {
+	mu       sync.Mutex
+	reportAt map[string]time.Time // a node's precondition report first seen
+	steps    map[string][]v1alpha1.StepResult
+	onReport func(node string)
+	changeID string
+}
+
+func (w *changeWatch) seen(nns *v1alpha1.NetshiftNodeState) {
+	r := nns.Status.LiveChange
+	if r == nil || w.changeID == "" || r.ID != w.changeID {
+		return
+	}
+	w.mu.Lock()
+	_, had := w.reportAt[nns.Name]
+	if !had {
+		w.reportAt[nns.Name] = time.Now()
+	}
+	on := w.onReport
+	w.mu.Unlock()
+	if !had && on != nil {
+		on(nns.Name)
+	}
+}
+
+// runChange patches the NetshiftNetwork to value (an MTU or a tunnel port) and follows the change to its end.
+func (s *sim) runChange(ctx context.Context, kind v1alpha1.ChangeKind, value int32, o Options) (*ChangeReport, error) {
+	c := s.cluster.cp.Client
+	wc, err := client.NewWithWatch(s.cluster.cp.Admin, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	w := &changeWatch{reportAt: map[string]time.Time{}}
+	failing, silent := pick(s.names, o.FailPercent, 0), pick(s.names, o.SilentPercent, 1)
+	for _, n := range failing {
+		s.nodes[n].FailStep(firstStep(kind))
+	}
+	silentSet := map[string]bool{}
+	for _, n := range silent {
+		silentSet[n] = true
+	}
+	w.onReport = func(node string) {
+		if silentSet[node] {
+			go s.agents.silence(node) // it answered its preconditions, then went silent
+		}
+	}
+	var policy *v1alpha1.FailurePolicy
+	if len(failing)+len(silent) > 0 {
+		policy = &v1alpha1.FailurePolicy{Action: v1alpha1.FailureRollback, MaxFailedNodes: ptr.To(intOrPercent(2 * (o.FailPercent + o.SilentPercent)))}
+	}
+	watcher, err := wc.Watch(ctx, &v1alpha1.NetshiftNodeStateList{})
+	if err != nil {
+		return nil, fmt.Errorf("watch NetshiftNodeStates: %w", err)
+	}
+	defer watcher.Stop()
+	go func() {
+		for ev := range watcher.ResultChan() {
+			if nns, ok := ev.Object.(*v1alpha1.NetshiftNodeState); ok && ev.Type != watch.Deleted {
+				w.seen(nns)
+			}
+		}
+	}()
+	cost := s.startCost(ctx)
+	var net v1alpha1.NetshiftNetwork
+	if err := c.Get(ctx, client.ObjectKey{Name: networkName}, &net); err != nil {
+		return nil, err
+	}
+	patch := client.MergeFrom(net.DeepCopy())
+	switch kind {
+	case v1alpha1.ChangeMTU:
+		net.Spec.MTU = ptr.To(value)
+	case v1alpha1.ChangeVXLANPort:
+		net.Spec.VXLANPort = value
+	}
+	if policy != nil {
+		net.Spec.OnFailure = *policy
+	}
+	start := time.Now()
+	if err := c.Patch(ctx, &net, patch); err != nil {
+		return nil, fmt.Errorf("patch NetshiftNetwork %s: %w", networkName, err)
+	}
+	fmt.Fprintf(s.out, "scale: %s -> %d on %d nodes (%d failing a step, %d silent after their preconditions)\n", kind, value, len(s.names), len(failing), len(silent))
+	r := &ChangeReport{Kind: kind, Nodes: len(s.names), Failed: failing, Silent: silent}
+	var t0, t0Seen time.Time
+	lastPrint := time.Now()
+	for {
+		if err := c.Get(ctx, client.ObjectKey{Name: networkName}, &net); err != nil {
+			return nil, err
+		}
+		ch := net.Status.Change
+		if ch != nil && w.changeID == "" && ch.Kind == kind && ch.To == value {
+			w.mu.Lock()
+			w.changeID = ch.ID
+			w.mu.Unlock()
+		}
+		if ch != nil && ch.T0 != nil && t0.IsZero() && ch.ID == w.changeID {
+			t0, t0Seen = ch.T0.Time, time.Now()
+		}
+		if ch != nil && ch.ID == w.changeID && ended(ch.Phase) {
+			r.Phase, r.Message = ch.Phase, ch.Message
+			break
+		}
+		if time.Since(lastPrint) > 5*time.Second {
+			lastPrint = time.Now()
+			w.mu.Lock()
+			reported := len(w.reportAt)
+			w.mu.Unlock()
+			phase := v1alpha1.ChangePhase("not started")
+			if ch != nil {
+				phase = ch.Phase
+			}
+			fmt.Fprintf(s.out, "scale: %s after %s: %d of %d nodes answered\n", phase, time.Since(start).Round(time.Second), reported, len(s.names))
+		}
+		if e := s.cluster.ended(); e != "" {
+			return nil, fmt.Errorf("during the change: %s", e)
+		}
+		if time.Since(start) > o.Timeout {
+			return nil, fmt.Errorf("the change did not end in %s (phase %v)", o.Timeout, ch)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	end := time.Now()
+	r.Cost = cost.stop(ctx, len(s.names))
+	r.TotalSeconds = end.Sub(start).Seconds()
+	if !t0.IsZero() {
+		r.LeadSeconds = t0.Sub(t0Seen).Seconds()
+		r.T0ToEndSeconds = end.Sub(t0).Seconds()
+	}
+	// The steps each node reported, from its state as the change left it.
+	var states v1alpha1.NetshiftNodeStateList
+	if err := c.List(ctx, &states); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	var lastReport time.Time
+	for _, at := range w.reportAt {
+		if at.After(lastReport) {
+			lastReport = at
+		}
+	}
+	var late []float64
+	for _, st := range states.Items {
+		rep := st.Status.LiveChange
+		if rep == nil || rep.ID != w.changeID {
+			continue
+		}
+		for _, st := range rep.Steps {
+			if st.Error == "" {
+				late = append(late, float64(st.LateMicros)/1000)
+				if st.LateMicros > 100_000 {
+					r.StepsLate++
+				}
+			}
+		}
+	}
+	w.mu.Unlock()
+	if !lastReport.IsZero() {
+		r.PreconditionsSeconds = lastReport.Sub(start).Seconds()
+	}
+	r.StepsRun = len(late)
+	r.StepLateMs = percentiles(late)
+	s.checkNodes(kind, value, net.Status.Change, r)
+	return r, nil
+}
+
+// checkNodes counts, from the simulated nodes themselves, which carry the new value and
+// whether the failing ones are back on the old.
+func (s *sim) checkNodes(kind v1alpha1.ChangeKind, value int32, ch *v1alpha1.NetworkChange, r *ChangeReport) {
+	named := map[string]bool{}
+	for _, list := range [][]string{ch.Converging, ch.Held, ch.Rebooting} {
+		for _, n := range list {
+			named[n] = true
+		}
+	}
+	if ch.Rollback != nil {
+		for _, n := range ch.Rollback.Nodes {
+			named[n] = true
+		}
+	}
+	carries := func(n string) int {
+		mtu, port, _ := s.nodes[n].Network()
+		if kind == v1alpha1.ChangeMTU {
+			return mtu
+		}
+		return port
+	}
+	for _, n := range s.names {
+		if carries(n) == int(value) {
+			r.Applied++
+		}
+	}
+	for _, n := range r.Failed {
+		if carries(n) == s.initial(kind) {
+			r.Restored++
+		}
+		if named[n] || strings.Contains(r.Message, n) {
+			r.Reported++
+		}
+	}
+}
+
+func ended(p v1alpha1.ChangePhase) bool {
+	return slices.Contains([]v1alpha1.ChangePhase{v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed, v1alpha1.PhaseRolledBack, v1alpha1.PhaseAborted}, p)
+}
+
+// firstStep is the step a failing node fails: its change's first.
+func firstStep(kind v1alpha1.ChangeKind) v1alpha1.StepAction {
+	if kind == v1alpha1.ChangeMTU {
+		return "PodMTU"
+	}
+	return "TunnelPort"
+}
+
+// pick chooses percent of names, spread over them (every k-th, from offset).
+func pick(names []string, percent float64, offset int) []string {
+	n := int(float64(len(names)) * percent / 100)
+	if n == 0 {
+		return nil
+	}
+	every := len(names) / n
+	var out []string
+	for i := offset; i < len(names) && len(out) < n; i += every {
+		out = append(out, names[i])
+	}
+	return out
+}
+
+// percentiles are the 50th, 99th and 100th of v.
+func percentiles(v []float64) [3]float64 {
+	if len(v) == 0 {
+		return [3]float64{}
+	}
+	sort.Float64s(v)
+	at := func(q float64) float64 { return v[min(len(v)-1, int(q*float64(len(v))))] }
+	return [3]float64{at(0.5), at(0.99), v[len(v)-1]}
+}

@@ -1,0 +1,176 @@
+package scale
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"netshift.io/netshift/internal/apicount"
+)
+
+// Usage is what a process spent: CPU (user and system) and its peak resident memory.
+type Usage struct {
+	CPUSeconds float64 `json:"cpuSeconds"`
+	PeakRSSMiB float64 `json:"peakRSSMiB"`
+	pid        int
+	startTicks float64
+}
+
+// clockTicks is the kernel's USER_HZ, which /proc/PID/stat counts CPU time in.
+const clockTicks = 100
+
+// cpuTicks reads a process's user and system CPU time, in clock ticks.
+func cpuTicks(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command may hold spaces and parentheses: the fields start after the last ')'.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad CPU times", pid)
+	}
+	return utime + stime, nil
+}
+
+// peakRSS reads a process's peak resident memory (VmHWM), in MiB.
+func peakRSS(pid int) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no VmHWM", pid)
+}
+
+// meter measures a process from now on.
+func meter(pid int) *Usage {
+	t, _ := cpuTicks(pid)
+	return &Usage{pid: pid, startTicks: t}
+}
+
+// read fills in what the process spent since meter (its peak memory over its whole life).
+func (u *Usage) read() {
+	if t, err := cpuTicks(u.pid); err == nil {
+		u.CPUSeconds = (t - u.startTicks) / clockTicks
+	}
+	if m, err := peakRSS(u.pid); err == nil {
+		u.PeakRSSMiB = m
+	}
+}
+
+// childNamed finds this process's child whose executable is named name (the
+// API server and etcd envtest started).
+func childNamed(name string) (int, error) {
+	self := os.Getpid()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		open, shut := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || shut < open {
+			continue
+		}
+		f := strings.Fields(s[shut+1:])
+		if len(f) < 2 || s[open+1:shut] != name[:min(len(name), 15)] {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == self {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no child process %s", name)
+}
+
+// selfUsage measures this process (the simulated agents).
+func selfUsage() *Usage { return meter(os.Getpid()) }
+
+// freeAddr is a free loopback address:port.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// scrapeRequests reads the operator's netshift_operator_api_requests_total from its metrics endpoint.
+func scrapeRequests(ctx context.Context, metricsURL string) (map[apicount.Key]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("the operator's metrics %s: %w", metricsURL, err)
+	}
+	defer resp.Body.Close()
+	return parseRequests(resp.Body)
+}
+
+// parseRequests reads netshift_operator_api_requests_total{resource="..",verb=".."} N lines.
+func parseRequests(r io.Reader) (map[apicount.Key]int64, error) {
+	out := map[apicount.Key]int64{}
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		line, ok := strings.CutPrefix(s.Text(), "netshift_operator_api_requests_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(line, "} ")
+		if !ok {
+			continue
+		}
+		var k apicount.Key
+		for _, kv := range strings.Split(labels, ",") {
+			name, v, _ := strings.Cut(kv, "=")
+			v = strings.Trim(v, `"`)
+			switch name {
+			case "verb":
+				k.Verb = v
+			case "resource":
+				k.Resource = v
+			}
+		}
+		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return nil, fmt.Errorf("metric line %q: %w", s.Text(), err)
+		}
+		out[k] = int64(n)
+	}
+	return out, s.Err()
+}
