@@ -60,6 +60,7 @@ down.`,
 	f.IntVar(&o.Pools, "pools", o.Pools, "node pools for the drain (1..100), of mixed priorities, each maxParallel 10%")
 	f.DurationVar(&o.WorkTime, "work-time", o.WorkTime, "how long each node's reconfiguration takes once drained (0s..1m; drain)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long the scenario may take")
+	f.StringVar(&o.Dir, "dir", "", "keep the run's files (the processes' and the agents' logs, etcd's data) in this new directory instead of removing them")
 	addOutputFlag(f, &output)
 	return cmd
 }

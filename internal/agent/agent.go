@@ -86,6 +86,11 @@ type Agent struct {
 	// was taken off the node (`netshift uninstall`), keeps anything from putting it back.
 	cni  *CNIInstall
 	gate *offGate
+	// reported is what this agent reported of each live change plan (see planMemory).
+	reported planMemory
+	// reader reads the node's state past the cache, to lay a report again on a conflict
+	// (nil: through Client).
+	reader client.Reader
 }
 
 // HoldWork is the Reconfigure work until netshift has node settings to
@@ -294,7 +299,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
 		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Reboot: o.Reboot, failSteps: map[v1alpha1.StepAction]int{},
 		doneAt: map[string]time.Time{}, settled: map[string]bool{}, Pods: o.Pods, IntegrationBridge: o.IntegrationBridge,
-		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, Host: o.Host}
+		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, Host: o.Host, reader: mgr.GetAPIReader()}
 	if o.Host != nil {
 		a.now = o.Host.Now
 	}
@@ -461,7 +466,13 @@ func (a *Agent) reportDone(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
-			if err := a.Client.Get(ctx, client.ObjectKeyFromObject(nns), nns); err != nil {
+			// Past the cache: on a busy API server the cache lags by seconds, and a conflict
+			// read from it would conflict again.
+			reader := a.reader
+			if reader == nil {
+				reader = a.Client
+			}
+			if err := reader.Get(ctx, client.ObjectKeyFromObject(nns), nns); err != nil {
 				return err
 			}
 		}

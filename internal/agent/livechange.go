@@ -31,12 +31,20 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState)
 	plan := nns.Spec.LiveChange
 	rep := nns.Status.LiveChange
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
+	if a.reported.stale(plan.ID, rep) {
+		// The cache has not caught up with this agent's own report yet: look again soon.
+		return ctrl.Result{RequeueAfter: staleLook}, nil
+	}
 	if (rep == nil || rep.ID != plan.ID) && plan.Rollback {
 		// A rollback puts back the values the node had: nothing to check first.
 		logger.Info("rolling back the change's steps", "t0", plan.T0)
-		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
+		err := a.report(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
 			s.LiveChange = &v1alpha1.LiveChangeReport{ID: plan.ID, Ready: true}
 		})
+		if err == nil {
+			a.reported.answer(plan.ID)
+		}
+		return ctrl.Result{}, err
 	}
 	if rep == nil || rep.ID != plan.ID {
 		checking, withdrawn := a.whilePlanned(ctx, nns, plan.ID)
@@ -46,7 +54,11 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState)
 			return ctrl.Result{}, nil
 		}
 		logger.Info("preconditions checked", "ready", r.Ready, "problems", r.Problems, "warnings", r.Warnings)
-		return ctrl.Result{}, a.report(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) { s.LiveChange = &r })
+		err := a.report(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) { s.LiveChange = &r })
+		if err == nil {
+			a.reported.answer(plan.ID)
+		}
+		return ctrl.Result{}, err
 	}
 	// A node whose step failed is left as its steps left it, for the operator to roll back.
 	if rep.Done && !rep.Failed && plan.Network != nil && a.config() != nil && !a.settled[plan.ID] {
@@ -94,6 +106,10 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState)
 // to wait for it before they are reported.
 const reportBatchWindow = time.Second
 
+// staleLook is how soon the agent looks again at a state its cache shows
+// older than its own latest report.
+const staleLook = 500 * time.Millisecond
+
 // nextStepAfter is the time of the first step after the i-th that is still
 // to run, or nil when there is none.
 func nextStepAfter(plan *v1alpha1.LiveChangePlan, i int, done map[v1alpha1.StepAction]bool) *time.Time {
@@ -112,12 +128,15 @@ func (a *Agent) reportSteps(ctx context.Context, nns *v1alpha1.NetshiftNodeState
 	if len(results) == 0 && !done {
 		return nil
 	}
-	return a.reportDone(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
+	err := a.reportDone(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
 		if s.LiveChange == nil || s.LiveChange.ID != id {
 			return // the report was replaced meanwhile: nothing of this change to add to
 		}
-		s.LiveChange.Steps = append(s.LiveChange.Steps, results...)
 		for _, r := range results {
+			if reportHas(s.LiveChange, r.Action) {
+				continue // written by an earlier try whose answer was lost
+			}
+			s.LiveChange.Steps = append(s.LiveChange.Steps, r)
 			if r.Error != "" {
 				s.LiveChange.Failed = true
 			}
@@ -126,6 +145,10 @@ func (a *Agent) reportSteps(ctx context.Context, nns *v1alpha1.NetshiftNodeState
 			s.LiveChange.Done = true
 		}
 	})
+	if err == nil {
+		a.reported.ran(id, results, done)
+	}
+	return err
 }
 
 // whilePlanned is ctx, cancelled once the node's plan is no longer change id

@@ -81,7 +81,8 @@ func startCluster(ctx context.Context, dir, netshift string, out io.Writer) (*cl
 		return nil, err
 	}
 	c.closeLog = logf.Close
-	c.agentLog = zap.New(zap.WriteTo(logf))
+	// Every line, JSON: production mode would sample the agents' lines away.
+	c.agentLog = zap.New(zap.WriteTo(logf), zap.UseDevMode(true), zap.JSONEncoder())
 	fmt.Fprintf(out, "scale: starting kube-apiserver, etcd, kube-controller-manager and kube-scheduler in %s\n", dir)
 	c.cp, err = controlplane.StartWith(controlplane.Options{Cluster: true, ServiceCIDR: "10.96.0.0/16", Dir: filepath.Join(dir, "control-plane")})
 	if err != nil {

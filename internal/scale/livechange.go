@@ -35,9 +35,11 @@ type ChangeReport struct {
 	TotalSeconds float64 `json:"totalSeconds"`
 	// StepLate are how late the nodes' steps started after their time (ms): p50, p99, max.
 	StepLateMs [3]float64 `json:"stepLateMs"`
-	// StepsLate counts the steps that started more than 100 ms late; StepsRun all steps run.
-	StepsLate int `json:"stepsLate"`
-	StepsRun  int `json:"stepsRun"`
+	// StepsLate counts the steps that started more than 100 ms late; StepsRun all steps run;
+	// StepsAgain the steps a node reported more than once (run again after a report was lost).
+	StepsLate  int `json:"stepsLate"`
+	StepsRun   int `json:"stepsRun"`
+	StepsAgain int `json:"stepsAgain"`
 	// Failed and Silent are the nodes given a failing step and silenced after their preconditions.
 	Failed []string `json:"failed,omitempty"`
 	Silent []string `json:"silent,omitempty"`
@@ -200,7 +202,13 @@ func (s *sim) runChange(ctx context.Context, kind v1alpha1.ChangeKind, value int
 		if rep == nil || rep.ID != w.changeID {
 			continue
 		}
+		seen := map[v1alpha1.StepAction]bool{}
 		for _, st := range rep.Steps {
+			if seen[st.Action] {
+				r.StepsAgain++
+				continue
+			}
+			seen[st.Action] = true
 			if st.Error == "" {
 				late = append(late, float64(st.LateMicros)/1000)
 				if st.LateMicros > 100_000 {

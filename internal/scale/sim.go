@@ -176,7 +176,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Out = io.Discard
 	}
 	dir := o.Dir
-	if dir == "" {
+	if dir != "" {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("--dir: %w", err)
+		}
+	} else {
 		d, err := os.MkdirTemp("", "netshift-scale-")
 		if err != nil {
 			return nil, err
@@ -289,7 +293,7 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "\n  spec patch to every precondition reported: %.2f s\n  T0 lead as first seen: %.2f s\n  T0 to the end: %.2f s\n  spec patch to the end: %.2f s\n",
 			c.PreconditionsSeconds, c.LeadSeconds, c.T0ToEndSeconds, c.TotalSeconds)
-		fmt.Fprintf(w, "  steps run %d, started late p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d over 100 ms\n", c.StepsRun, c.StepLateMs[0], c.StepLateMs[1], c.StepLateMs[2], c.StepsLate)
+		fmt.Fprintf(w, "  steps run %d (and %d again), started late p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d over 100 ms\n", c.StepsRun, c.StepsAgain, c.StepLateMs[0], c.StepLateMs[1], c.StepLateMs[2], c.StepsLate)
 		fmt.Fprintf(w, "  nodes carrying the new value: %d of %d", c.Applied, c.Nodes)
 		if len(c.Failed) > 0 {
 			fmt.Fprintf(w, "; failing nodes %d, restored %d, named in the status %d", len(c.Failed), c.Restored, c.Reported)
