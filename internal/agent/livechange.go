@@ -31,7 +31,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState)
 	plan := nns.Spec.LiveChange
 	rep := nns.Status.LiveChange
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
-	if a.reported.stale(plan.ID, rep) {
+	if a.reported.stale(plan.ID, rep, time.Now()) {
 		// The cache has not caught up with this agent's own report yet: look again soon.
 		return ctrl.Result{RequeueAfter: staleLook}, nil
 	}

@@ -1,6 +1,10 @@
 package agent
 
-import "netshift.io/netshift/api/v1alpha1"
+import (
+	"time"
+
+	"netshift.io/netshift/api/v1alpha1"
+)
 
 // planMemory is what this agent reported of each live change plan. Its cache
 // can show the node's state from before its own latest report (on a busy API
@@ -11,11 +15,19 @@ type planMemory struct {
 	answered map[string]bool
 	steps    map[string]map[v1alpha1.StepAction]bool
 	finished map[string]bool
+	// staleSince is when the state was first seen older than the memory, per plan.
+	staleSince map[string]time.Time
 }
+
+// staleFor is how long a state may look older than what the agent reported
+// before the agent trusts the state instead: one deleted and made again
+// (its reports gone) is not a cache that lags.
+const staleFor = 30 * time.Second
 
 func (m *planMemory) init() {
 	if m.answered == nil {
 		m.answered, m.steps, m.finished = map[string]bool{}, map[string]map[v1alpha1.StepAction]bool{}, map[string]bool{}
+		m.staleSince = map[string]time.Time{}
 	}
 }
 
@@ -39,9 +51,30 @@ func (m *planMemory) ran(id string, results []v1alpha1.StepResult, done bool) {
 	}
 }
 
-// stale says whether the state's report of plan id is older than what this agent reported.
-func (m *planMemory) stale(id string, rep *v1alpha1.LiveChangeReport) bool {
+// stale says whether the state's report of plan id is older than what this
+// agent reported, at now; past staleFor it forgets the plan and trusts the state.
+func (m *planMemory) stale(id string, rep *v1alpha1.LiveChangeReport, now time.Time) bool {
 	m.init()
+	if !m.older(id, rep) {
+		delete(m.staleSince, id)
+		return false
+	}
+	since, ok := m.staleSince[id]
+	if !ok {
+		m.staleSince[id] = now
+		return true
+	}
+	if now.Sub(since) < staleFor {
+		return true
+	}
+	delete(m.answered, id)
+	delete(m.steps, id)
+	delete(m.finished, id)
+	delete(m.staleSince, id)
+	return false
+}
+
+func (m *planMemory) older(id string, rep *v1alpha1.LiveChangeReport) bool {
 	if rep == nil || rep.ID != id {
 		return m.answered[id]
 	}

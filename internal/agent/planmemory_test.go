@@ -2,38 +2,56 @@ package agent
 
 import (
 	"testing"
+	"time"
 
 	"netshift.io/netshift/api/v1alpha1"
 )
 
 func TestAStateOlderThanTheAgentsOwnReportIsStale(t *testing.T) {
 	var m planMemory
-	if m.stale("mtu-1", nil) {
+	now := time.Now()
+	if m.stale("mtu-1", nil, now) {
 		t.Error("nothing reported yet, and the state counts as stale")
 	}
 	m.answer("mtu-1")
-	if !m.stale("mtu-1", nil) || !m.stale("mtu-1", &v1alpha1.LiveChangeReport{ID: "mtu-0"}) {
+	if !m.stale("mtu-1", nil, now) || !m.stale("mtu-1", &v1alpha1.LiveChangeReport{ID: "mtu-0"}, now) {
 		t.Error("the agent answered, and a state without its answer is not stale")
 	}
 	answered := &v1alpha1.LiveChangeReport{ID: "mtu-1", Ready: true}
-	if m.stale("mtu-1", answered) {
+	if m.stale("mtu-1", answered, now) {
 		t.Error("a state with the answer counts as stale")
 	}
 	pod := v1alpha1.StepResult{Action: "PodMTU"}
 	m.ran("mtu-1", []v1alpha1.StepResult{pod}, false)
-	if !m.stale("mtu-1", answered) {
+	if !m.stale("mtu-1", answered, now) {
 		t.Error("a step reported, and a state without it is not stale")
 	}
 	withPod := &v1alpha1.LiveChangeReport{ID: "mtu-1", Ready: true, Steps: []v1alpha1.StepResult{pod}}
-	if m.stale("mtu-1", withPod) {
+	if m.stale("mtu-1", withPod, now) {
 		t.Error("a state with every step reported counts as stale")
 	}
 	m.ran("mtu-1", nil, true)
-	if !m.stale("mtu-1", withPod) {
+	if !m.stale("mtu-1", withPod, now) {
 		t.Error("the node's part reported done, and a state not done is not stale")
 	}
 	withPod.Done = true
-	if m.stale("mtu-1", withPod) || m.stale("mtu-2", nil) {
+	if m.stale("mtu-1", withPod, now) || m.stale("mtu-2", nil, now) {
 		t.Error("a current state, or another plan's, counts as stale")
+	}
+}
+
+func TestAStateLongerStaleThanACacheLagsIsTrusted(t *testing.T) {
+	var m planMemory
+	m.answer("mtu-1")
+	start := time.Now()
+	if !m.stale("mtu-1", nil, start) || !m.stale("mtu-1", nil, start.Add(staleFor-time.Second)) {
+		t.Fatal("a state without the agent's answer is not stale at first")
+	}
+	// The state was made again (its reports gone): the agent answers again rather than wait forever.
+	if m.stale("mtu-1", nil, start.Add(staleFor)) {
+		t.Error("still stale after staleFor")
+	}
+	if m.stale("mtu-1", nil, start.Add(staleFor+time.Second)) {
+		t.Error("the forgotten plan came back as stale")
 	}
 }

@@ -36,10 +36,21 @@ func drainNodeChanged(old, updated *corev1.Node) bool {
 }
 
 // drainPodChanged says whether a Pod update can matter to a drain: where it
-// runs, whether it is ending, its phase and its labels (PodDisruptionBudgets).
+// runs, whether it is ending, its phase, its readiness and its labels (a
+// replacement becoming Ready lets a PodDisruptionBudget allow the next eviction).
 func drainPodChanged(old, updated *corev1.Pod) bool {
 	return old.Spec.NodeName != updated.Spec.NodeName || !old.DeletionTimestamp.Equal(updated.DeletionTimestamp) ||
-		old.Status.Phase != updated.Status.Phase || !equality.Semantic.DeepEqual(old.Labels, updated.Labels)
+		old.Status.Phase != updated.Status.Phase || podReady(old) != podReady(updated) ||
+		!equality.Semantic.DeepEqual(old.Labels, updated.Labels)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // onUpdate lets through every create, delete and generic event, and the

@@ -55,9 +55,15 @@ func TestDrainIgnoresHeartbeatsAndPodStatusChurn(t *testing.T) {
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	churn := pod.DeepCopy()
-	churn.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	churn.Status.PodIP = "10.0.0.7"
+	churn.Status.Conditions = []corev1.PodCondition{{Type: corev1.ContainersReady, Status: corev1.ConditionFalse}}
 	if drainPodChanged(pod, churn) {
-		t.Error("a pod's condition update woke the drain controller")
+		t.Error("a pod's status churn woke the drain controller")
+	}
+	becameReady := pod.DeepCopy()
+	becameReady.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if !drainPodChanged(pod, becameReady) {
+		t.Error("a pod becoming Ready (which a PodDisruptionBudget counts) did not wake it")
 	}
 	ending := pod.DeepCopy()
 	now := metav1.Now()

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -60,9 +61,10 @@ func fanOut(ctx context.Context, names []string, pace *writePace, write func(ctx
 	close(next)
 	wg.Wait()
 	if first == nil && ctx.Err() != nil {
-		first = ctx.Err()
+		first = fmt.Errorf("%d writes, one per node: %w", len(names), ctx.Err())
 	}
-	if pace != nil && first == nil {
+	// A fan-out narrower than its width times one write, not one write's share of it.
+	if pace != nil && first == nil && len(names) >= 4*fanOutWidth {
 		pace.mu.Lock()
 		pace.perNode = time.Since(start) / time.Duration(len(names))
 		pace.mu.Unlock()
@@ -71,8 +73,8 @@ func fanOut(ctx context.Context, names []string, pace *writePace, write func(ctx
 }
 
 // lead is how far ahead of now T0 goes for a change of nodes nodes: at least
-// min, plus twice what writing every node's plan took in the latest fan-out
-// (T0 reaches the agents in one such fan-out).
+// min, plus twice what writing every node's plan took in the latest fan-out of
+// at least four times its width (T0 reaches the agents in one such fan-out).
 func (p *writePace) lead(minimum time.Duration, nodes int) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()

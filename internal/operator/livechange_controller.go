@@ -80,8 +80,27 @@ type LiveChangeReconciler struct {
 	// lead grows with it (see writePace.lead).
 	pace writePace
 	// planned are the plans this process wrote that its cache may not show yet, by node: a
-	// pass reads the nodes' states from the cache, and must not write a plan twice.
-	planned sync.Map // node name -> plan ID
+	// pass reads the nodes' states from the cache, and must not write a plan twice, nor miss
+	// one when it removes them.
+	planned sync.Map // node name -> plannedAs
+	// holding are the nodes whose LiveChange hold this process took, by node: the cache
+	// may not show them yet when the change ends.
+	holding sync.Map // node name -> change ID
+	// plansSent is when this process last wrote plans of a change, by change ID.
+	plansSent sync.Map // change ID -> time.Time
+}
+
+// plannedAs is the plan written to a node's state, and which state (a state deleted and
+// made again is another, to be planned again).
+type plannedAs struct {
+	ID  string
+	UID types.UID
+}
+
+// wrote says whether this process wrote plan id into nns (whatever the cache shows of it).
+func (r *LiveChangeReconciler) wrote(nns *v1alpha1.NetshiftNodeState, id string) bool {
+	p, ok := r.planned.Load(nns.Name)
+	return ok && p.(plannedAs) == plannedAs{ID: id, UID: nns.UID}
 }
 
 var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}}
@@ -123,7 +142,11 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	case st.Change != nil && st.Change.Phase.Active():
 		var err error
-		if requeue, err = r.advance(ctx, &cn); err != nil {
+		if requeue, err = r.advance(ctx, &cn); apierrors.IsConflict(err) {
+			// A state changed under a write (an agent's report): the next pass reads it again.
+			log.FromContext(ctx).V(1).Info("a write of the change met a newer state; looking again", "error", err.Error())
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		} else if err != nil {
 			return ctrl.Result{}, err
 		}
 	case st.Change != nil && (len(st.Change.Converging) > 0 || len(st.Change.Held) > 0 || len(st.Change.Rebooting) > 0):
@@ -345,7 +368,7 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 			continue
 		}
 		if plan := nns.Spec.LiveChange; plan == nil || (plan.ID != ch.ID && plan.ID != livechange.RollbackID(ch.ID)) {
-			if id, ok := r.planned.Load(n.Name); !ok || id != ch.ID {
+			if !r.wrote(nns, ch.ID) {
 				unplanned = append(unplanned, n.Name)
 			}
 		}
@@ -363,19 +386,32 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if len(unplanned) > 0 {
+		r.plansSent.Store(ch.ID, r.Now())
+	}
 	return &nodes, byNode, reports, nil
 }
 
 // deadlines are when a silent agent is judged silent: only over time this
 // operator was there to hear it (after a restart and a leader election the
 // answer timeout counts from this process's start).
+//
+// Every node answers with a write, and at thousands of nodes the API server
+// takes a while to take them all: each deadline also allows what the plans'
+// own writes took (the same number of writes), and the preconditions' counts
+// from when this process last wrote the change's plans.
 func (r *LiveChangeReconciler) deadlines(ch *v1alpha1.NetworkChange) livechange.Deadlines {
 	var d livechange.Deadlines
+	allow := r.AnswerTimeout + r.pace.lead(0, int(ch.Nodes))
 	if ch.StartedAt != nil {
-		d.Preconditions = r.since(ch.StartedAt.Time).Add(r.AnswerTimeout)
+		from := ch.StartedAt.Time
+		if sent, ok := r.plansSent.Load(ch.ID); ok && sent.(time.Time).After(from) {
+			from = sent.(time.Time)
+		}
+		d.Preconditions = r.since(from).Add(allow)
 	}
 	if ch.T0 != nil {
-		d.Steps = r.since(ch.T0.Time).Add(r.AnswerTimeout)
+		d.Steps = r.since(ch.T0.Time).Add(allow)
 	}
 	return d
 }
@@ -474,13 +510,35 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 // arriving and no deadline sooner.
 const activeHeartbeat = time.Second
 
+// setPlan writes plan into the node's state (nil removes it), guarded by the state's
+// resourceVersion. A state read from the cache may be older than the one stored: on a
+// conflict it is read again past the cache and the plan laid on it, a few times.
 func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.NetshiftNodeState, plan *v1alpha1.LiveChangePlan) error {
-	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	nns.Spec.LiveChange = plan
-	if err := r.Client.Patch(ctx, nns, patch); err != nil {
-		return fmt.Errorf("node %s: write live change plan %s: %w", nns.Name, plan.ID, err)
+	what := "remove the live change plan"
+	if plan != nil {
+		what = "write live change plan " + plan.ID
 	}
-	r.planned.Store(nns.Name, plan.ID)
+	var err error
+	for try := 0; try < 4; try++ {
+		if try > 0 {
+			if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(nns), nns); err != nil {
+				break
+			}
+		}
+		patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		nns.Spec.LiveChange = plan
+		if err = r.Client.Patch(ctx, nns, patch); !apierrors.IsConflict(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("node %s: %s: %w", nns.Name, what, err)
+	}
+	if plan != nil {
+		r.planned.Store(nns.Name, plannedAs{ID: plan.ID, UID: nns.UID})
+	} else {
+		r.planned.Delete(nns.Name)
+	}
 	return nil
 }
 
@@ -509,8 +567,9 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Netshi
 	return fanOut(ctx, nodeNames(nodes), &r.pace, func(ctx context.Context, name string) error {
 		nns := byNode[name]
 		plan := nns.Spec.LiveChange.DeepCopy()
-		plan.T0 = &t0
-		plan.Network = &network
+		// Each plan its own values: a write decodes the stored object back into them.
+		at, net := t0, network
+		plan.T0, plan.Network = &at, &net
 		plan.Steps = livechange.Schedule(c, steps, r.Spacing)
 		return r.setPlan(ctx, nns, plan)
 	})
@@ -547,6 +606,7 @@ func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node,
 		if err := takeHold(ctx, r.Client, nns, node, h, now, nil); err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
+		r.holding.Store(name, id)
 		mu.Lock()
 		byNode[name] = nns
 		mu.Unlock()
@@ -563,20 +623,16 @@ func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, 
 	}
 	var planned []string
 	for _, n := range nodes {
-		if nns := byNode[n.Name]; nns != nil && !slices.Contains(keep, n.Name) && nns.Spec.LiveChange != nil {
+		nns := byNode[n.Name]
+		if nns == nil || slices.Contains(keep, n.Name) {
+			continue
+		}
+		// A plan written in a pass the cache does not show yet is removed too.
+		if nns.Spec.LiveChange != nil || r.wrote(nns, id) || r.wrote(nns, livechange.RollbackID(id)) {
 			planned = append(planned, n.Name)
 		}
 	}
-	return fanOut(ctx, planned, nil, func(ctx context.Context, name string) error {
-		nns := byNode[name]
-		patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		nns.Spec.LiveChange = nil
-		if err := r.Client.Patch(ctx, nns, patch); err != nil {
-			return fmt.Errorf("node %s: remove live change plan: %w", name, err)
-		}
-		r.planned.Delete(name)
-		return nil
-	})
+	return fanOut(ctx, planned, nil, func(ctx context.Context, name string) error { return r.setPlan(ctx, byNode[name], nil) })
 }
 
 // releaseAll gives back the LiveChange holds of change id of every node but
@@ -587,7 +643,8 @@ func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.No
 	for _, n := range nodes {
 		if nns := byNode[n.Name]; nns != nil && !slices.Contains(keep, n.Name) {
 			h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange)
-			held = held || (ok && h.ID == id) || nns.Status.LiveChangeCordoned == id
+			took, _ := r.holding.Load(n.Name)
+			held = held || (ok && h.ID == id) || nns.Status.LiveChangeCordoned == id || took == id
 		}
 	}
 	if !held {
@@ -614,6 +671,7 @@ func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.No
 		if err := releaseHold(ctx, r.Client, freshState[name], freshNode[name], v1alpha1.HoldLiveChange, id, nil); err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
+		r.holding.Delete(name)
 		return nil
 	})
 }

@@ -96,7 +96,7 @@ func (r *LiveChangeReconciler) planRollback(ctx context.Context, cn *v1alpha1.Ne
 		if nns == nil || nns.Spec.LiveChange == nil || nns.Spec.LiveChange.ID != ch.ID {
 			continue // its rollback plan is written already (or no plan of the change reached it)
 		}
-		if id, ok := r.planned.Load(n); ok && id == livechange.RollbackID(ch.ID) {
+		if r.wrote(nns, livechange.RollbackID(ch.ID)) {
 			continue // written, and not in the cache yet
 		}
 		unplanned = append(unplanned, n)
