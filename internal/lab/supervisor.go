@@ -47,7 +47,7 @@ func (s *State) startControlPlane(o controlplane.Options) (*controlplane.Control
 	if err != nil {
 		return nil, "", err
 	}
-	for _, c := range childrenOf(os.Getpid()) {
+	for _, c := range ChildrenOf(os.Getpid()) {
 		switch c.Comm {
 		case "kube-apiserver", "etcd", "kube-controller", "kube-scheduler": // comm: 15 bytes at most
 			if err := s.record(func() { s.Processes = append(s.Processes, c) }); err != nil {
@@ -114,8 +114,8 @@ func (s *State) createObjects(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-// childrenOf lists the processes whose parent is pid.
-func childrenOf(pid int) []Process {
+// ChildrenOf lists the processes whose parent is pid (the supervisor's, and a scale run's API server and etcd).
+func ChildrenOf(pid int) []Process {
 	entries, _ := os.ReadDir("/proc")
 	var out []Process
 	for _, e := range entries {

@@ -178,10 +178,8 @@ func (r *LiveChangeReconciler) removePlans(ctx context.Context, byNode map[strin
 		if nns == nil || nns.Spec.LiveChange == nil {
 			continue
 		}
-		patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		nns.Spec.LiveChange = nil
-		if err := r.Client.Patch(ctx, nns, patch); err != nil {
-			return fmt.Errorf("node %s: remove live change plan: %w", n, err)
+		if err := r.setPlan(ctx, nns, nil); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -194,6 +192,7 @@ func (r *LiveChangeReconciler) startReboot(ctx context.Context, nns *v1alpha1.Ne
 	if nns == nil {
 		return nil
 	}
+	nns = nns.DeepCopy() // it may be the cache's own
 	id := livechange.RebootOperationID(ch.ID)
 	op := nns.Spec.Operation
 	if op != nil && op.ID == id {

@@ -88,6 +88,9 @@ type LiveChangeReconciler struct {
 	holding sync.Map // node name -> change ID
 	// plansSent is when this process last wrote plans of a change, by change ID.
 	plansSent sync.Map // change ID -> time.Time
+	// lastEnd and lastTook are when the latest pass ended and how long it took (see Reconcile).
+	lastEnd  time.Time
+	lastTook time.Duration
 }
 
 // plannedAs is the plan written to a node's state, and which state (a state deleted and
@@ -120,6 +123,15 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if req.Name != v1alpha1.NetshiftNetworkName {
 		return ctrl.Result{}, nil
 	}
+	// Every node's report is an event: at thousands of nodes passes would run back to back,
+	// each reading every node. The next pass waits as long as the last took (at most
+	// maxPassWait: a pass that wrote every node's plan took long for its writes, not its
+	// reads), and takes every report of the wait at once.
+	if wait := min(r.lastTook, maxPassWait) - time.Since(r.lastEnd); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	began := time.Now()
+	defer func() { r.lastEnd, r.lastTook = time.Now(), time.Since(began) }()
 	if r.listening.IsZero() {
 		r.listening = r.Now()
 	}
@@ -347,12 +359,14 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 	// From the cache: every agent's report is an event that brings a pass here, and a pass
 	// that listed thousands of nodes past the cache would cost the API server more than the
 	// change itself. The writes are guarded by each state's resourceVersion.
+	// Not copied out of the cache (thousands of objects a pass): nothing here changes them;
+	// setPlan writes a copy.
 	var nodes corev1.NodeList
 	var states v1alpha1.NetshiftNodeStateList
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := r.Client.List(ctx, &states); err != nil {
+	if err := r.Client.List(ctx, &states, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, nil, err
 	}
 	byNode := map[string]*v1alpha1.NetshiftNodeState{}
@@ -506,18 +520,22 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 	return 0, nil
 }
 
+// maxPassWait bounds how long a pass waits after the last one (see Reconcile).
+const maxPassWait = 500 * time.Millisecond
+
 // activeHeartbeat is how often an active change is looked at with no report
 // arriving and no deadline sooner.
 const activeHeartbeat = time.Second
 
-// setPlan writes plan into the node's state (nil removes it), guarded by the state's
-// resourceVersion. A state read from the cache may be older than the one stored: on a
+// setPlan writes plan into a copy of the node's state (nil removes it), guarded by the
+// state's resourceVersion. A state read from the cache may be older than the one stored: on a
 // conflict it is read again past the cache and the plan laid on it, a few times.
 func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.NetshiftNodeState, plan *v1alpha1.LiveChangePlan) error {
 	what := "remove the live change plan"
 	if plan != nil {
 		what = "write live change plan " + plan.ID
 	}
+	nns = nns.DeepCopy() // it may be the cache's own
 	var err error
 	for try := 0; try < 4; try++ {
 		if try > 0 {

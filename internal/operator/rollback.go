@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -32,10 +33,10 @@ func (r *LiveChangeReconciler) advanceRollback(ctx context.Context, cn *v1alpha1
 	ch, rb := cn.Status.Change, cn.Status.Change.Rollback
 	var nodes corev1.NodeList
 	var states v1alpha1.NetshiftNodeStateList
-	if err := r.Client.List(ctx, &nodes); err != nil { // from the cache, as collectReports
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil { // from the cache, as collectReports
 		return 0, err
 	}
-	if err := r.Client.List(ctx, &states); err != nil {
+	if err := r.Client.List(ctx, &states, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
 	byNode := map[string]*v1alpha1.NetshiftNodeState{}

@@ -8,12 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"netshift.io/netshift/internal/apicount"
+	"netshift.io/netshift/internal/lab"
 )
 
 // Usage is what a process spent: CPU (user and system) and its peak resident memory.
@@ -82,31 +82,9 @@ func (u *Usage) read() {
 // childNamed finds this process's child whose executable is named name (the
 // API server and etcd envtest started).
 func childNamed(name string) (int, error) {
-	self := os.Getpid()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		open, shut := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || shut < open {
-			continue
-		}
-		f := strings.Fields(s[shut+1:])
-		if len(f) < 2 || s[open+1:shut] != name[:min(len(name), 15)] {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid == self {
-			return pid, nil
+	for _, p := range lab.ChildrenOf(os.Getpid()) {
+		if p.Comm == name[:min(len(name), 15)] { // the kernel keeps 15 bytes of a command's name
+			return p.Pid, nil
 		}
 	}
 	return 0, fmt.Errorf("no child process %s", name)
