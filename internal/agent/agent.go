@@ -249,6 +249,44 @@ func cniChained(node string, chained *atomic.Bool) error {
 	return nil
 }
 
+// openSwitch connects to the node's OVSDB for as long as the agent runs (nil
+// without one).
+func openSwitch(mgr ctrl.Manager, o Options) (*ovs.Switch, error) {
+	if o.OVSDB == "" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	sw, err := ovs.OpenSwitch(ctx, o.OVSDB)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", o.Node, err)
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); sw.Close(); return nil })); err != nil {
+		return nil, err
+	}
+	return sw, nil
+}
+
+// managerOptions are the agent's manager's: a cache of its own node's
+// NetshiftNodeState, Node and pods only.
+func managerOptions(o Options) ctrl.Options {
+	opts := ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: o.HealthAddr,
+		Controller:             config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&v1alpha1.NetshiftNodeState{}: {Field: fields.OneTermEqualSelector("metadata.name", o.Node)},
+			&corev1.Pod{}:                 {Field: fields.OneTermEqualSelector("spec.nodeName", o.Node)},
+			&corev1.Node{}:                {Field: fields.OneTermEqualSelector("metadata.name", o.Node)},
+		}},
+	}
+	if o.Logger != nil {
+		opts.Logger = *o.Logger
+	}
+	return opts
+}
+
 // NewManager builds the agent process for one node: a manager whose cache
 // holds only that node's NetshiftNodeState.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
@@ -256,21 +294,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := checkNode(o); err != nil {
 		return nil, err
 	}
-	opts := ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: o.HealthAddr,
-		Controller:             config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.NetshiftNodeState{}: {Field: fields.OneTermEqualSelector("metadata.name", node)},
-			&corev1.Pod{}:                 {Field: fields.OneTermEqualSelector("spec.nodeName", node)},
-			&corev1.Node{}:                {Field: fields.OneTermEqualSelector("metadata.name", node)},
-		}},
-	}
-	if o.Logger != nil {
-		opts.Logger = *o.Logger
-	}
-	mgr, err := ctrl.NewManager(cfg, opts)
+	mgr, err := ctrl.NewManager(cfg, managerOptions(o))
 	if err != nil {
 		return nil, fmt.Errorf("node %s: create agent manager: %w", node, err)
 	}
@@ -282,18 +306,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
-	var sw *ovs.Switch
-	if o.OVSDB != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		sw, err = ovs.OpenSwitch(ctx, o.OVSDB)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("node %s: %w", node, err)
-		}
-		// The connection lives as long as the agent.
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); sw.Close(); return nil })); err != nil {
-			return nil, err
-		}
+	sw, err := openSwitch(mgr, o)
+	if err != nil {
+		return nil, err
 	}
 	a := &Agent{Client: mgr.GetClient(), Node: node, Work: o.Work, NodeNetns: o.NodeNetns, OVSDB: o.OVSDB, Switch: sw,
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,

@@ -55,17 +55,48 @@ type ChangeReport struct {
 type changeWatch struct {
 	mu       sync.Mutex
 	reportAt map[string]time.Time // a node's precondition report first seen
-	steps    map[string][]v1alpha1.StepResult
 	onReport func(node string)
 	changeID string
 }
 
+func (w *changeWatch) id() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.changeID
+}
+
+func (w *changeWatch) setID(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.changeID = id
+}
+
+func (w *changeWatch) answered() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.reportAt)
+}
+
+// lastReport is when the last node's precondition report was first seen.
+func (w *changeWatch) lastReport() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, at := range w.reportAt {
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last
+}
+
 func (w *changeWatch) seen(nns *v1alpha1.NetshiftNodeState) {
 	r := nns.Status.LiveChange
+	w.mu.Lock()
 	if r == nil || w.changeID == "" || r.ID != w.changeID {
+		w.mu.Unlock()
 		return
 	}
-	w.mu.Lock()
 	_, had := w.reportAt[nns.Name]
 	if !had {
 		w.reportAt[nns.Name] = time.Now()
@@ -79,34 +110,73 @@ func (w *changeWatch) seen(nns *v1alpha1.NetshiftNodeState) {
 
 // runChange patches the NetshiftNetwork to value (an MTU or a tunnel port) and follows the change to its end.
 func (s *sim) runChange(ctx context.Context, kind v1alpha1.ChangeKind, value int32, o Options) (*ChangeReport, error) {
-	c := s.cluster.cp.Client
-	wc, err := client.NewWithWatch(s.cluster.cp.Admin, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return nil, err
-	}
-	w := &changeWatch{reportAt: map[string]time.Time{}}
 	failing, silent := pick(s.names, o.FailPercent, 0), pick(s.names, o.SilentPercent, 1)
 	for _, n := range failing {
 		s.nodes[n].FailStep(firstStep(kind))
+	}
+	w, stop, err := s.watchReports(ctx, silent)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	cost := s.startCost(ctx)
+	start := time.Now()
+	if err := s.patchNetwork(ctx, kind, value, failurePolicy(o, len(failing)+len(silent))); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(s.out, "scale: %s -> %d on %d nodes (%d failing a step, %d silent after their preconditions)\n", kind, value, len(s.names), len(failing), len(silent))
+	r := &ChangeReport{Kind: kind, Nodes: len(s.names), Failed: failing, Silent: silent}
+	ch, t0, t0Seen, err := s.followChange(ctx, w, kind, value, start, o.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	end := time.Now()
+	r.Phase, r.Message = ch.Phase, ch.Message
+	r.Cost = cost.stop(ctx, len(s.names))
+	r.TotalSeconds = end.Sub(start).Seconds()
+	if !t0.IsZero() {
+		r.LeadSeconds = t0.Sub(t0Seen).Seconds()
+		r.T0ToEndSeconds = end.Sub(t0).Seconds()
+	}
+	if last := w.lastReport(); !last.IsZero() {
+		r.PreconditionsSeconds = last.Sub(start).Seconds()
+	}
+	if err := s.countSteps(ctx, w.id(), r); err != nil {
+		return nil, err
+	}
+	s.checkNodes(kind, value, ch, r)
+	return r, nil
+}
+
+// failurePolicy is the change's spec.onFailure when faults are injected: the failing nodes
+// rolled back, the others completing (nil: the default).
+func failurePolicy(o Options, faulty int) *v1alpha1.FailurePolicy {
+	if faulty == 0 {
+		return nil
+	}
+	return &v1alpha1.FailurePolicy{Action: v1alpha1.FailureRollback, MaxFailedNodes: ptr.To(intOrPercent(2 * (o.FailPercent + o.SilentPercent)))}
+}
+
+// watchReports follows the nodes' reports through one watch of the API server; a silent
+// node's agent stops once its report of the preconditions shows.
+func (s *sim) watchReports(ctx context.Context, silent []string) (*changeWatch, func(), error) {
+	wc, err := client.NewWithWatch(s.cluster.cp.Admin, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, nil, err
 	}
 	silentSet := map[string]bool{}
 	for _, n := range silent {
 		silentSet[n] = true
 	}
-	w.onReport = func(node string) {
+	w := &changeWatch{reportAt: map[string]time.Time{}, onReport: func(node string) {
 		if silentSet[node] {
 			go s.agents.silence(node) // it answered its preconditions, then went silent
 		}
-	}
-	var policy *v1alpha1.FailurePolicy
-	if len(failing)+len(silent) > 0 {
-		policy = &v1alpha1.FailurePolicy{Action: v1alpha1.FailureRollback, MaxFailedNodes: ptr.To(intOrPercent(2 * (o.FailPercent + o.SilentPercent)))}
-	}
+	}}
 	watcher, err := wc.Watch(ctx, &v1alpha1.NetshiftNodeStateList{})
 	if err != nil {
-		return nil, fmt.Errorf("watch NetshiftNodeStates: %w", err)
+		return nil, nil, fmt.Errorf("watch NetshiftNodeStates: %w", err)
 	}
-	defer watcher.Stop()
 	go func() {
 		for ev := range watcher.ResultChan() {
 			if nns, ok := ev.Object.(*v1alpha1.NetshiftNodeState); ok && ev.Type != watch.Deleted {
@@ -114,10 +184,15 @@ func (s *sim) runChange(ctx context.Context, kind v1alpha1.ChangeKind, value int
 			}
 		}
 	}()
-	cost := s.startCost(ctx)
+	return w, watcher.Stop, nil
+}
+
+// patchNetwork asks the NetshiftNetwork for value, as a person would.
+func (s *sim) patchNetwork(ctx context.Context, kind v1alpha1.ChangeKind, value int32, policy *v1alpha1.FailurePolicy) error {
+	c := s.cluster.cp.Client
 	var net v1alpha1.NetshiftNetwork
 	if err := c.Get(ctx, client.ObjectKey{Name: networkName}, &net); err != nil {
-		return nil, err
+		return err
 	}
 	patch := client.MergeFrom(net.DeepCopy())
 	switch kind {
@@ -129,102 +204,87 @@ func (s *sim) runChange(ctx context.Context, kind v1alpha1.ChangeKind, value int
 	if policy != nil {
 		net.Spec.OnFailure = *policy
 	}
-	start := time.Now()
 	if err := c.Patch(ctx, &net, patch); err != nil {
-		return nil, fmt.Errorf("patch NetshiftNetwork %s: %w", networkName, err)
+		return fmt.Errorf("patch NetshiftNetwork %s: %w", networkName, err)
 	}
-	fmt.Fprintf(s.out, "scale: %s -> %d on %d nodes (%d failing a step, %d silent after their preconditions)\n", kind, value, len(s.names), len(failing), len(silent))
-	r := &ChangeReport{Kind: kind, Nodes: len(s.names), Failed: failing, Silent: silent}
+	return nil
+}
+
+// followChange reads the NetshiftNetwork until the change to value has ended, saying where
+// it stands every 5 s; it returns the change as it ended, its T0 and when T0 was first seen.
+func (s *sim) followChange(ctx context.Context, w *changeWatch, kind v1alpha1.ChangeKind, value int32, start time.Time, timeout time.Duration) (
+	*v1alpha1.NetworkChange, time.Time, time.Time, error) {
 	var t0, t0Seen time.Time
 	lastPrint := time.Now()
 	for {
-		if err := c.Get(ctx, client.ObjectKey{Name: networkName}, &net); err != nil {
-			return nil, err
+		var net v1alpha1.NetshiftNetwork
+		if err := s.cluster.cp.Client.Get(ctx, client.ObjectKey{Name: networkName}, &net); err != nil {
+			return nil, t0, t0Seen, err
 		}
 		ch := net.Status.Change
-		if ch != nil && w.changeID == "" && ch.Kind == kind && ch.To == value {
-			w.mu.Lock()
-			w.changeID = ch.ID
-			w.mu.Unlock()
+		if ch != nil && w.id() == "" && ch.Kind == kind && ch.To == value {
+			w.setID(ch.ID)
 		}
-		if ch != nil && ch.T0 != nil && t0.IsZero() && ch.ID == w.changeID {
-			t0, t0Seen = ch.T0.Time, time.Now()
-		}
-		if ch != nil && ch.ID == w.changeID && ended(ch.Phase) {
-			r.Phase, r.Message = ch.Phase, ch.Message
-			break
+		if ch != nil && ch.ID == w.id() {
+			if ch.T0 != nil && t0.IsZero() {
+				t0, t0Seen = ch.T0.Time, time.Now()
+			}
+			if ended(ch.Phase) {
+				return ch, t0, t0Seen, nil
+			}
 		}
 		if time.Since(lastPrint) > 5*time.Second {
 			lastPrint = time.Now()
-			w.mu.Lock()
-			reported := len(w.reportAt)
-			w.mu.Unlock()
 			phase := v1alpha1.ChangePhase("not started")
 			if ch != nil {
 				phase = ch.Phase
 			}
-			fmt.Fprintf(s.out, "scale: %s after %s: %d of %d nodes answered\n", phase, time.Since(start).Round(time.Second), reported, len(s.names))
+			fmt.Fprintf(s.out, "scale: %s after %s: %d of %d nodes answered\n", phase, time.Since(start).Round(time.Second), w.answered(), len(s.names))
 		}
 		if e := s.cluster.ended(); e != "" {
-			return nil, fmt.Errorf("during the change: %s", e)
+			return nil, t0, t0Seen, fmt.Errorf("during the change: %s", e)
 		}
-		if time.Since(start) > o.Timeout {
-			return nil, fmt.Errorf("the change did not end in %s (phase %v)", o.Timeout, ch)
+		if time.Since(start) > timeout {
+			return nil, t0, t0Seen, fmt.Errorf("the change did not end in %s (phase %v)", timeout, ch)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, t0, t0Seen, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	end := time.Now()
-	r.Cost = cost.stop(ctx, len(s.names))
-	r.TotalSeconds = end.Sub(start).Seconds()
-	if !t0.IsZero() {
-		r.LeadSeconds = t0.Sub(t0Seen).Seconds()
-		r.T0ToEndSeconds = end.Sub(t0).Seconds()
-	}
-	// The steps each node reported, from its state as the change left it.
+}
+
+// countSteps reads the steps each node reported, from its state as the change left it.
+func (s *sim) countSteps(ctx context.Context, id string, r *ChangeReport) error {
 	var states v1alpha1.NetshiftNodeStateList
-	if err := c.List(ctx, &states); err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	var lastReport time.Time
-	for _, at := range w.reportAt {
-		if at.After(lastReport) {
-			lastReport = at
-		}
+	if err := s.cluster.cp.Client.List(ctx, &states); err != nil {
+		return err
 	}
 	var late []float64
 	for _, st := range states.Items {
 		rep := st.Status.LiveChange
-		if rep == nil || rep.ID != w.changeID {
+		if rep == nil || rep.ID != id {
 			continue
 		}
 		seen := map[v1alpha1.StepAction]bool{}
-		for _, st := range rep.Steps {
-			if seen[st.Action] {
+		for _, step := range rep.Steps {
+			if seen[step.Action] {
 				r.StepsAgain++
 				continue
 			}
-			seen[st.Action] = true
-			if st.Error == "" {
-				late = append(late, float64(st.LateMicros)/1000)
-				if st.LateMicros > 100_000 {
+			seen[step.Action] = true
+			if step.Error == "" {
+				late = append(late, float64(step.LateMicros)/1000)
+				if step.LateMicros > 100_000 {
 					r.StepsLate++
 				}
 			}
 		}
 	}
-	w.mu.Unlock()
-	if !lastReport.IsZero() {
-		r.PreconditionsSeconds = lastReport.Sub(start).Seconds()
-	}
 	r.StepsRun = len(late)
 	r.StepLateMs = percentiles(late)
-	s.checkNodes(kind, value, net.Status.Change, r)
-	return r, nil
+	return nil
 }
 
 // checkNodes counts, from the simulated nodes themselves, which carry the new value and

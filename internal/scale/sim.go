@@ -302,7 +302,7 @@ func (r *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "; silent nodes %d", len(c.Silent))
 		}
 		fmt.Fprintln(w)
-		c.Cost.writeText(w)
+		c.writeText(w)
 	}
 	if d := r.Drain; d != nil {
 		d.writeText(w)
