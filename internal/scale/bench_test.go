@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/testenv"
 )
@@ -18,6 +21,7 @@ import (
 var netshiftBinary string
 
 func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard()) // the operator and the agents log to files of their own
 	flag.Parse()
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		os.Exit(m.Run()) // no benchmark to run: no binary to build
