@@ -57,6 +57,9 @@ type changeWatch struct {
 	reportAt map[string]time.Time // a node's precondition report first seen
 	onReport func(node string)
 	changeID string
+	// kind and to are the change's, which its plans carry.
+	kind v1alpha1.ChangeKind
+	to   int32
 }
 
 func (w *changeWatch) id() string {
@@ -91,12 +94,13 @@ func (w *changeWatch) lastReport() time.Time {
 }
 
 func (w *changeWatch) seen(nns *v1alpha1.NetshiftNodeState) {
-	r := nns.Status.LiveChange
-	w.mu.Lock()
-	if r == nil || w.changeID == "" || r.ID != w.changeID {
-		w.mu.Unlock()
+	r, plan := nns.Status.LiveChange, nns.Spec.LiveChange
+	// The node's report of its plan of this change: known from the plan, before the
+	// NetshiftNetwork's status names the change.
+	if r == nil || plan == nil || r.ID != plan.ID || plan.Kind != w.kind || plan.To != w.to || plan.Rollback {
 		return
 	}
+	w.mu.Lock()
 	_, had := w.reportAt[nns.Name]
 	if !had {
 		w.reportAt[nns.Name] = time.Now()
@@ -114,7 +118,7 @@ func (s *sim) runChange(ctx context.Context, kind v1alpha1.ChangeKind, value int
 	for _, n := range failing {
 		s.nodes[n].FailStep(firstStep(kind))
 	}
-	w, stop, err := s.watchReports(ctx, silent)
+	w, stop, err := s.watchReports(ctx, kind, value, silent)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +163,7 @@ func failurePolicy(o Options, faulty int) *v1alpha1.FailurePolicy {
 
 // watchReports follows the nodes' reports through one watch of the API server; a silent
 // node's agent stops once its report of the preconditions shows.
-func (s *sim) watchReports(ctx context.Context, silent []string) (*changeWatch, func(), error) {
+func (s *sim) watchReports(ctx context.Context, kind v1alpha1.ChangeKind, to int32, silent []string) (*changeWatch, func(), error) {
 	wc, err := client.NewWithWatch(s.cluster.cp.Admin, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, nil, err
@@ -168,7 +172,7 @@ func (s *sim) watchReports(ctx context.Context, silent []string) (*changeWatch, 
 	for _, n := range silent {
 		silentSet[n] = true
 	}
-	w := &changeWatch{reportAt: map[string]time.Time{}, onReport: func(node string) {
+	w := &changeWatch{reportAt: map[string]time.Time{}, kind: kind, to: to, onReport: func(node string) {
 		if silentSet[node] {
 			go s.agents.silence(node) // it answered its preconditions, then went silent
 		}
