@@ -53,9 +53,8 @@ type DrainReconciler struct {
 
 	// Ledger serializes passes with every other take and release of a node's hold.
 	Ledger *Ledger
-	// lastEnd and lastTook are when the latest pass ended and how long it took (see Reconcile).
-	lastEnd  time.Time
-	lastTook time.Duration
+	// pace spaces the passes (see passPacer).
+	pace passPacer
 }
 
 func (r *DrainReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
@@ -174,11 +173,9 @@ func MembershipHolding(nodes []corev1.Node, nps []v1alpha1.NetshiftNodePool) (ro
 }
 
 func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	// A pass reads every node, state and pool past the cache: at thousands of nodes that is a
-	// second of the API server's time, and a burst of events (nodes joining, pods evicted) would
-	// run passes back to back. The next pass waits as long as the last one took (at most
-	// maxPassWait), and takes every event of the wait at once.
-	if wait := min(r.lastTook, maxPassWait) - time.Since(r.lastEnd); wait > 0 {
+	// A pass reads every node, state and pool past the cache: a second of the API server's
+	// time at thousands of nodes.
+	if wait := r.pace.wait(); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	r.Ledger.Lock()
@@ -186,8 +183,7 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	began := time.Now()
 	decisions := 0
 	defer func() {
-		r.lastEnd, r.lastTook = time.Now(), time.Since(began)
-		log.FromContext(ctx).V(1).Info("drain pass", "took", r.lastTook, "decisions", decisions)
+		log.FromContext(ctx).V(1).Info("drain pass", "took", r.pace.ran(began), "decisions", decisions)
 	}()
 	s, err := r.read(ctx)
 	if err != nil {

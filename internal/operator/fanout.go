@@ -80,3 +80,27 @@ func (p *writePace) lead(minimum time.Duration, nodes int) time.Duration {
 	defer p.mu.Unlock()
 	return minimum + 2*p.perNode*time.Duration(nodes)
 }
+
+// passPacer spaces a controller's passes: a pass that reads every node would
+// otherwise run back to back on a burst of events. The next pass waits as long
+// as the last one took, at most maxPassWait (a pass that wrote every node
+// took long for its writes, not its reads), and takes every event of the wait
+// at once. The zero value lets the first pass run at once.
+type passPacer struct {
+	lastEnd  time.Time
+	lastTook time.Duration
+}
+
+// maxPassWait bounds how long a pass waits after the last one.
+const maxPassWait = 500 * time.Millisecond
+
+// wait is how long the next pass must still wait (0: run it now).
+func (p *passPacer) wait() time.Duration {
+	return max(min(p.lastTook, maxPassWait)-time.Since(p.lastEnd), 0)
+}
+
+// ran records a pass that began at began and ends now, and returns how long it took.
+func (p *passPacer) ran(began time.Time) time.Duration {
+	p.lastEnd, p.lastTook = time.Now(), time.Since(began)
+	return p.lastTook
+}

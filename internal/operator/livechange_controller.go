@@ -88,9 +88,8 @@ type LiveChangeReconciler struct {
 	holding sync.Map // node name -> change ID
 	// plansSent is when this process last wrote plans of a change, by change ID.
 	plansSent sync.Map // change ID -> time.Time
-	// lastEnd and lastTook are when the latest pass ended and how long it took (see Reconcile).
-	lastEnd  time.Time
-	lastTook time.Duration
+	// passes spaces the passes (see passPacer).
+	passes passPacer
 }
 
 // plannedAs is the plan written to a node's state, and which state (a state deleted and
@@ -123,15 +122,12 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if req.Name != v1alpha1.NetshiftNetworkName {
 		return ctrl.Result{}, nil
 	}
-	// Every node's report is an event: at thousands of nodes passes would run back to back,
-	// each reading every node. The next pass waits as long as the last took (at most
-	// maxPassWait: a pass that wrote every node's plan took long for its writes, not its
-	// reads), and takes every report of the wait at once.
-	if wait := min(r.lastTook, maxPassWait) - time.Since(r.lastEnd); wait > 0 {
+	// Every node's report is an event, and a pass reads every node.
+	if wait := r.passes.wait(); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	began := time.Now()
-	defer func() { r.lastEnd, r.lastTook = time.Now(), time.Since(began) }()
+	defer r.passes.ran(began)
 	if r.listening.IsZero() {
 		r.listening = r.Now()
 	}
@@ -519,9 +515,6 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 	}
 	return 0, nil
 }
-
-// maxPassWait bounds how long a pass waits after the last one (see Reconcile).
-const maxPassWait = 500 * time.Millisecond
 
 // activeHeartbeat is how often an active change is looked at with no report
 // arriving and no deadline sooner.

@@ -22,7 +22,6 @@ import (
 // agents are the simulated nodes' agents, all in this process: the real
 // agent code, each with its own client, connection and watches.
 type agents struct {
-	nodes map[string]*simnode.Node
 	mu    sync.Mutex
 	stops map[string]func()
 	// requests counts the agents' API requests.
@@ -43,7 +42,7 @@ func (c *cluster) agentConfig(node string, counter *apicount.Counter) *rest.Conf
 
 // startAgents starts an agent per simulated node, width at a time.
 func (c *cluster) startAgents(ctx context.Context, nodes map[string]*simnode.Node, names []string, work time.Duration) (*agents, error) {
-	a := &agents{nodes: nodes, stops: map[string]func(){}, requests: apicount.New()}
+	a := &agents{stops: map[string]func(){}, requests: apicount.New()}
 	var started atomic.Int64
 	err := forEach(ctx, len(names), 16, func(_ context.Context, i int) error {
 		name := names[i]

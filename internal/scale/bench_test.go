@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -33,14 +31,8 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		root, err := controlplane.RepoRoot()
-		if err != nil {
+		if netshiftBinary, err = testenv.BuildNetshift(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		netshiftBinary = filepath.Join(dir, "netshift")
-		if out, err := exec.Command("go", "build", "-o", netshiftBinary, filepath.Join(root, "cmd", "netshift")).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build netshift: %v\n%s", err, out)
 			return 1
 		}
 		return m.Run()

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"go.uber.org/zap/zapcore"
@@ -117,4 +119,18 @@ func RunWithNeutron(m *testing.M, env **Env, missing *error, n **Neutron, nMissi
 	}
 	defer (*n).Stop()
 	return Run(m, env, missing)
+}
+
+// BuildNetshift builds the netshift binary (cmd/netshift, the product build)
+// into dir, for tests that run it as a process of its own, and returns its path.
+func BuildNetshift(dir string) (string, error) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	binary := filepath.Join(dir, "netshift")
+	if out, err := exec.Command("go", "build", "-o", binary, filepath.Join(root, "cmd", "netshift")).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build netshift: %w\n%s", err, out)
+	}
+	return binary, nil
 }

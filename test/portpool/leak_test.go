@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"netshift.io/netshift/internal/controlplane"
 	"netshift.io/netshift/internal/neutron"
 	"netshift.io/netshift/internal/portpool/manager"
 	"netshift.io/netshift/internal/testenv"
@@ -39,14 +38,8 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		root, err := controlplane.RepoRoot()
-		if err != nil {
+		if binary, err = testenv.BuildNetshift(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		binary = filepath.Join(dir, "netshift")
-		if out, err := exec.Command("go", "build", "-o", binary, filepath.Join(root, "cmd", "netshift")).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build netshift: %v\n%s", err, out)
 			return 1
 		}
 		return testenv.RunWithNeutron(m, &env, &envMissing, &neutronServer, &neutronMissing)
