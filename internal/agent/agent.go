@@ -374,7 +374,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 	}
 	if a.config() != nil && o.Pods != nil {
-		if err := mgr.Add(podAligner{a}); err != nil {
+		if err := mgr.Add(podAligner{a: a, logger: mgr.GetLogger()}); err != nil {
 			return nil, err
 		}
 	}

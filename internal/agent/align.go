@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/netplugin"
@@ -20,11 +20,15 @@ import (
 // alignment: this pass catches it, and any pod whose MTU drifted otherwise.
 const alignEvery = 5 * time.Second
 
-// podAligner is the agent's periodic alignment (a controller-runtime Runnable).
-type podAligner struct{ a *Agent }
+// podAligner is the agent's periodic alignment (a controller-runtime Runnable),
+// logging through the agent's manager's logger.
+type podAligner struct {
+	a      *Agent
+	logger logr.Logger
+}
 
 func (p podAligner) Start(ctx context.Context) error {
-	logger := log.FromContext(ctx).WithName("align").WithValues("node", p.a.Node)
+	logger := p.logger.WithName("align").WithValues("node", p.a.Node)
 	for {
 		select {
 		case <-ctx.Done():
@@ -32,6 +36,9 @@ func (p podAligner) Start(ctx context.Context) error {
 		case <-time.After(alignEvery):
 		}
 		if o, err := p.a.alignNow(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil // the agent stops: no failure to report
+			}
 			logger.Error(err, "aligning the node's pods to its MTU")
 		} else if o.Changed > 0 {
 			logger.Info("pods aligned to the node's MTU", "changed", o.Changed, "skipped", o.Skipped)

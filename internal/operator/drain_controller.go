@@ -218,23 +218,17 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	}
 
 	now := r.Now()
-	var freeing, rest []rollout.Decision
-	for _, d := range rollout.DecideDrains(m, drains, s.policy, now) {
-		if d.Frees() {
-			freeing = append(freeing, d)
-		} else {
-			rest = append(rest, d)
-		}
-	}
-	decisions = len(freeing) + len(rest)
-	// Decisions about different nodes are independent and run in parallel, but every slot
-	// is freed before any is granted: a failed release stops the pass before an admission
-	// could count on its slot.
-	requeue, err := r.applyAll(ctx, freeing, s, m, pending, now)
+	ds := rollout.DecideDrains(m, drains, s.policy, now)
+	decisions = len(ds)
+	// Decisions about different nodes are independent and run in parallel, but no slot is
+	// granted before it is free: each admission follows the release whose slot it takes,
+	// and a failed release stops the admission that counted on it (rollout.Order).
+	chains, late := rollout.Order(ds, m.Owner)
+	requeue, err := r.applyChains(ctx, chains, s, m, pending, now)
 	if err != nil {
 		return retryOnConflict(ctx, err)
 	}
-	again, err := r.applyAll(ctx, rest, s, m, pending, now)
+	again, err := r.applyChains(ctx, each(late), s, m, pending, now)
 	if err != nil {
 		return retryOnConflict(ctx, err)
 	}
@@ -268,27 +262,39 @@ func retryOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
 // applyParallelism bounds the API calls one pass makes at once.
 const applyParallelism = 16
 
-// applyAll carries out decisions in parallel and returns how soon the pass
-// should run again (0: only when something changes).
-func (r *DrainReconciler) applyAll(ctx context.Context, ds []rollout.Decision, s *snapshot, m rollout.Membership,
+// applyChains carries out chains of decisions side by side, each in order and
+// stopped at its first failure, and returns how soon the pass should run again
+// (0: only when something changes).
+func (r *DrainReconciler) applyChains(ctx context.Context, chains [][]rollout.Decision, s *snapshot, m rollout.Membership,
 	pending map[string][]corev1.Pod, now time.Time) (time.Duration, error) {
 	var mu sync.Mutex
 	var requeue time.Duration
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(applyParallelism)
-	for _, d := range ds {
+	for _, chain := range chains {
 		g.Go(func() error {
-			again, err := r.apply(gctx, d, s.states[d.Node], s.nodes[d.Node], m.Owner[d.Node], pending[d.Node], now)
-			if err != nil {
-				return fmt.Errorf("node %s: %s: %w", d.Node, d.Action, err)
+			for _, d := range chain {
+				again, err := r.apply(gctx, d, s.states[d.Node], s.nodes[d.Node], m.Owner[d.Node], pending[d.Node], now)
+				if err != nil {
+					return fmt.Errorf("node %s: %s: %w", d.Node, d.Action, err)
+				}
+				mu.Lock()
+				requeue = sooner(requeue, again)
+				mu.Unlock()
 			}
-			mu.Lock()
-			requeue = sooner(requeue, again)
-			mu.Unlock()
 			return nil
 		})
 	}
 	return requeue, g.Wait()
+}
+
+// each makes every decision a chain of its own.
+func each(ds []rollout.Decision) [][]rollout.Decision {
+	chains := make([][]rollout.Decision, len(ds))
+	for i, d := range ds {
+		chains[i] = []rollout.Decision{d}
+	}
+	return chains
 }
 
 // sooner is the earlier of two requeue delays, where 0 means never.

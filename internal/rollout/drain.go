@@ -100,9 +100,9 @@ func (d Decision) Frees() bool {
 }
 
 // DecideDrains is one pass of the drain controller: for every node, what to
-// do now. Releases and timeouts come first and free their slots for the
-// admissions of the same pass; the caller must carry them out, in order, and
-// stop at the first failure, so that no slot is reused before it is free.
+// do now. Releases and timeouts free their slots for the admissions of the
+// same pass; the caller carries them out as Order arranges them, so that no
+// slot is reused before it is free.
 func DecideDrains(m Membership, nodes []NodeDrain, policy DrainPolicy, now time.Time) []Decision {
 	sorted := make([]NodeDrain, len(nodes))
 	copy(sorted, nodes)

@@ -129,8 +129,8 @@ func BenchmarkScaleDrain(b *testing.B) {
 				r := simulate(b, Options{Nodes: n, Run: RunDrain, PodsPerNode: 10, Pools: 10, WorkTime: time.Second}).Drain
 				b.ReportMetric(r.Seconds, "drain-s")
 				b.ReportMetric(float64(r.IdealWaves), "ideal-waves")
-				b.ReportMetric(float64(r.Waves), "wave-groups")
-				b.ReportMetric(r.TimedWaves, "waves")
+				b.ReportMetric(float64(r.Waves), "waves")
+				b.ReportMetric(r.TimedWaves, "timed-waves")
 				b.ReportMetric(r.NodeSeconds, "node-cordoned-s")
 				b.ReportMetric(r.SecondsPerWave, "s/ideal-wave")
 				b.ReportMetric(float64(len(r.OverLimit)), "over-limit")

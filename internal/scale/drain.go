@@ -30,15 +30,15 @@ type DrainReport struct {
 	// under PodDisruptionBudgets (maxUnavailable 10%).
 	Pods        int `json:"pods"`
 	GuardedPods int `json:"guardedPods"`
-	// IdealWaves is how many waves the pools' limits allow at best (each slot always busy);
-	// Waves how many there were in the pool that had the most: groups of a pool's nodes
-	// cordoned with none of its nodes uncordoned in between, from the API server's watch of
-	// the Nodes.
+	// IdealWaves is how many waves the pools' limits allow at best (each slot always in use);
+	// Waves how many there were in the pool that had the most, from the API server's watch of
+	// the Nodes: each cordon takes the pool's slot freed last, and a pool's waves are
+	// the most nodes one of its slots took in turn (poolSlots).
 	IdealWaves int `json:"idealWaves"`
 	Waves      int `json:"waves"`
-	// TimedWaves is how many waves the busiest pool's drain lasted: the time from its first
-	// cordon to its last uncordon over the median time a node of it was cordoned. A pool that
-	// kept every slot busy, node after node, took its ideal number; idle slots make it more.
+	// TimedWaves is how many waves the busiest pool's drain lasted in time: from its first
+	// cordon to its last uncordon over the median time a node of it was cordoned. Above
+	// Waves, it is what slots left empty between a node and the next, and slow nodes, cost.
 	TimedWaves float64 `json:"timedWaves"`
 	// NodeSeconds is the median time a node was cordoned.
 	NodeSeconds float64 `json:"nodeSeconds"`
@@ -238,8 +238,7 @@ type cordonWatch struct {
 	inPool    map[string]int
 	peak      map[string]int
 	over      []string
-	waves     map[string]int
-	released  map[string]bool
+	slots     map[string]*poolSlots
 	since     map[string]time.Time       // when a node was cordoned
 	held      map[string][]time.Duration // each pool's nodes' cordoned times
 	span      map[string][2]time.Time    // each pool's first cordon and last uncordon
@@ -256,10 +255,10 @@ func (s *sim) watchCordons(ctx context.Context, owner map[string]string, limit m
 		return nil, fmt.Errorf("watch Nodes: %w", err)
 	}
 	cw := &cordonWatch{owner: owner, limit: limit, cordoned: map[string]bool{}, inPool: map[string]int{}, peak: map[string]int{},
-		waves: map[string]int{}, released: map[string]bool{}, since: map[string]time.Time{}, held: map[string][]time.Duration{},
+		slots: map[string]*poolSlots{}, since: map[string]time.Time{}, held: map[string][]time.Duration{},
 		span: map[string][2]time.Time{}, stopWatch: w.Stop}
-	for pool := range limit {
-		cw.released[pool] = true
+	for pool, l := range limit {
+		cw.slots[pool] = newPoolSlots(l)
 	}
 	go func() {
 		for ev := range w.ResultChan() {
@@ -283,7 +282,7 @@ func (w *cordonWatch) seen(node string, cordoned bool) {
 	span := w.span[pool]
 	if !cordoned {
 		w.inPool[pool]--
-		w.released[pool] = true
+		w.slotsOf(pool).uncordoned(node, now)
 		if at, ok := w.since[node]; ok {
 			w.held[pool] = append(w.held[pool], now.Sub(at))
 			span[1] = now
@@ -296,10 +295,7 @@ func (w *cordonWatch) seen(node string, cordoned bool) {
 		span[0] = now
 		w.span[pool] = span
 	}
-	if w.released[pool] {
-		w.waves[pool]++
-		w.released[pool] = false
-	}
+	w.slotsOf(pool).cordoned(node)
 	w.inPool[pool]++
 	w.peak[pool] = max(w.peak[pool], w.inPool[pool])
 	if l := w.limit[pool]; l > 0 && w.inPool[pool] > l {
@@ -310,8 +306,8 @@ func (w *cordonWatch) seen(node string, cordoned bool) {
 func (w *cordonWatch) result(r *DrainReport) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, n := range w.waves {
-		r.Waves = max(r.Waves, n)
+	for _, p := range w.slots {
+		r.Waves = max(r.Waves, p.waves())
 	}
 	var all []float64
 	for pool, held := range w.held {
@@ -329,12 +325,20 @@ func (w *cordonWatch) result(r *DrainReport) {
 	r.Peak, r.OverLimit = w.peak, w.over
 }
 
+// slotsOf is pool's slots (a pool the drain did not know of has none to start with).
+func (w *cordonWatch) slotsOf(pool string) *poolSlots {
+	if w.slots[pool] == nil {
+		w.slots[pool] = newPoolSlots(0)
+	}
+	return w.slots[pool]
+}
+
 func (w *cordonWatch) stop() { w.stopWatch() }
 
 func (d *DrainReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "drain of %d nodes in %d pools (maxParallel 10%%), %d pods of which %d under PodDisruptionBudgets\n", d.Nodes, d.Pools, d.Pods, d.GuardedPods)
-	fmt.Fprintf(w, "  ideal waves %d; the busiest pool lasted %.1f waves (a node cordoned %.1f s at the median) in %d groups; %.1f s in all, %.2f s per ideal wave\n",
-		d.IdealWaves, d.TimedWaves, d.NodeSeconds, d.Waves, d.Seconds, d.SecondsPerWave)
+	fmt.Fprintf(w, "  waves %d (ideal %d); in time the busiest pool lasted %.1f waves of a node's median cordoned time (%.1f s); %.1f s in all, %.2f s per ideal wave\n",
+		d.Waves, d.IdealWaves, d.TimedWaves, d.NodeSeconds, d.Seconds, d.SecondsPerWave)
 	over := 0
 	for pool, l := range d.Limit {
 		if d.Peak[pool] > l {

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
 	"netshift.io/netshift/internal/apicount"
 	"netshift.io/netshift/internal/lab"
 )
@@ -116,16 +119,43 @@ func scrapeRequests(ctx context.Context, metricsURL string) (map[apicount.Key]in
 		return nil, fmt.Errorf("the operator's metrics %s: %w", metricsURL, err)
 	}
 	defer resp.Body.Close()
-	return parseRequests(resp.Body)
+	return parseRequests(resp.Body, operatorRequests)
 }
 
-// parseRequests reads netshift_operator_api_requests_total{resource="..",verb=".."} N lines.
-func parseRequests(r io.Reader) (map[apicount.Key]int64, error) {
+// operatorRequests is the operator's count of its API requests.
+const operatorRequests = "netshift_operator_api_requests_total"
+
+// apiServerRequests is the API server's count of the requests it served.
+const apiServerRequests = "apiserver_request_total"
+
+// scrapeAPIServer reads the API server's apiserver_request_total, summed over codes and
+// scopes, by verb (create, update, patch, delete, get, list, watch) and resource.
+func scrapeAPIServer(ctx context.Context, cfg *rest.Config) (map[apicount.Key]int64, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	body, err := cs.RESTClient().Get().AbsPath("/metrics").Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's metrics: %w", err)
+	}
+	defer body.Close()
+	return parseRequests(body, apiServerRequests)
+}
+
+// apiServerVerbs names the API server's verbs as apicount does.
+var apiServerVerbs = map[string]string{"POST": "create", "PUT": "update", "PATCH": "patch", "APPLY": "patch", "DELETE": "delete",
+	"DELETECOLLECTION": "delete", "GET": "get", "LIST": "list", "WATCH": "watch", "WATCHLIST": "watch"}
+
+// parseRequests sums metric{...,resource="..",verb="..",...} N lines by verb and resource.
+func parseRequests(r io.Reader, metric string) (map[apicount.Key]int64, error) {
 	out := map[apicount.Key]int64{}
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
-		line, ok := strings.CutPrefix(s.Text(), "netshift_operator_api_requests_total{")
+		line, ok := strings.CutPrefix(s.Text(), metric+"{")
 		if !ok {
 			continue
 		}
@@ -139,6 +169,9 @@ func parseRequests(r io.Reader) (map[apicount.Key]int64, error) {
 			v = strings.Trim(v, `"`)
 			switch name {
 			case "verb":
+				if named, ok := apiServerVerbs[v]; ok {
+					v = named
+				}
 				k.Verb = v
 			case "resource":
 				k.Resource = v
@@ -148,7 +181,7 @@ func parseRequests(r io.Reader) (map[apicount.Key]int64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("metric line %q: %w", s.Text(), err)
 		}
-		out[k] = int64(n)
+		out[k] += int64(n)
 	}
 	return out, s.Err()
 }

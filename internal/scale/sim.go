@@ -85,22 +85,36 @@ type Cost struct {
 	Requests map[string]map[string]float64 `json:"requestsPerNode"`
 	// WritesPerNode are the operator's and the agents' writes per node, together.
 	WritesPerNode float64 `json:"writesPerNode"`
-	// Usage is the CPU and peak memory of the operator, the API server, etcd and the agents' process.
+	// APIServerWrites are every writer's writes the API server served (its own count,
+	// apiserver_request_total), per node by resource: netshift's beside kwok's leases and
+	// the controllers'. APIServerWritesPerSecond is their rate over the scenario.
+	APIServerWrites          map[string]float64 `json:"apiServerWritesPerNode,omitempty"`
+	APIServerWritesPerSecond float64            `json:"apiServerWritesPerSecond,omitempty"`
+	// Usage is the CPU and peak memory of the operator, the API server, etcd, kwok, the
+	// controller manager, the scheduler and the agents' process.
 	Usage map[string]*Usage `json:"usage"`
 }
 
 // costMeter measures a scenario's cost from its start.
 type costMeter struct {
-	s        *sim
-	operator map[apicount.Key]int64
-	usage    map[string]*Usage
+	s         *sim
+	began     time.Time
+	operator  map[apicount.Key]int64
+	apiServer map[apicount.Key]int64
+	usage     map[string]*Usage
 }
 
 func (s *sim) startCost(ctx context.Context) *costMeter {
-	m := &costMeter{s: s, usage: map[string]*Usage{}}
+	m := &costMeter{s: s, usage: map[string]*Usage{}, began: time.Now()}
 	s.agents.requests.Take()
 	m.operator, _ = scrapeRequests(ctx, s.cluster.metricsURL)
-	m.usage["operator"] = meter(s.cluster.operator.cmd.Process.Pid)
+	m.apiServer, _ = scrapeAPIServer(ctx, s.cluster.cp.Admin)
+	for _, p := range s.cluster.procs {
+		m.usage[p.name] = meter(p.cmd.Process.Pid)
+	}
+	for name, pid := range s.cluster.cp.ControllerPids() {
+		m.usage[name] = meter(pid)
+	}
 	for _, name := range []string{"kube-apiserver", "etcd"} {
 		if pid, err := childNamed(name); err == nil {
 			m.usage[name] = meter(pid)
@@ -134,7 +148,26 @@ func (m *costMeter) stop(ctx context.Context, nodes int) Cost {
 	for k, n := range m.s.agents.requests.Take() {
 		add("agents", k, n)
 	}
+	m.apiServerWrites(ctx, &c, nodes)
 	return c
+}
+
+// apiServerWrites fills in the writes the API server counted since the start, by resource.
+func (m *costMeter) apiServerWrites(ctx context.Context, c *Cost, nodes int) {
+	after, err := scrapeAPIServer(ctx, m.s.cluster.cp.Admin)
+	if err != nil || m.apiServer == nil {
+		fmt.Fprintf(m.s.out, "scale: the API server's count of writes: %v\n", err)
+		return
+	}
+	c.APIServerWrites = map[string]float64{}
+	total := 0.0
+	for k, n := range after {
+		if d := float64(n - m.apiServer[k]); apicount.IsWrite(k.Verb) && d > 0 {
+			c.APIServerWrites[k.Resource] += d / float64(nodes)
+			total += d
+		}
+	}
+	c.APIServerWritesPerSecond = total / time.Since(m.began).Seconds()
 }
 
 // sim is a running simulated cluster.
@@ -320,6 +353,18 @@ func (c Cost) writeText(w io.Writer) {
 		fmt.Fprintf(w, "  %s requests per node:", who)
 		for _, v := range verbs {
 			fmt.Fprintf(w, " %s %.2f", v, c.Requests[who][v])
+		}
+		fmt.Fprintln(w)
+	}
+	if len(c.APIServerWrites) > 0 {
+		resources := make([]string, 0, len(c.APIServerWrites))
+		for r := range c.APIServerWrites {
+			resources = append(resources, r)
+		}
+		sort.Slice(resources, func(i, j int) bool { return c.APIServerWrites[resources[i]] > c.APIServerWrites[resources[j]] })
+		fmt.Fprintf(w, "  writes the API server served, every writer (%.0f a second), per node:", c.APIServerWritesPerSecond)
+		for _, r := range resources[:min(len(resources), 8)] {
+			fmt.Fprintf(w, " %s %.2f", r, c.APIServerWrites[r])
 		}
 		fmt.Fprintln(w)
 	}

@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -77,11 +78,28 @@ netshift_operator_api_requests_total{resource="netshiftnodestates",verb="patch"}
 netshift_operator_api_requests_total{resource="nodes",verb="list"} 3
 other_metric 7
 `
-	got, err := parseRequests(strings.NewReader(text))
+	got, err := parseRequests(strings.NewReader(text), operatorRequests)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[keyOf("patch", "netshiftnodestates")] != 5000 || got[keyOf("list", "nodes")] != 3 {
 		t.Errorf("parsed %v", got)
+	}
+}
+
+func TestParseRequestsSumsTheAPIServersCounterOverCodes(t *testing.T) {
+	text := `apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 900
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",version="v1"} 100
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="PATCH",version="v1"} 7
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="eviction",verb="POST",version="v1"} 3
+apiserver_request_total{code="0",component="apiserver",dry_run="",group="",resource="nodes",scope="cluster",subresource="",verb="WATCH",version="v1"} 2
+`
+	got, err := parseRequests(strings.NewReader(text), apiServerRequests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[apicount.Key]int64{keyOf("update", "leases"): 1000, keyOf("patch", "nodes"): 7, keyOf("create", "pods"): 3, keyOf("watch", "nodes"): 2}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parsed %v, want %v", got, want)
 	}
 }
