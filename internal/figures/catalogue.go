@@ -63,6 +63,9 @@ type Row struct {
 	Scale  float64
 	Shown  string
 	Target *Target
+	// Held says what holds the figure when a run misses its target: the page
+	// prints it under the area's table, only then.
+	Held string
 }
 
 var (
@@ -77,6 +80,20 @@ func portAt(nodes int) string   { return fmt.Sprintf("BenchmarkScaleLiveChange/p
 func faultsAt(nodes int) string { return fmt.Sprintf("BenchmarkScaleFaults/nodes=%d", nodes) }
 
 func m(bench, unit string) Metric { return Metric{Bench: bench, Unit: unit} }
+
+// What holds the scale targets, where a run misses them.
+const (
+	heldByAPIServer = "the API server's CPU, on the same 2 cores as etcd, kwok, the controllers, the operator and every agent " +
+		"(their CPU rows below). Each of the change's writes per node waits its turn behind every other writer's: each " +
+		"simulated node renews its lease every 10 s, as a kubelet does, which at 5,000 nodes is 500 writes a second " +
+		"(the rows of writes the API server served, below), and the change's writes go through in what is left"
+	heldByGrowth = "the writes of every other writer grow with the nodes (each node's lease renewal every 10 s), so on the same " +
+		"2 cores each of the change's writes waits longer at 5,000 nodes than at 500"
+	heldByCordon = "the cordon: an MTU change cordons every node, so that no pod starts with the old MTU on a path already changed, " +
+		"and the hold's record, the cordon, the uncordon and the hold's release are 4 of the operator's 7 writes a node (with the " +
+		"plan, T0 and the plan's removal); the agents write their precondition answer and their steps' report, and more where a " +
+		"report is laid again after a conflict (the operator's and the agents' rows below). A port change cordons nothing"
+)
 
 // Rows are every figure, with the target it is judged against where one is
 // set. A metric a benchmark reports but no row names goes into the JSON's
@@ -170,12 +187,12 @@ var Rows = []Row{
 	{Area: AreaZones, What: "the same moves by the lab alone (no plugin pod restart), moving node's longest gap", Job: "zones", Of: m("BenchmarkZoneMoves", "direct-moving-maxgap-ms"), Shown: "ms"},
 
 	// Thousands of simulated nodes.
-	{Area: AreaScale, What: "live MTU change, spec patch to Succeeded, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "patch-to-end-s"), Shown: "s", Target: Below(60)},
+	{Area: AreaScale, What: "live MTU change, spec patch to Succeeded, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "patch-to-end-s"), Shown: "s", Target: Below(60), Held: heldByAPIServer},
 	{Area: AreaScale, What: "live MTU change, 1,000 nodes", Job: "scale", Of: m(mtuAt(1000), "patch-to-end-s"), Shown: "s"},
 	{Area: AreaScale, What: "live MTU change, 500 nodes", Job: "scale", Of: m(mtuAt(500), "patch-to-end-s"), Shown: "s"},
 	{Area: AreaScale, What: "live MTU change, 100 nodes", Job: "scale", Of: m(mtuAt(100), "patch-to-end-s"), Shown: "s"},
-	{Area: AreaScale, What: "5,000 nodes' time over 500 nodes'", Job: "scale", Of: m(mtuAt(5000), "patch-to-end-s"), Per: &Metric{mtuAt(500), "patch-to-end-s"}, Shown: "×", Target: AtMost(12)},
-	{Area: AreaScale, What: "API writes per node (operator and agents), 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "writes/node"), Target: AtMost(6)},
+	{Area: AreaScale, What: "5,000 nodes' time over 500 nodes'", Job: "scale", Of: m(mtuAt(5000), "patch-to-end-s"), Per: &Metric{mtuAt(500), "patch-to-end-s"}, Shown: "×", Target: AtMost(12), Held: heldByGrowth},
+	{Area: AreaScale, What: "API writes per node (operator and agents), 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "writes/node"), Target: AtMost(6), Held: heldByCordon},
 	{Area: AreaScale, What: "the operator's of them, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "operator-writes/node")},
 	{Area: AreaScale, What: "the agents' of them, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "agents-writes/node")},
 	{Area: AreaScale, What: "5,000 nodes' writes per node over 500 nodes'", Job: "scale", Of: m(mtuAt(5000), "writes/node"), Per: &Metric{mtuAt(500), "writes/node"}, Shown: "×", Target: AtMost(1.2)},
@@ -188,7 +205,15 @@ var Rows = []Row{
 	{Area: AreaScale, What: "CPU of the change: kube-apiserver, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "apiserver-cpu-s"), Shown: "s"},
 	{Area: AreaScale, What: "CPU of the change: etcd, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "etcd-cpu-s"), Shown: "s"},
 	{Area: AreaScale, What: "CPU of the change: the 5,000 agents", Job: "scale", Of: m(mtuAt(5000), "agents-cpu-s"), Shown: "s"},
-	{Area: AreaScale, What: "live VXLAN port change, spec patch to Succeeded, 5,000 nodes", Job: "scale", Of: m(portAt(5000), "patch-to-end-s"), Shown: "s", Target: Below(60)},
+	{Area: AreaScale, What: "CPU of the change: kwok, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "kwok-cpu-s"), Shown: "s"},
+	{Area: AreaScale, What: "CPU of the change: kube-controller-manager, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "kcm-cpu-s"), Shown: "s"},
+	{Area: AreaScale, What: "writes the API server served a second, every writer, during the change, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "apiserver-writes/s")},
+	{Area: AreaScale, What: "of them, per node: lease renewals (kwok, every 10 s as a kubelet)", Job: "scale", Of: m(mtuAt(5000), "lease-writes/node")},
+	{Area: AreaScale, What: "of them, per node: NetshiftNodeStates (the operator's and the agents')", Job: "scale", Of: m(mtuAt(5000), "nodestate-writes/node")},
+	{Area: AreaScale, What: "of them, per node: Nodes (cordon, uncordon, and the controller manager's taint after each)", Job: "scale", Of: m(mtuAt(5000), "node-writes/node")},
+	{Area: AreaScale, What: "writes the API server served a second, every writer, 500 nodes", Job: "scale", Of: m(mtuAt(500), "apiserver-writes/s")},
+	{Area: AreaScale, What: "of them, per node: lease renewals, 500 nodes", Job: "scale", Of: m(mtuAt(500), "lease-writes/node")},
+	{Area: AreaScale, What: "live VXLAN port change, spec patch to Succeeded, 5,000 nodes", Job: "scale", Of: m(portAt(5000), "patch-to-end-s"), Shown: "s", Target: Below(60), Held: heldByAPIServer},
 	{Area: AreaScale, What: "live VXLAN port change, 1,000 nodes", Job: "scale", Of: m(portAt(1000), "patch-to-end-s"), Shown: "s"},
 	{Area: AreaScale, What: "API writes per node, port change, 5,000 nodes", Job: "scale", Of: m(portAt(5000), "writes/node"), Target: AtMost(6)},
 	{Area: AreaScale, What: "MTU change, 5,000 nodes, 1 % failing their first step and 1 % silent after their preconditions: failing nodes", Job: "scale", Of: m(faultsAt(5000), "failing-nodes")},

@@ -152,3 +152,20 @@ func TestEveryRowNamesAJobAndARealBenchmark(t *testing.T) {
 		}
 	}
 }
+
+// TestPageSaysWhatHoldsAMissedTarget: a row's Held is printed under its area's table when
+// a run missed its target, and not when every run met it or none ran.
+func TestPageSaysWhatHoldsAMissedTarget(t *testing.T) {
+	row := func(what string, values []float64, met int) Figure {
+		return Figure{Row: Row{Area: AreaScale, What: what, Target: Below(60), Held: "held by " + what}, Values: values, Met: met}
+	}
+	page := Page(Run{Cores: 2}, []Figure{row("missed", []float64{90}, 0), row("met", []float64{30}, 1), row("not run", nil, 0)})
+	if !strings.Contains(page, "What holds the targets missed here:\n\n- missed: held by missed.\n") {
+		t.Errorf("the page does not say what holds the missed target:\n%s", page)
+	}
+	for _, not := range []string{"held by met", "held by not run"} {
+		if strings.Contains(page, not) {
+			t.Errorf("the page says %q", not)
+		}
+	}
+}

@@ -59,6 +59,7 @@ func Page(run Run, figs []Figure) string {
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` |\n", f.What, target, measured(f), f.Verdict(), f.Command)
 		}
+		writeHeld(&b, area, figs)
 	}
 	b.WriteString("\n## Jobs\n\n| job | command | took | result |\n| --- | --- | --- | --- |\n")
 	for _, j := range run.Jobs {
@@ -69,6 +70,21 @@ func Page(run Run, figs []Figure) string {
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", j.Name, j.Command, duration(j.Seconds), result)
 	}
 	return b.String()
+}
+
+// writeHeld says, under an area's table, what holds each of its targets a run missed.
+func writeHeld(b *strings.Builder, area string, figs []Figure) {
+	first := true
+	for _, f := range figs {
+		if v := f.Verdict(); f.Area != area || f.Held == "" || v == "" || v == "yes" {
+			continue
+		}
+		if first {
+			b.WriteString("\nWhat holds the targets missed here:\n\n")
+			first = false
+		}
+		fmt.Fprintf(b, "- %s: %s.\n", f.What, f.Held)
+	}
 }
 
 func measured(f Figure) string {

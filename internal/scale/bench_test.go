@@ -166,7 +166,14 @@ func reportCost(b *testing.B, c Cost) {
 		b.ReportMetric(writes, who+"-writes/node")
 		b.ReportMetric(reads, who+"-reads/node")
 	}
-	for name, metric := range map[string]string{"operator": "operator", "kube-apiserver": "apiserver", "etcd": "etcd", "agents (this process)": "agents"} {
+	if c.APIServerWritesPerSecond > 0 {
+		b.ReportMetric(c.APIServerWritesPerSecond, "apiserver-writes/s")
+		for resource, metric := range map[string]string{"leases": "lease", "netshiftnodestates": "nodestate", "nodes": "node"} {
+			b.ReportMetric(c.APIServerWrites[resource], metric+"-writes/node")
+		}
+	}
+	for name, metric := range map[string]string{"operator": "operator", "kube-apiserver": "apiserver", "etcd": "etcd", "agents (this process)": "agents",
+		"kwok": "kwok", "kube-controller-manager": "kcm", "kube-scheduler": "scheduler"} {
 		if u := c.Usage[name]; u != nil {
 			b.ReportMetric(u.CPUSeconds, metric+"-cpu-s")
 			b.ReportMetric(u.PeakRSSMiB, metric+"-peak-MiB")
