@@ -85,7 +85,7 @@ func m(bench, unit string) Metric { return Metric{Bench: bench, Unit: unit} }
 const (
 	heldByAPIServer = "the API server's CPU, on the same 2 cores as etcd, kwok, the controllers, the operator and every agent " +
 		"(their CPU rows below). Each of the change's writes per node waits its turn behind every other writer's: each " +
-		"simulated node renews its lease every 10 s, as a kubelet does, which at 5,000 nodes is 500 writes a second " +
+		"simulated node renews its lease every 10 s, as a kubelet does, which at 5,000 nodes is up to 500 writes a second " +
 		"(the rows of writes the API server served, below), and the change's writes go through in what is left"
 	heldByGrowth = "the writes of every other writer grow with the nodes (each node's lease renewal every 10 s), so on the same " +
 		"2 cores each of the change's writes waits longer at 5,000 nodes than at 500"
