@@ -267,6 +267,14 @@ func openSwitch(mgr ctrl.Manager, o Options) (*ovs.Switch, error) {
 	return sw, nil
 }
 
+// addLogged adds r to the manager with the manager's logger in its context:
+// controller-runtime starts a runnable with none, and the global logger is not
+// the agent's where many agents share a process (the scale run).
+func addLogged(mgr ctrl.Manager, r manager.Runnable) error {
+	logger := mgr.GetLogger()
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return r.Start(log.IntoContext(ctx, logger)) }))
+}
+
 // managerOptions are the agent's manager's: a cache of its own node's
 // NetshiftNodeState, Node and pods only.
 func managerOptions(o Options) ctrl.Options {
@@ -359,7 +367,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		install.chained = new(atomic.Bool)
 		install.gate = a.gate
 		a.cni = &install
-		if err := mgr.Add(install); err != nil {
+		if err := addLogged(mgr, install); err != nil {
 			return nil, err
 		}
 		if o.HealthAddr != "0" && o.HealthAddr != "" {
@@ -374,11 +382,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 	}
 	if a.config() != nil && o.Pods != nil {
-		if err := mgr.Add(podAligner{a: a, logger: mgr.GetLogger()}); err != nil {
+		if err := addLogged(mgr, podAligner{a}); err != nil {
 			return nil, err
 		}
 	}
-	if err := mgr.Add(networkObserver{a}); err != nil {
+	if err := addLogged(mgr, networkObserver{a}); err != nil {
 		return nil, err
 	}
 	return mgr, nil

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/netplugin"
@@ -20,15 +20,11 @@ import (
 // alignment: this pass catches it, and any pod whose MTU drifted otherwise.
 const alignEvery = 5 * time.Second
 
-// podAligner is the agent's periodic alignment (a controller-runtime Runnable),
-// logging through the agent's manager's logger.
-type podAligner struct {
-	a      *Agent
-	logger logr.Logger
-}
+// podAligner is the agent's periodic alignment (a controller-runtime Runnable).
+type podAligner struct{ a *Agent }
 
 func (p podAligner) Start(ctx context.Context) error {
-	logger := p.logger.WithName("align").WithValues("node", p.a.Node)
+	logger := log.FromContext(ctx).WithName("align").WithValues("node", p.a.Node)
 	for {
 		select {
 		case <-ctx.Done():

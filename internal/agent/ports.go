@@ -672,7 +672,7 @@ func addPortPlugger(mgr ctrl.Manager, o Options, sw *ovs.Switch) error {
 		if pp.parkedTTL == 0 {
 			pp.parkedTTL = 5 * time.Minute
 		}
-		if err := mgr.Add(manager.RunnableFunc(pp.sweepParkedEvery)); err != nil {
+		if err := addLogged(mgr, manager.RunnableFunc(pp.sweepParkedEvery)); err != nil {
 			return err
 		}
 	}
@@ -707,7 +707,7 @@ func addPortPlugger(mgr ctrl.Manager, o Options, sw *ovs.Switch) error {
 		Watches(&corev1.Namespace{}, namespacePods).Complete(pp); err != nil {
 		return fmt.Errorf("node %s: set up port plugging: %w", o.Node, err)
 	}
-	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	return addLogged(mgr, manager.RunnableFunc(func(ctx context.Context) error {
 		if !mgr.GetCache().WaitForCacheSync(ctx) {
 			return nil
 		}

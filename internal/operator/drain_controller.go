@@ -221,18 +221,13 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	ds := rollout.DecideDrains(m, drains, s.policy, now)
 	decisions = len(ds)
 	// Decisions about different nodes are independent and run in parallel, but no slot is
-	// granted before it is free: each admission follows the release whose slot it takes,
-	// and a failed release stops the admission that counted on it (rollout.Order).
-	chains, late := rollout.Order(ds, m.Owner)
-	requeue, err := r.applyChains(ctx, chains, s, m, pending, now)
+	// granted before it is free: a pool's admissions wait for that pool's releases, and a
+	// failed release stops them (rollout.Order). No pool waits for another.
+	batches, others := rollout.Order(ds, m.Owner)
+	requeue, err := r.applyBatches(ctx, batches, others, s, m, pending, now)
 	if err != nil {
 		return retryOnConflict(ctx, err)
 	}
-	again, err := r.applyChains(ctx, each(late), s, m, pending, now)
-	if err != nil {
-		return retryOnConflict(ctx, err)
-	}
-	requeue = sooner(requeue, again)
 	if err := r.writePoolStatus(ctx, s, m); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -259,42 +254,50 @@ func retryOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
 	return ctrl.Result{}, err
 }
 
-// applyParallelism bounds the API calls one pass makes at once.
+// applyParallelism bounds the API calls one pass makes at once for slots
+// (releases and admissions), and as many for everything else.
 const applyParallelism = 16
 
-// applyChains carries out chains of decisions side by side, each in order and
-// stopped at its first failure, and returns how soon the pass should run again
-// (0: only when something changes).
-func (r *DrainReconciler) applyChains(ctx context.Context, chains [][]rollout.Decision, s *snapshot, m rollout.Membership,
-	pending map[string][]corev1.Pod, now time.Time) (time.Duration, error) {
+// applyBatches carries out the batches, and beside them the other decisions,
+// each side at most applyParallelism API calls at once (a pool's next node
+// never queues behind evictions), and returns how soon the pass should run
+// again (0: only when something changes). A batch that fails stops there; the
+// rest go on (no context is cancelled under a write: a hold recorded must get
+// its cordon).
+func (r *DrainReconciler) applyBatches(ctx context.Context, batches []rollout.Batch, others []rollout.Decision, s *snapshot,
+	m rollout.Membership, pending map[string][]corev1.Pod, now time.Time) (time.Duration, error) {
 	var mu sync.Mutex
 	var requeue time.Duration
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(applyParallelism)
-	for _, chain := range chains {
-		g.Go(func() error {
-			for _, d := range chain {
-				again, err := r.apply(gctx, d, s.states[d.Node], s.nodes[d.Node], m.Owner[d.Node], pending[d.Node], now)
+	sideBySide := func(ds []rollout.Decision, calls chan struct{}) error {
+		var g errgroup.Group
+		for _, d := range ds {
+			g.Go(func() error {
+				calls <- struct{}{}
+				defer func() { <-calls }()
+				again, err := r.apply(ctx, d, s.states[d.Node], s.nodes[d.Node], m.Owner[d.Node], pending[d.Node], now)
 				if err != nil {
 					return fmt.Errorf("node %s: %s: %w", d.Node, d.Action, err)
 				}
 				mu.Lock()
 				requeue = sooner(requeue, again)
 				mu.Unlock()
+				return nil
+			})
+		}
+		return g.Wait()
+	}
+	slotCalls, otherCalls := make(chan struct{}, applyParallelism), make(chan struct{}, applyParallelism)
+	var g errgroup.Group
+	g.Go(func() error { return sideBySide(others, otherCalls) })
+	for _, b := range batches {
+		g.Go(func() error {
+			if err := sideBySide(b.First, slotCalls); err != nil {
+				return err
 			}
-			return nil
+			return sideBySide(b.Then, slotCalls)
 		})
 	}
 	return requeue, g.Wait()
-}
-
-// each makes every decision a chain of its own.
-func each(ds []rollout.Decision) [][]rollout.Decision {
-	chains := make([][]rollout.Decision, len(ds))
-	for i, d := range ds {
-		chains[i] = []rollout.Decision{d}
-	}
-	return chains
 }
 
 // sooner is the earlier of two requeue delays, where 0 means never.
@@ -426,6 +429,11 @@ func (r *DrainReconciler) apply(ctx context.Context, d rollout.Decision, st *v1a
 		return r.RetryInterval, nil
 
 	case rollout.ActionComplete:
+		if st.Status.CordonedByNetshift {
+			if err := setUnschedulable(ctx, r.Client, node, true); err != nil { // after a crash between record and cordon
+				return 0, fmt.Errorf("cordon: %w", err)
+			}
+		}
 		logger.Info("node drained")
 		r.event(node, corev1.EventTypeNormal, "DrainComplete", "Drain", "node %s drained for operation %s", d.Node, d.Operation)
 		return 0, r.updateStatus(ctx, st, func(s *v1alpha1.NetshiftNodeStateStatus) {

@@ -1,61 +1,44 @@
 package rollout
 
-// Order arranges a pass's decisions for carrying out so that no slot is
-// granted before it is free and no granted slot waits for the rest of the
-// pass. Each chain runs in order, stopping at its first failure, and chains
-// run side by side:
-//
-//   - in each pool, an admission follows one release of that pool (the slot it
-//     takes), so a node waits for one write, not for every release of the pass;
-//   - a pool's admissions beyond its releases come last (Late), once every
-//     chain succeeded: they may count on any of the pool's freed slots;
-//   - a pool with no release admits at once (its slots were free already);
-//   - everything else (queueing, evictions, completions, cancellations) is a
-//     chain of its own.
+// A Batch is part of a pass to carry out in two steps: First side by side,
+// then, only once every one of them is carried out, Then side by side.
+type Batch struct {
+	First, Then []Decision
+}
+
+// Order arranges a pass's decisions so that no slot is granted before it is
+// free, and no pool waits for another: each pool's batch admits after every
+// release of that pool (its slots freed, whichever of them a release really
+// frees: a node a zone move still holds frees none, and a pool over its limit
+// frees fewer than it releases), and after nothing else. The other decisions
+// (queueing, evictions, completions, cancellations) wait for nothing; the
+// caller carries them out beside the batches, on calls of their own, so that
+// a pool's next node never queues behind another node's evictions. A batch
+// stops at its first failure.
 //
 // owner maps a node to its pool (Membership.Owner).
-func Order(ds []Decision, owner map[string]string) (chains [][]Decision, late []Decision) {
-	releases := map[string][]Decision{}
-	admits := map[string][]Decision{}
-	var pools []string // in order of first appearance, for a stable result
-	seen := map[string]bool{}
+func Order(ds []Decision, owner map[string]string) (batches []Batch, others []Decision) {
+	byPool := map[string]int{} // pool -> its batch
 	for _, d := range ds {
+		frees, admits := freesSlot(d), d.Action == ActionAdmit
+		if !frees && !admits {
+			others = append(others, d)
+			continue
+		}
 		pool := owner[d.Node]
-		switch {
-		case freesSlot(d):
-			releases[pool] = append(releases[pool], d)
-		case d.Action == ActionAdmit:
-			admits[pool] = append(admits[pool], d)
-		default:
-			chains = append(chains, []Decision{d})
-			continue
+		i, ok := byPool[pool]
+		if !ok {
+			i = len(batches)
+			byPool[pool] = i
+			batches = append(batches, Batch{})
 		}
-		if !seen[pool] {
-			seen[pool] = true
-			pools = append(pools, pool)
+		if frees {
+			batches[i].First = append(batches[i].First, d)
+		} else {
+			batches[i].Then = append(batches[i].Then, d)
 		}
 	}
-	for _, pool := range pools {
-		rs, as := releases[pool], admits[pool]
-		for i, r := range rs {
-			if i < len(as) {
-				chains = append(chains, []Decision{r, as[i]})
-			} else {
-				chains = append(chains, []Decision{r})
-			}
-		}
-		if len(as) <= len(rs) {
-			continue
-		}
-		if len(rs) == 0 {
-			for _, a := range as {
-				chains = append(chains, []Decision{a})
-			}
-			continue
-		}
-		late = append(late, as[len(rs):]...)
-	}
-	return chains, late
+	return batches, others
 }
 
 // freesSlot says whether the decision gives back a slot its node holds (a
