@@ -269,7 +269,9 @@ func openSwitch(mgr ctrl.Manager, o Options) (*ovs.Switch, error) {
 
 // addLogged adds r to the manager with the manager's logger in its context:
 // controller-runtime starts a runnable with none, and the global logger is not
-// the agent's where many agents share a process (the scale run).
+// the agent's where many agents share a process (the scale run). The wrapper
+// hides what else r implements: a runnable that says whether it needs leader
+// election, warms up or has a cache of its own must be added as it is.
 func addLogged(mgr ctrl.Manager, r manager.Runnable) error {
 	logger := mgr.GetLogger()
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return r.Start(log.IntoContext(ctx, logger)) }))

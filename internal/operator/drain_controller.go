@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -224,9 +222,9 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	// granted before it is free: a pool's admissions wait for that pool's releases, and a
 	// failed release stops them (rollout.Order). No pool waits for another.
 	batches, others := rollout.Order(ds, m.Owner)
-	requeue, err := r.applyBatches(ctx, batches, others, s, m, pending, now)
-	if err != nil {
-		return retryOnConflict(ctx, err)
+	requeue, errs := r.applyBatches(ctx, batches, others, s, m, pending, now)
+	if len(errs) > 0 {
+		return retryOnConflict(ctx, errs)
 	}
 	if err := r.writePoolStatus(ctx, s, m); err != nil {
 		return ctrl.Result{}, err
@@ -243,15 +241,22 @@ func (r *DrainReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// retryOnConflict turns a lost optimistic-concurrency race (an agent wrote the
-// same object during the pass) into a prompt new pass from fresh state: it is
-// expected, not an error, and must not back off the one work item.
-func retryOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) {
-		log.FromContext(ctx).V(1).Info("a write lost a race; deciding again from fresh state", "error", err.Error())
-		return ctrl.Result{RequeueAfter: 20 * time.Millisecond}, nil
+// retryOnConflict turns lost optimistic-concurrency races (an agent wrote the
+// same object during the pass) into a prompt new pass from fresh state: they
+// are expected, not errors, and must not back off the one work item. Any
+// other failure of the pass is returned, every one of them, races aside.
+func retryOnConflict(ctx context.Context, errs []error) (ctrl.Result, error) {
+	var failed []error
+	for _, err := range errs {
+		if !apierrors.IsConflict(err) {
+			failed = append(failed, err)
+		}
 	}
-	return ctrl.Result{}, err
+	if len(failed) > 0 {
+		return ctrl.Result{}, errors.Join(failed...)
+	}
+	log.FromContext(ctx).V(1).Info("writes lost a race; deciding again from fresh state", "error", errors.Join(errs...).Error())
+	return ctrl.Result{RequeueAfter: 20 * time.Millisecond}, nil
 }
 
 // applyParallelism bounds the API calls one pass makes at once for slots
@@ -261,43 +266,47 @@ const applyParallelism = 16
 // applyBatches carries out the batches, and beside them the other decisions,
 // each side at most applyParallelism API calls at once (a pool's next node
 // never queues behind evictions), and returns how soon the pass should run
-// again (0: only when something changes). A batch that fails stops there; the
-// rest go on (no context is cancelled under a write: a hold recorded must get
-// its cordon).
+// again (0: only when something changes) and every failure. A batch that fails
+// stops there; the rest go on (no context is cancelled under a write: a hold
+// recorded must get its cordon).
 func (r *DrainReconciler) applyBatches(ctx context.Context, batches []rollout.Batch, others []rollout.Decision, s *snapshot,
-	m rollout.Membership, pending map[string][]corev1.Pod, now time.Time) (time.Duration, error) {
+	m rollout.Membership, pending map[string][]corev1.Pod, now time.Time) (time.Duration, []error) {
 	var mu sync.Mutex
 	var requeue time.Duration
-	sideBySide := func(ds []rollout.Decision, calls chan struct{}) error {
-		var g errgroup.Group
+	var errs []error
+	// sideBySide carries ds out at once and says whether every one succeeded.
+	sideBySide := func(ds []rollout.Decision, calls chan struct{}) bool {
+		var wg sync.WaitGroup
+		ok := true
 		for _, d := range ds {
-			g.Go(func() error {
+			wg.Go(func() {
 				calls <- struct{}{}
 				defer func() { <-calls }()
 				again, err := r.apply(ctx, d, s.states[d.Node], s.nodes[d.Node], m.Owner[d.Node], pending[d.Node], now)
-				if err != nil {
-					return fmt.Errorf("node %s: %s: %w", d.Node, d.Action, err)
-				}
 				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs, ok = append(errs, fmt.Errorf("node %s: %s: %w", d.Node, d.Action, err)), false
+					return
+				}
 				requeue = sooner(requeue, again)
-				mu.Unlock()
-				return nil
 			})
 		}
-		return g.Wait()
+		wg.Wait()
+		return ok
 	}
 	slotCalls, otherCalls := make(chan struct{}, applyParallelism), make(chan struct{}, applyParallelism)
-	var g errgroup.Group
-	g.Go(func() error { return sideBySide(others, otherCalls) })
+	var wg sync.WaitGroup
+	wg.Go(func() { sideBySide(others, otherCalls) })
 	for _, b := range batches {
-		g.Go(func() error {
-			if err := sideBySide(b.First, slotCalls); err != nil {
-				return err
+		wg.Go(func() {
+			if sideBySide(b.First, slotCalls) {
+				sideBySide(b.Then, slotCalls)
 			}
-			return sideBySide(b.Then, slotCalls)
 		})
 	}
-	return requeue, g.Wait()
+	wg.Wait()
+	return requeue, errs
 }
 
 // sooner is the earlier of two requeue delays, where 0 means never.

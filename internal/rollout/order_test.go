@@ -111,9 +111,22 @@ func TestOrderedPassNeverExceedsALimit(t *testing.T) {
 					}
 				}
 			}
+			admits := 0
+			for _, d := range pass {
+				if d.Action == ActionAdmit {
+					admits++
+				}
+			}
+			if admits == 0 || releases == 0 {
+				t.Fatalf("the pass admits %d and releases %d: nothing to check (%v)", admits, releases, pass)
+			}
 			apply := func(failing int, d Decision) {
 				status[d.Node] = d.To
-				if h := holding(); h > bound {
+				h := holding()
+				if d.Action == ActionAdmit && !busy[d.Node] && h > c.limit {
+					t.Fatalf("failing releases %b: admitting %s makes %d nodes hold a slot, limit %d: %v", failing, d.Node, h, c.limit, fmt.Sprint(status))
+				}
+				if h > bound {
 					t.Fatalf("failing releases %b: %d nodes hold a slot, limit %d (held %d before): %v", failing, h, c.limit, before, fmt.Sprint(status))
 				}
 			}
