@@ -66,6 +66,19 @@ func Classify(r *http.Request) Key {
 	return Key{Verb: verb, Resource: resource}
 }
 
+// apiServerVerbs are the verbs of the API server's own apiserver_request_total, as Classify names them.
+var apiServerVerbs = map[string]string{"POST": "create", "PUT": "update", "PATCH": "patch", "APPLY": "patch", "DELETE": "delete",
+	"DELETECOLLECTION": "delete", "GET": "get", "LIST": "list", "WATCH": "watch", "WATCHLIST": "watch"}
+
+// VerbOfAPIServer names a verb of the API server's apiserver_request_total as Classify
+// does ("PUT" is "update", "LIST" is "list"); a verb it does not know stays as it is.
+func VerbOfAPIServer(verb string) string {
+	if named, ok := apiServerVerbs[verb]; ok {
+		return named
+	}
+	return verb
+}
+
 // IsWrite says whether the verb changes something.
 func IsWrite(verb string) bool {
 	switch verb {

@@ -145,10 +145,6 @@ func scrapeAPIServer(ctx context.Context, cfg *rest.Config) (map[apicount.Key]in
 	return parseRequests(body, apiServerRequests)
 }
 
-// apiServerVerbs names the API server's verbs as apicount does.
-var apiServerVerbs = map[string]string{"POST": "create", "PUT": "update", "PATCH": "patch", "APPLY": "patch", "DELETE": "delete",
-	"DELETECOLLECTION": "delete", "GET": "get", "LIST": "list", "WATCH": "watch", "WATCHLIST": "watch"}
-
 // parseRequests sums metric{...,resource="..",verb="..",...} N lines by verb and resource.
 func parseRequests(r io.Reader, metric string) (map[apicount.Key]int64, error) {
 	out := map[apicount.Key]int64{}
@@ -169,10 +165,7 @@ func parseRequests(r io.Reader, metric string) (map[apicount.Key]int64, error) {
 			v = strings.Trim(v, `"`)
 			switch name {
 			case "verb":
-				if named, ok := apiServerVerbs[v]; ok {
-					v = named
-				}
-				k.Verb = v
+				k.Verb = apicount.VerbOfAPIServer(v)
 			case "resource":
 				k.Resource = v
 			}

@@ -154,8 +154,12 @@ func (m *costMeter) stop(ctx context.Context, nodes int) Cost {
 
 // apiServerWrites fills in the writes the API server counted since the start, by resource.
 func (m *costMeter) apiServerWrites(ctx context.Context, c *Cost, nodes int) {
+	if m.apiServer == nil {
+		fmt.Fprintf(m.s.out, "scale: the API server's count of writes was not read at the start\n")
+		return
+	}
 	after, err := scrapeAPIServer(ctx, m.s.cluster.cp.Admin)
-	if err != nil || m.apiServer == nil {
+	if err != nil {
 		fmt.Fprintf(m.s.out, "scale: the API server's count of writes: %v\n", err)
 		return
 	}
