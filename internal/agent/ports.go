@@ -153,6 +153,7 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, pp.setCondition(ctx, &pod, corev1.ConditionFalse, reasonRefused, err.Error())
 	}
+	port.Held = migrationTarget(mode, &pod)
 	adm, err := plug.Admit(mode, plugged, port, owner)
 	if err != nil {
 		logger.Info("plug refused", "port", port.ID, "reason", err.Error())
@@ -364,6 +365,10 @@ func (pp *portPlugger) activateAhead(ctx context.Context, port plug.Port, pod *c
 	err = pp.nodeReader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Annotations[plug.MigrationTargetAnnotation]}, &source)
 	switch {
 	case apierrors.IsNotFound(err):
+		// Its port bridge, if made for it now, has no flow yet (plug.Port.Held).
+		if err := pp.db.OpenPortBridge(ctx, port.ID); err != nil {
+			return "", err
+		}
 		pp.rememberAhead(key, "")
 		return "", nil
 	case err != nil:
@@ -568,20 +573,28 @@ func (pp *portPlugger) reportReady(ctx context.Context, pod *corev1.Pod, mode pl
 		}
 		return ctrl.Result{RequeueAfter: wait}, pp.setCondition(ctx, pod, corev1.ConditionFalse, reason, msg)
 	}
-	if (adm.Existing != nil && adm.Existing.Isolated) || adm.Isolate {
-		if err := pp.db.Activate(ctx, port.ID); err != nil {
-			return ctrl.Result{}, fmt.Errorf("node %s: %w", pp.node, err)
-		}
-		logger.Info("activated", "port", port.ID)
-	}
-	if mode == plug.PerPort && pod.Annotations[plug.MigrationTargetAnnotation] != "" {
+	// A migration's target is held before an isolation is lifted: never a
+	// moment with the bridge's NORMAL flow between the patch and the tap.
+	if migrationTarget(mode, pod) {
 		ahead, err := pp.activateAhead(ctx, port, pod)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
 		}
 		msg += ahead
 	}
+	if (adm.Existing != nil && adm.Existing.Isolated) || adm.Isolate {
+		if err := pp.db.Activate(ctx, port.ID); err != nil {
+			return ctrl.Result{}, fmt.Errorf("node %s: %w", pp.node, err)
+		}
+		logger.Info("activated", "port", port.ID)
+	}
 	return ctrl.Result{}, pp.setCondition(ctx, pod, corev1.ConditionTrue, reasonReady, msg)
+}
+
+// migrationTarget says whether the pod is a migration's target plugged
+// per-port: its port is activated ahead of its VM, and held for it.
+func migrationTarget(mode plug.Mode, pod *corev1.Pod) bool {
+	return mode == plug.PerPort && pod.Annotations[plug.MigrationTargetAnnotation] != ""
 }
 
 // maxConditionMessage bounds a condition's message: parts of it come from

@@ -92,7 +92,8 @@ func (x *txn) ensurePort(t tables, bridge *vswitch.Bridge, name string, spec ifa
 // repairs what differs. Per-port: the port's own bridge pbr-<id> with the
 // integration bridge's datapath type (and so its default NORMAL flow), the
 // patch pair pbp-<id>/ipb-<id>, the identifying external_ids on ipb-<id>,
-// VLAN 4095 on pbp-<id> when isolate, and the tap on the port bridge, whether
+// VLAN 4095 on pbp-<id> when isolate, no flow at all on a new bridge when
+// the port is Held, and the tap on the port bridge, whether
 // or not its device exists yet (vswitchd attaches it when it appears).
 // Direct: the tap on the integration bridge with the identifying
 // external_ids. It never isolates an activated port again (isolate is the
@@ -137,6 +138,10 @@ func (s *Switch) Plug(ctx context.Context, mode plug.Mode, p plug.Port, owner st
 				x.ensurePort(t, nil, p.Tap, ifaceSpec{ExternalIDs: map[string]string{extPortID: p.ID}}, nil),
 			}
 			b := vswitch.Bridge{UUID: x.name("bridge"), Name: n.Bridge, DatapathType: datapath, ExternalIDs: own, Ports: ports}
+			if p.Held {
+				secure := vswitch.BridgeFailModeSecure
+				b.FailMode = &secure
+			}
 			x.add(s.c.Create(&b))
 			root := vswitch.OpenvSwitch{UUID: t.root.UUID}
 			x.add(s.c.Where(&root).Mutate(&root, model.Mutation{Field: &root.Bridges, Mutator: ovsdb.MutateOperationInsert, Value: []string{b.UUID}}))
