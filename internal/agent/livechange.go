@@ -123,10 +123,19 @@ func nextStepAfter(plan *v1alpha1.LiveChangePlan, i int, done map[v1alpha1.StepA
 }
 
 // reportSteps reports step results in one write, and the node's part of the
-// change done when done is set. A failed step marks the change failed.
+// change done when done is set, with the network the node has then. A failed
+// step marks the change failed.
 func (a *Agent) reportSteps(ctx context.Context, nns *v1alpha1.NetshiftNodeState, id string, results []v1alpha1.StepResult, done bool) error {
 	if len(results) == 0 && !done {
 		return nil
+	}
+	// Done, the node reports its network with its steps: looked at again once
+	// the plan goes, it would differ from the last report by the change, one
+	// more write for every node of the cluster.
+	var seen *v1alpha1.ObservedNetwork
+	if done {
+		o := a.observe(ctx)
+		seen = &o
 	}
 	err := a.reportDone(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
 		if s.LiveChange == nil || s.LiveChange.ID != id {
@@ -143,6 +152,9 @@ func (a *Agent) reportSteps(ctx context.Context, nns *v1alpha1.NetshiftNodeState
 		}
 		if done {
 			s.LiveChange.Done = true
+			if !s.LiveChange.Failed {
+				s.Network = seen // a failed node is rolled back: its network is looked at after
+			}
 		}
 	})
 	if err == nil {

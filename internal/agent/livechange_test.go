@@ -39,10 +39,7 @@ func TestWithdrawnPlanDoesNotHoldTheAgent(t *testing.T) {
 	}
 	down := "http://" + l.Addr().String() + "/time"
 	l.Close() // nobody answers there
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]int64{"unixNano": time.Now().UnixNano()})
-	}))
-	defer up.Close()
+	up := timeServer(t)
 
 	plan := func(id, timeURL string) *v1alpha1.LiveChangePlan {
 		return &v1alpha1.LiveChangePlan{ID: id, Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, TimeURL: timeURL}
@@ -52,7 +49,7 @@ func TestWithdrawnPlanDoesNotHoldTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // the agent is waiting for the endpoint
-	nns.Spec.LiveChange = plan("geneve-1-2", up.URL+"/time")
+	nns.Spec.LiveChange = plan("geneve-1-2", up)
 	if err := c.Update(ctx, nns); err != nil {
 		t.Fatal(err)
 	}
@@ -86,4 +83,65 @@ func TestAnotherDriversPlanIsRefused(t *testing.T) {
 	if r.Ready || len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "ovn-kubernetes") || !strings.Contains(r.Problems[0], "ovs-bridge") {
 		t.Fatalf("report %+v", r)
 	}
+}
+
+// A node done with its steps reports its network in the same write: with the
+// plan still there (the agent looks at its network only once it goes), the
+// report that says Done already carries it.
+func TestADoneNodeReportsItsNetworkWithItsSteps(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := context.Background()
+	c := env.Client
+	node := "done-1"
+	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+		t.Fatal(err)
+	}
+	stop := runAgent(t, Options{Node: node})
+	defer stop()
+
+	plan := &v1alpha1.LiveChangePlan{ID: "geneve-2-1", Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, TimeURL: timeServer(t)}
+	nns := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NetshiftNodeStateSpec{LiveChange: plan}}
+	if err := c.Create(ctx, nns); err != nil {
+		t.Fatal(err)
+	}
+	waitState := func(what string, ok func(*v1alpha1.NetshiftNodeState) bool) *v1alpha1.NetshiftNodeState {
+		t.Helper()
+		var got v1alpha1.NetshiftNodeState
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			if err := c.Get(ctx, client.ObjectKey{Name: node}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if ok(&got) {
+				return &got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: never; the state's status %+v", what, got.Status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	got := waitState("the plan answered", func(s *v1alpha1.NetshiftNodeState) bool { return s.Status.LiveChange != nil })
+	if !got.Status.LiveChange.Ready || got.Status.Network != nil {
+		t.Fatalf("before its steps: report %+v, network %+v; want it ready, no network reported during the plan", got.Status.LiveChange, got.Status.Network)
+	}
+	t0 := metav1.NewMicroTime(time.Now().Add(time.Second))
+	got.Spec.LiveChange.T0 = &t0
+	if err := c.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	got = waitState("the node's part done", func(s *v1alpha1.NetshiftNodeState) bool { return s.Status.LiveChange.Done })
+	if got.Status.Network == nil {
+		t.Errorf("the report saying Done carries no network: %+v", got.Status)
+	}
+}
+
+// timeServer serves the operator's time endpoint until the test ends, and
+// says where.
+func timeServer(t *testing.T) string {
+	clock := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]int64{"unixNano": time.Now().UnixNano()})
+	}))
+	t.Cleanup(clock.Close)
+	return clock.URL + "/time"
 }
