@@ -105,6 +105,9 @@ func TestAMigrationTargetsTapGetsNothingBeforeItsVMSpeaks(t *testing.T) {
 	}
 	// OpenFlow names no port longer than 15 characters: the patch by its number.
 	hold := sw.Run("ovs-ofctl", "dump-flows", n.Bridge, fmt.Sprintf("in_port=%d", ifaces[n.BridgePatch].OFPort))
+	if got := sw.Vsctl("port-to-br", tap); got != n.Bridge {
+		t.Errorf("the target's tap is on %q once held, want %s", got, n.Bridge)
+	}
 	kept := false
 	for _, flow := range strings.Split(hold, "\n") {
 		kept = kept || strings.HasSuffix(flow, "actions=LOCAL") && !strings.Contains(flow, "n_packets=0,")
@@ -127,6 +130,13 @@ func TestAMigrationTargetsTapGetsNothingBeforeItsVMSpeaks(t *testing.T) {
 		t.Errorf("a target whose source is gone was activated ahead: %s", cond.Message)
 	}
 	waitFor(t, "the peer's frames at vm-late's tap", func() bool { return rxPackets(t, sw, "vm1") > 0 })
+
+	// Open vSwitch restarts without the flows of the hold and of what the
+	// migrated VM's first frame taught the bridge: the target's bridge is a
+	// plain one again, passing its VM's frames.
+	sw.Restart()
+	before := rxPackets(t, sw, "vm0")
+	waitFor(t, "the peer's frames at the migrated VM's tap after Open vSwitch restarted", func() bool { return rxPackets(t, sw, "vm0") > before })
 
 	close(stop)
 	if count := <-sent; count < 200 {

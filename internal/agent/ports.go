@@ -57,6 +57,9 @@ type portPlugger struct {
 	// and ahead what activateAhead did for each, once.
 	announced map[string]bool
 	ahead     map[string]string
+	// tapless are the Held ports this process plugged whose tap it has not
+	// attached since (plug.Port.Held).
+	tapless map[string]bool
 	// keeping are the ports whose held frames a goroutine keeps for the VM,
 	// with what ends it.
 	keeping map[string]context.CancelFunc
@@ -184,8 +187,8 @@ func (pp *portPlugger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		if err := pp.db.Plug(ctx, mode, port, owner, adm.Isolate, pp.integration, dp); err != nil {
 			return ctrl.Result{}, fmt.Errorf("node %s: %w", pp.node, err)
 		}
-		logger.Info("plugged", "port", port.ID, "mode", mode, "tap", port.Tap, "isolated", adm.Isolate)
-		since = pp.remember(port.ID)
+		logger.Info("plugged", "port", port.ID, "mode", mode, "tap", port.Tap, "isolated", adm.Isolate, "tapHeldBack", port.Held)
+		since = pp.remember(port.ID, port.Held)
 	}
 
 	return pp.reportReady(ctx, &pod, mode, port, adm, since)
@@ -349,7 +352,9 @@ func (pp *portPlugger) announce(ctx context.Context, p plug.Port, podUID string)
 // those stale frames first while the new ones were dropped (about 20 at 100
 // a second, measured): so the port bridge holds them back until the VM
 // itself speaks (ovs.HoldForVM), whenever its tap comes, and the agent gives
-// the resumed VM those that reached neither host (keepHeldFrames).
+// the resumed VM those that reached neither host (keepHeldFrames). The tap
+// joins the bridge only once the hold is in place (plug.Port.Held): before,
+// the bridge's NORMAL flow would pass OVN's frames to it.
 func (pp *portPlugger) activateAhead(ctx context.Context, port plug.Port, pod *corev1.Pod) (said string, err error) {
 	key := port.ID + "/" + string(pod.UID)
 	pp.mu.Lock()
@@ -365,8 +370,7 @@ func (pp *portPlugger) activateAhead(ctx context.Context, port plug.Port, pod *c
 	err = pp.nodeReader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Annotations[plug.MigrationTargetAnnotation]}, &source)
 	switch {
 	case apierrors.IsNotFound(err):
-		// Its port bridge, if made for it now, has no flow yet (plug.Port.Held).
-		if err := pp.db.OpenPortBridge(ctx, port.ID); err != nil {
+		if err := pp.attachTap(ctx, port); err != nil {
 			return "", err
 		}
 		pp.rememberAhead(key, "")
@@ -377,6 +381,9 @@ func (pp *portPlugger) activateAhead(ctx context.Context, port plug.Port, pod *c
 	kept := pp.keepHeldFrames(ctx, port)
 	if err := pp.db.HoldForVM(ctx, port.ID); err != nil {
 		pp.stopKeeping(port.ID)
+		return "", err
+	}
+	if err := pp.attachTap(ctx, port); err != nil {
 		return "", err
 	}
 	held := ", the VM's traffic held at it until the VM speaks"
@@ -520,12 +527,32 @@ func (pp *portPlugger) pluggedAt(id string) (time.Time, bool) {
 	return t, ok
 }
 
-func (pp *portPlugger) remember(id string) time.Time {
+func (pp *portPlugger) remember(id string, tapless bool) time.Time {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	now := time.Now()
 	pp.plugged[id] = now
+	if tapless {
+		pp.tapless[id] = true
+	}
 	return now
+}
+
+// attachTap attaches the tap of a port this process plugged Held, once.
+func (pp *portPlugger) attachTap(ctx context.Context, port plug.Port) error {
+	pp.mu.Lock()
+	tapless := pp.tapless[port.ID]
+	pp.mu.Unlock()
+	if !tapless {
+		return nil
+	}
+	if err := pp.db.AttachTap(ctx, port); err != nil {
+		return err
+	}
+	pp.mu.Lock()
+	delete(pp.tapless, port.ID)
+	pp.mu.Unlock()
+	return nil
 }
 
 func (pp *portPlugger) forget(id string) {
@@ -533,6 +560,7 @@ func (pp *portPlugger) forget(id string) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	delete(pp.plugged, id)
+	delete(pp.tapless, id)
 	for key := range pp.announced {
 		if strings.HasPrefix(key, id+"/") {
 			delete(pp.announced, key)
@@ -581,6 +609,8 @@ func (pp *portPlugger) reportReady(ctx context.Context, pod *corev1.Pod, mode pl
 			return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
 		}
 		msg += ahead
+	} else if err := pp.attachTap(ctx, port); err != nil { // no longer a migration's target
+		return ctrl.Result{}, fmt.Errorf("node %s: pod %s: %w", pp.node, owner, err)
 	}
 	if (adm.Existing != nil && adm.Existing.Isolated) || adm.Isolate {
 		if err := pp.db.Activate(ctx, port.ID); err != nil {
@@ -676,7 +706,7 @@ func addPortPlugger(mgr ctrl.Manager, o Options, sw *ovs.Switch) error {
 		return fmt.Errorf("node %s: plugging ports needs the node's OVSDB (--ovsdb)", o.Node)
 	}
 	pp := &portPlugger{client: mgr.GetClient(), nodeReader: mgr.GetAPIReader(), node: o.Node, netns: o.NodeNetns, db: sw, integration: o.IntegrationBridge,
-		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}, ahead: map[string]string{}, keeping: map[string]context.CancelFunc{}, goneSince: map[string]time.Time{}}
+		defaultMode: o.PlugMode, plugged: map[string]time.Time{}, announced: map[string]bool{}, ahead: map[string]string{}, tapless: map[string]bool{}, keeping: map[string]context.CancelFunc{}, goneSince: map[string]time.Time{}}
 	if o.CNI.Pool != nil {
 		pp.cniState, pp.parkedMax, pp.parkedTTL = o.CNI.Pool.StateDir, o.CNI.Pool.ParkedDevices, o.CNI.ParkedTTL
 		if pp.cniDelGrace = o.CNI.DelGrace; pp.cniDelGrace == 0 {

@@ -92,14 +92,3 @@ func (s *Switch) HoldForVM(ctx context.Context, portID string) error {
 	}
 	return nil
 }
-
-// OpenPortBridge gives a port bridge its NORMAL flow, as a bridge not made
-// for a held port has from the start: for a migration's target whose
-// migration ended before its agent held it (plug.Port.Held). Opening again
-// changes nothing.
-func (s *Switch) OpenPortBridge(ctx context.Context, portID string) error {
-	if err := s.ofctl(ctx, plug.NamesFor(portID).Bridge, "", "add-flow", "priority=0,actions=NORMAL"); err != nil {
-		return fmt.Errorf("open the port bridge of port %s: %w", portID, err)
-	}
-	return nil
-}

@@ -92,8 +92,8 @@ func (x *txn) ensurePort(t tables, bridge *vswitch.Bridge, name string, spec ifa
 // repairs what differs. Per-port: the port's own bridge pbr-<id> with the
 // integration bridge's datapath type (and so its default NORMAL flow), the
 // patch pair pbp-<id>/ipb-<id>, the identifying external_ids on ipb-<id>,
-// VLAN 4095 on pbp-<id> when isolate, no flow at all on a new bridge when
-// the port is Held, and the tap on the port bridge, whether
+// VLAN 4095 on pbp-<id> when isolate, and, unless the port is Held (see
+// AttachTap), the tap on the port bridge, whether
 // or not its device exists yet (vswitchd attaches it when it appears).
 // Direct: the tap on the integration bridge with the identifying
 // external_ids. It never isolates an activated port again (isolate is the
@@ -129,19 +129,19 @@ func (s *Switch) Plug(ctx context.Context, mode plug.Mode, p plug.Port, owner st
 			row := vswitch.Bridge{UUID: br.UUID}
 			setRowKeys(x, &row, &row.ExternalIDs, own, extParkedAt)
 			x.ensurePort(t, &br, n.BridgePatch, ifaceSpec{Type: "patch", Options: map[string]string{"peer": n.IntegrationPatch}}, tag)
-			x.ensurePort(t, &br, p.Tap, ifaceSpec{ExternalIDs: map[string]string{extPortID: p.ID}}, nil)
+			if !p.Held {
+				x.ensurePort(t, &br, p.Tap, tapSpec(p), nil)
+			}
 		} else {
 			// A new bridge: its own internal port, the patch and the tap, created with it.
 			ports := []string{
 				x.ensurePort(t, nil, n.Bridge, ifaceSpec{Type: "internal"}, nil),
 				x.ensurePort(t, nil, n.BridgePatch, ifaceSpec{Type: "patch", Options: map[string]string{"peer": n.IntegrationPatch}}, tag),
-				x.ensurePort(t, nil, p.Tap, ifaceSpec{ExternalIDs: map[string]string{extPortID: p.ID}}, nil),
+			}
+			if !p.Held {
+				ports = append(ports, x.ensurePort(t, nil, p.Tap, tapSpec(p), nil))
 			}
 			b := vswitch.Bridge{UUID: x.name("bridge"), Name: n.Bridge, DatapathType: datapath, ExternalIDs: own, Ports: ports}
-			if p.Held {
-				secure := vswitch.BridgeFailModeSecure
-				b.FailMode = &secure
-			}
 			x.add(s.c.Create(&b))
 			root := vswitch.OpenvSwitch{UUID: t.root.UUID}
 			x.add(s.c.Where(&root).Mutate(&root, model.Mutation{Field: &root.Bridges, Mutator: ovsdb.MutateOperationInsert, Value: []string{b.UUID}}))
@@ -155,6 +155,34 @@ func (s *Switch) Plug(ctx context.Context, mode plug.Mode, p plug.Port, owner st
 		return fmt.Errorf("plug port %s (%s) for %s: %s: %w", p.ID, mode, owner, s.what, x.err)
 	}
 	_, err = s.commit(ctx, fmt.Sprintf("plug port %s (%s) for %s", p.ID, mode, owner), x.ops)
+	return err
+}
+
+// tapSpec is a per-port tap's interface on its port bridge.
+func tapSpec(p plug.Port) ifaceSpec {
+	return ifaceSpec{ExternalIDs: map[string]string{extPortID: p.ID}}
+}
+
+// AttachTap adds a Held port's tap to its port bridge, once the bridge holds
+// what comes from the integration bridge for the VM (HoldForVM) or the port
+// needs no hold. Attaching again repairs it. The bridge stays standalone:
+// should vswitchd restart without its flows, NORMAL is back at once.
+func (s *Switch) AttachTap(ctx context.Context, p plug.Port) error {
+	t, err := s.tables(ctx)
+	if err != nil {
+		return err
+	}
+	n := plug.NamesFor(p.ID)
+	br, ok := t.bridges[n.Bridge]
+	if !ok {
+		return fmt.Errorf("attach the tap %s of port %s: %s: no port bridge %s", p.Tap, p.ID, s.what, n.Bridge)
+	}
+	x := &txn{s: s}
+	x.ensurePort(t, &br, p.Tap, tapSpec(p), nil)
+	if x.err != nil {
+		return fmt.Errorf("attach the tap %s of port %s: %s: %w", p.Tap, p.ID, s.what, x.err)
+	}
+	_, err = s.commit(ctx, fmt.Sprintf("attach the tap %s of port %s", p.Tap, p.ID), x.ops)
 	return err
 }
 

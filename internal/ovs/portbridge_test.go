@@ -342,6 +342,42 @@ func TestAnnounceReachesTheIntegrationBridge(t *testing.T) {
 // package heldframes) while the incoming VM is not running, and passes it to
 // the VM for good once a frame came from the VM's tap, which may appear
 // after the hold.
+// A migration target's port (Held) is plugged without its tap, which joins
+// its bridge when attached; plugging it Held again (an agent restart) leaves
+// an attached tap where it is, and the bridge stays a plain one.
+func TestAHeldPortsTapJoinsWhenAttached(t *testing.T) {
+	sw := ovstest.Start(t)
+	ctx := context.Background()
+	p := vmPort(portID)
+	p.Held = true
+	n := plug.NamesFor(portID)
+	if err := sw.DB.Plug(ctx, plug.PerPort, p, "vms/a", false, "br-int", "netdev"); err != nil {
+		t.Fatal(err)
+	}
+	addTap(t, sw, p.Tap)
+	if ports := sw.Vsctl("list-ports", n.Bridge); ports != n.BridgePatch {
+		t.Errorf("a held port's bridge has ports %q, want only %s", ports, n.BridgePatch)
+	}
+	if err := sw.DB.AttachTap(ctx, vmPort("4c1b2d3e-0000-4000-8000-0000000000ff")); err == nil || !strings.Contains(err.Error(), "no port bridge") {
+		t.Errorf("attached the tap of a port that is not plugged: %v, want a refusal", err)
+	}
+	for range 2 { // attaching again repairs
+		if err := sw.DB.AttachTap(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitOFPort(t, sw, p.Tap)
+	if err := sw.DB.Plug(ctx, plug.PerPort, p, "vms/a", false, "br-int", "netdev"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sw.Vsctl("port-to-br", p.Tap); got != n.Bridge {
+		t.Errorf("plugged Held again, the tap is on %q, want %s", got, n.Bridge)
+	}
+	if mode := sw.Vsctl("get-fail-mode", n.Bridge); mode != "" {
+		t.Errorf("the port bridge's fail mode is %q: a restarted vswitchd would give it no NORMAL flow", mode)
+	}
+}
+
 func TestAHeldPortBridgeOpensWhenTheVMSpeaks(t *testing.T) {
 	sw := ovstest.Start(t)
 	ctx := context.Background()

@@ -50,11 +50,11 @@ type Port struct {
 	// Isolate keeps the port cut off inside its port bridge (VLAN 4095 on
 	// pbp-<id>) until the agent sees it bound and activates it.
 	Isolate bool `json:"isolate,omitempty"`
-	// Held marks the port of a migration's target, never from a spec: a new
-	// port bridge for it starts with no flow at all (fail_mode secure), not
-	// NORMAL, until the agent holds it for its VM (ovs.Switch.HoldForVM) or
-	// opens it (ovs.Switch.OpenPortBridge): NORMAL would pass what OVN sends
-	// here to a tap whose incoming VM takes it only once resumed.
+	// Held marks the port of a migration's target, never from a spec: its tap
+	// joins its port bridge only once the agent holds the bridge for its VM
+	// (ovs.Switch.HoldForVM) or finds it needs no hold (ovs.Switch.AttachTap).
+	// Before, the bridge's NORMAL flow would pass what OVN sends here to a
+	// tap whose incoming VM takes it only once resumed.
 	Held bool `json:"-"`
 }
 
