@@ -27,11 +27,7 @@ func TestWithdrawnPlanDoesNotHoldTheAgent(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client
 	node := "clock-1"
-	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
-		t.Fatal(err)
-	}
-	stop := runAgent(t, Options{Node: node})
-	defer stop()
+	defer nodeWithAgent(t, node)()
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -93,11 +89,7 @@ func TestADoneNodeReportsItsNetworkWithItsSteps(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client
 	node := "done-1"
-	if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
-		t.Fatal(err)
-	}
-	stop := runAgent(t, Options{Node: node})
-	defer stop()
+	defer nodeWithAgent(t, node)()
 
 	plan := &v1alpha1.LiveChangePlan{ID: "geneve-2-1", Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, TimeURL: timeServer(t)}
 	nns := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NetshiftNodeStateSpec{LiveChange: plan}}
@@ -144,4 +136,13 @@ func timeServer(t *testing.T) string {
 	}))
 	t.Cleanup(clock.Close)
 	return clock.URL + "/time"
+}
+
+// nodeWithAgent creates a Node and runs its agent until the returned stop.
+func nodeWithAgent(t *testing.T, node string) (stop func()) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+		t.Fatal(err)
+	}
+	return runAgent(t, Options{Node: node})
 }

@@ -93,8 +93,8 @@ func (x *txn) ensurePort(t tables, bridge *vswitch.Bridge, name string, spec ifa
 // integration bridge's datapath type (and so its default NORMAL flow), the
 // patch pair pbp-<id>/ipb-<id>, the identifying external_ids on ipb-<id>,
 // VLAN 4095 on pbp-<id> when isolate, and, unless the port is Held (see
-// AttachTap), the tap on the port bridge, whether
-// or not its device exists yet (vswitchd attaches it when it appears).
+// AttachTap), the tap on the port bridge, whether or not its device exists
+// yet (vswitchd attaches it when it appears).
 // Direct: the tap on the integration bridge with the identifying
 // external_ids. It never isolates an activated port again (isolate is the
 // caller's, see plug.Admit). A parked port is adopted: owner becomes its
@@ -133,7 +133,7 @@ func (s *Switch) Plug(ctx context.Context, mode plug.Mode, p plug.Port, owner st
 				x.ensurePort(t, &br, p.Tap, tapSpec(p), nil)
 			}
 		} else {
-			// A new bridge: its own internal port, the patch and the tap, created with it.
+			// A new bridge: its own internal port, the patch and (unless Held) the tap, created with it.
 			ports := []string{
 				x.ensurePort(t, nil, n.Bridge, ifaceSpec{Type: "internal"}, nil),
 				x.ensurePort(t, nil, n.BridgePatch, ifaceSpec{Type: "patch", Options: map[string]string{"peer": n.IntegrationPatch}}, tag),
