@@ -129,7 +129,8 @@ type NodeNetworkConfig struct {
 	TunnelPort int32 `json:"tunnelPort"`
 }
 
-// LiveChangePlan is the node's part of a live change.
+// LiveChangePlan is a node's part of a live change: the whole cluster's in the
+// NetshiftChangePlan, or one node's own in its NetshiftNodeState.
 type LiveChangePlan struct {
 	// ID is the change's ID (NetshiftNetwork status.change.id).
 	ID string `json:"id"`
@@ -179,7 +180,10 @@ type NetshiftNodeStateSpec struct {
 	// Operation is the work the node's agent should do now; absent when none is pending.
 	// +optional
 	Operation *NodeOperation `json:"operation,omitempty"`
-	// LiveChange is the node's part of a live MTU or tunnel port change; absent when none.
+	// LiveChange is this node's own part of a live MTU or tunnel port change, which it runs
+	// instead of the cluster's NetshiftChangePlan: a rollback of its steps, or the plan of a
+	// change that ended while the node was silent. Absent when none: the node follows the
+	// NetshiftChangePlan, if there is one.
 	// +optional
 	LiveChange *LiveChangePlan `json:"liveChange,omitempty"`
 	// Uninstall is set by `netshift uninstall`: the agent takes netshift off its node

@@ -26,10 +26,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/netplugin"
@@ -286,9 +288,10 @@ func managerOptions(o Options) ctrl.Options {
 		HealthProbeBindAddress: o.HealthAddr,
 		Controller:             config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&v1alpha1.NetshiftNodeState{}: {Field: fields.OneTermEqualSelector("metadata.name", o.Node)},
-			&corev1.Pod{}:                 {Field: fields.OneTermEqualSelector("spec.nodeName", o.Node)},
-			&corev1.Node{}:                {Field: fields.OneTermEqualSelector("metadata.name", o.Node)},
+			&v1alpha1.NetshiftNodeState{}:  {Field: fields.OneTermEqualSelector("metadata.name", o.Node)},
+			&corev1.Pod{}:                  {Field: fields.OneTermEqualSelector("spec.nodeName", o.Node)},
+			&corev1.Node{}:                 {Field: fields.OneTermEqualSelector("metadata.name", o.Node)},
+			&v1alpha1.NetshiftChangePlan{}: {Field: fields.OneTermEqualSelector("metadata.name", v1alpha1.NetshiftChangePlanName)},
 		}},
 	}
 	if o.Logger != nil {
@@ -356,7 +359,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if a.MaxClockSkew == 0 {
 		a.MaxClockSkew = 50 * time.Millisecond
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(&v1alpha1.NetshiftNodeState{}).Complete(a); err != nil {
+	toNode := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: node}}}
+	})
+	if err := ctrl.NewControllerManagedBy(mgr).Named("agent").For(&v1alpha1.NetshiftNodeState{}).
+		Watches(&v1alpha1.NetshiftChangePlan{}, toNode).Complete(a); err != nil {
 		return nil, fmt.Errorf("node %s: set up agent: %w", node, err)
 	}
 	if o.PlugPorts {
@@ -414,8 +421,12 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 		}
 	}
 	// A live change moves every node at once and goes before any drained operation.
-	if nns.Spec.LiveChange != nil {
-		return a.liveChange(ctx, &nns)
+	plan, err := a.planOf(ctx, &nns)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if plan != nil {
+		return a.liveChange(ctx, &nns, plan)
 	}
 	step, opID := NextStep(&nns)
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "operation", opID, "step", step)

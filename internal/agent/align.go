@@ -57,7 +57,11 @@ func (a *Agent) alignNow(ctx context.Context) (o netplugin.Outcome, err error) {
 func (a *Agent) alignNowOn(ctx context.Context) (netplugin.Outcome, error) {
 	var nns v1alpha1.NetshiftNodeState
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err == nil {
-		if plan, rep := nns.Spec.LiveChange, nns.Status.LiveChange; plan != nil && (rep == nil || rep.ID != plan.ID || !rep.Done) {
+		plan, err := a.planOf(ctx, &nns)
+		if err != nil {
+			return netplugin.Outcome{}, err
+		}
+		if rep := nns.Status.LiveChange; plan != nil && (rep == nil || rep.ID != plan.ID || !rep.Done) {
 			return netplugin.Outcome{}, nil
 		}
 	}

@@ -60,10 +60,19 @@ func judgeClock(offset, bound, max time.Duration) clockVerdict {
 	}
 }
 
+// newClockClient is one clock check's own connection to the time endpoint.
+// A round trip that opens a connection is slower, and lopsided (the server
+// reads its clock after the handshake), so every round after the first
+// should reuse one. The process's shared transport keeps only two idle
+// connections a host: where many agents check at once in one process (the
+// scale simulation) they would dial again for nearly every sample.
+func newClockClient() *http.Client {
+	return &http.Client{Timeout: 2 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
 // measureClock takes n samples from the operator's time endpoint, reading
 // the local clock with now.
-func measureClock(ctx context.Context, url string, n int, now func() time.Time) ([]ClockSample, error) {
-	client := &http.Client{Timeout: 2 * time.Second}
+func measureClock(ctx context.Context, client *http.Client, url string, n int, now func() time.Time) ([]ClockSample, error) {
 	var out []ClockSample
 	for range n {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

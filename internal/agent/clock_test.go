@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,5 +95,77 @@ func TestClockWaitsForTheOperatorsReturn(t *testing.T) {
 	}
 	if len(r.Problems) != 0 || r.ClockOffsetMicros == nil {
 		t.Fatalf("report %+v: want the clock measured once the endpoint is back", r)
+	}
+}
+
+// TestEachClockCheckKeepsOneConnection: when many agents check at once (a
+// scale run holds thousands in one process), each takes its samples over one
+// connection of its own, and leaves none open behind it. A round trip that
+// dials is slower and lopsided, and enough of them left whole changes
+// failing their preconditions as "too slow to tell".
+func TestEachClockCheckKeepsOneConnection(t *testing.T) {
+	var mu sync.Mutex
+	opened, closed := 0, 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]int64{"unixNano": time.Now().UnixNano()})
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case http.StateNew:
+			opened++
+		case http.StateClosed, http.StateHijacked:
+			closed++
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	const agents = 40
+	var wg sync.WaitGroup
+	reports := make([]v1alpha1.LiveChangeReport, agents)
+	for i := range agents {
+		wg.Go(func() {
+			a := &Agent{now: time.Now, MaxClockSkew: 50 * time.Millisecond}
+			a.checkClock(context.Background(), &reports[i], srv.URL+"/time")
+		})
+	}
+	wg.Wait()
+	for i, r := range reports {
+		if len(r.Problems) != 0 || r.ClockOffsetMicros == nil {
+			t.Fatalf("agent %d: report %+v, want its clock measured", i, r)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		o, c := opened, closed
+		mu.Unlock()
+		if o > agents {
+			t.Fatalf("%d agents checking at once opened %d connections: at most one each", agents, o)
+		}
+		if c == o {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the %d connections the checks opened are still open after them", o-c, o)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestClockRetriesThinOut: the rounds of an agent that could not tell come
+// further apart, up to 4 s, and are spread (no two agents in step).
+func TestClockRetriesThinOut(t *testing.T) {
+	for round, ceiling := range []time.Duration{400, 800, 1600, 3200, 4000, 4000, 4000} {
+		ceiling *= time.Millisecond
+		lo, hi := time.Hour, time.Duration(0)
+		for range 200 {
+			p := clockRetryPause(round)
+			lo, hi = min(lo, p), max(hi, p)
+		}
+		if lo < ceiling/2 || hi > ceiling || hi-lo < ceiling/4 {
+			t.Errorf("round %d: pauses from %s to %s, want spread between %s and %s", round, lo, hi, ceiling/2, ceiling)
+		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -27,8 +26,7 @@ import (
 // liveChange runs the node's part of a live change: preconditions first
 // (touching nothing), then, once the operator has set T0, every step at its
 // offset from T0. It reports after the preconditions and after each step.
-func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState) (ctrl.Result, error) {
-	plan := nns.Spec.LiveChange
+func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState, plan *v1alpha1.LiveChangePlan) (ctrl.Result, error) {
 	rep := nns.Status.LiveChange
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
 	if a.reported.stale(plan.ID, rep, time.Now()) {
@@ -47,7 +45,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState)
 		return ctrl.Result{}, err
 	}
 	if rep == nil || rep.ID != plan.ID {
-		checking, withdrawn := a.whilePlanned(ctx, nns, plan.ID)
+		checking, withdrawn := a.whilePlanned(ctx, plan.ID)
 		r := a.preconditions(checking, plan)
 		if withdrawn() {
 			logger.Info("plan withdrawn while its preconditions were checked; not answering it")
@@ -82,7 +80,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState)
 		if done[step.Action] {
 			continue
 		}
-		res, withdrawn, err := a.stepAtItsTime(ctx, nns, plan, step)
+		res, withdrawn, err := a.stepAtItsTime(ctx, plan, step)
 		if err != nil || withdrawn {
 			return ctrl.Result{}, errors.Join(err, a.reportSteps(ctx, nns, plan.ID, unreported, false))
 		}
@@ -168,7 +166,7 @@ func (a *Agent) reportSteps(ctx context.Context, nns *v1alpha1.NetshiftNodeState
 // for an operator that restarts, and a withdrawn plan must not hold the
 // agent from the next one. withdrawn ends the watch and says whether it
 // was withdrawn.
-func (a *Agent) whilePlanned(ctx context.Context, nns *v1alpha1.NetshiftNodeState, id string) (watched context.Context, withdrawn func() bool) {
+func (a *Agent) whilePlanned(ctx context.Context, id string) (watched context.Context, withdrawn func() bool) {
 	watched, cancel := context.WithCancel(ctx)
 	var gone atomic.Bool
 	done := make(chan struct{})
@@ -180,9 +178,8 @@ func (a *Agent) whilePlanned(ctx context.Context, nns *v1alpha1.NetshiftNodeStat
 				return
 			case <-time.After(planLookInterval):
 			}
-			var fresh v1alpha1.NetshiftNodeState
-			err := a.Client.Get(watched, client.ObjectKeyFromObject(nns), &fresh)
-			if (err == nil && (fresh.Spec.LiveChange == nil || fresh.Spec.LiveChange.ID != id)) || apierrors.IsNotFound(err) {
+			plan, err := a.freshPlan(watched)
+			if (err == nil && (plan == nil || plan.ID != id)) || apierrors.IsNotFound(err) {
 				gone.Store(true)
 				cancel()
 				return
@@ -204,7 +201,7 @@ const planLookInterval = time.Second
 // withdrawn meanwhile (an abort before T0). Everything the step needs is
 // built before its time, so that at its time it only sends (one OVSDB
 // transaction for the tunnel port, netlink requests on open handles).
-func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NetshiftNodeState, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (res v1alpha1.StepResult, withdrawn bool, err error) {
+func (a *Agent) stepAtItsTime(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (res v1alpha1.StepResult, withdrawn bool, err error) {
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
 	at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
 	armed := a.armStep(ctx, plan, step)
@@ -214,11 +211,11 @@ func (a *Agent) stepAtItsTime(ctx context.Context, nns *v1alpha1.NetshiftNodeSta
 	}
 	// The last look at the plan, from the cache, before the final approach:
 	// a plan withdrawn later than this runs its step (the operator refuses an abort so close to T0).
-	var fresh v1alpha1.NetshiftNodeState
-	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(nns), &fresh); err != nil {
+	fresh, err := a.freshPlan(ctx)
+	if err != nil {
 		return res, false, fmt.Errorf("node %s: read the plan before step %s: %w", a.Node, step.Action, err)
 	}
-	if fresh.Spec.LiveChange == nil || fresh.Spec.LiveChange.ID != plan.ID || fresh.Spec.LiveChange.T0 == nil || !fresh.Spec.LiveChange.T0.Equal(plan.T0) {
+	if fresh == nil || fresh.ID != plan.ID || fresh.T0 == nil || !fresh.T0.Equal(plan.T0) {
 		logger.Info("plan withdrawn before its step; stopping", "step", step.Action)
 		return res, true, nil
 	}
@@ -482,9 +479,11 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 	// spread out, and the fastest round trip of all of them is trusted.
 	var samples []ClockSample
 	var lastErr error
+	client := newClockClient()
+	defer client.CloseIdleConnections()
 	start := time.Now()
-	for {
-		round, err := measureClock(ctx, timeURL, 5, a.now)
+	for tries := 0; ; tries++ {
+		round, err := measureClock(ctx, client, timeURL, 5, a.now)
 		lastErr = err
 		samples = append(samples, round...)
 		if len(samples) > 0 {
@@ -502,7 +501,7 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 			break
 		}
 		select {
-		case <-time.After(clockRetryPause()):
+		case <-time.After(clockRetryPause(tries)):
 		case <-ctx.Done():
 		}
 	}
@@ -523,7 +522,12 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 	}
 }
 
-// clockRetryPause spreads the agents' further rounds apart (0.2 to 1 s).
-func clockRetryPause() time.Duration {
-	return 200*time.Millisecond + rand.N(800*time.Millisecond)
+// clockRetryPause is how long an agent waits after its round-th round that
+// could not tell: between half and all of 0.4 s doubled each round, at most
+// 4 s. Every agent of the cluster checks when the plan comes, and a busy time
+// endpoint answers slowly: the rounds of those that could not tell thin out
+// and spread, and the quieter moments between them give fast round trips.
+func clockRetryPause(round int) time.Duration {
+	ceiling := min(400*time.Millisecond<<min(round, 4), 4*time.Second)
+	return ceiling/2 + rand.N(ceiling/2)
 }

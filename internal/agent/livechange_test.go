@@ -128,6 +128,64 @@ func TestADoneNodeReportsItsNetworkWithItsSteps(t *testing.T) {
 	}
 }
 
+// TestANodeRunsTheClustersPlanUnlessItHasItsOwn: every agent answers the
+// one NetshiftChangePlan and runs its steps from the T0 written there; a node
+// with a plan of its own (a rollback) runs that one instead, whatever the
+// cluster's plan says.
+func TestANodeRunsTheClustersPlanUnlessItHasItsOwn(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := context.Background()
+	c := env.Client
+	defer nodeWithAgent(t, "follows-1")()
+	defer nodeWithAgent(t, "own-1")()
+	clock := timeServer(t)
+	t0 := metav1.NewMicroTime(time.Now())
+	own := &v1alpha1.LiveChangePlan{ID: "geneve-5-1-rollback", Kind: v1alpha1.ChangeGenevePort, From: 6082, To: 6081, Rollback: true, T0: &t0}
+	for node, plan := range map[string]*v1alpha1.LiveChangePlan{"follows-1": nil, "own-1": own} {
+		if err := c.Create(ctx, &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NetshiftNodeStateSpec{LiveChange: plan}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp := &v1alpha1.NetshiftChangePlan{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.NetshiftChangePlanName},
+		Spec: v1alpha1.LiveChangePlan{ID: "geneve-5-1", Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, TimeURL: clock}}
+	if err := c.Create(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Delete(ctx, cp) }()
+	report := func(node string, ok func(*v1alpha1.LiveChangeReport) bool) *v1alpha1.LiveChangeReport {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			var got v1alpha1.NetshiftNodeState
+			if err := c.Get(ctx, client.ObjectKey{Name: node}, &got); err != nil {
+				t.Fatal(err)
+			}
+			if r := got.Status.LiveChange; r != nil && ok(r) {
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s: report %+v", node, got.Status.LiveChange)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if r := report("follows-1", func(r *v1alpha1.LiveChangeReport) bool { return r.ID == "geneve-5-1" }); !r.Ready || r.ClockOffsetMicros == nil {
+		t.Fatalf("the cluster's plan answered %+v: want it ready, the clock measured", r)
+	}
+	report("own-1", func(r *v1alpha1.LiveChangeReport) bool { return r.ID == own.ID && r.Ready })
+
+	soon := metav1.NewMicroTime(time.Now().Add(time.Second))
+	cp.Spec.T0 = &soon
+	if err := c.Update(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	report("follows-1", func(r *v1alpha1.LiveChangeReport) bool { return r.ID == "geneve-5-1" && r.Done })
+	time.Sleep(2 * time.Second) // past the cluster's T0
+	if r := report("own-1", func(*v1alpha1.LiveChangeReport) bool { return true }); r.ID != own.ID {
+		t.Fatalf("a node with its own plan answered the cluster's: %+v", r)
+	}
+}
+
 // timeServer serves the operator's time endpoint until the test ends, and
 // says where.
 func timeServer(t *testing.T) string {

@@ -44,8 +44,8 @@ func (a *Agent) reportNetwork(ctx context.Context) error {
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {
 		return err // created by the operator for every Node: look again soon
 	}
-	if nns.Spec.LiveChange != nil {
-		return nil // between a change's steps the node is meant to differ from itself: look after it
+	if plan, err := a.planOf(ctx, &nns); err != nil || plan != nil {
+		return err // between a change's steps the node is meant to differ from itself: look after it
 	}
 	seen := a.observe(ctx)
 	if equality.Semantic.DeepEqual(nns.Status.Network, &seen) {

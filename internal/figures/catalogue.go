@@ -89,16 +89,16 @@ const (
 		"(the rows of writes it served a second, below), and the change's writes per node go through one after another at that rate"
 	heldByGrowth = "the rate at which the API server serves writes falls as the cluster grows (the rows of writes it served a second, " +
 		"below: fewer at 5,000 nodes than at 500, on the same 2 cores), and each of the operator's passes reads every node"
-	heldByRetries = "the change's own writes are 5 a node (the plan, T0 and the plan's removal, the agent's precondition answer and " +
-		"its steps' report); what is over that was written again after a conflict with another writer of the same object (the " +
-		"operator's and the agents' rows below)"
+	heldByRetries = "the change's own writes are 2 a node (the agent's precondition answer and its steps' report; the plan, T0 " +
+		"and the plan's removal are 3 writes for the whole cluster); what is over that was written again after a conflict with " +
+		"another writer of the same object (the operator's and the agents' rows below)"
 	heldBySlowNodes = "nodes' cordoned times vary (a node's evictions wait for its pods' budgets and for the API server), so the busiest " +
 		"pool's last nodes end after the median; and a slot freed waits for the drain controller's next pass, which reads every node " +
 		"and state past the cache"
 	heldByCordon = "the cordon: an MTU change cordons every node, so that no pod starts with the old MTU on a path already changed, " +
-		"and the hold's record, the cordon, the uncordon and the hold's release are 4 of the operator's 7 writes a node (with the " +
-		"plan, T0 and the plan's removal); the agents write their precondition answer and their steps' report (the operator's and " +
-		"the agents' rows below). A port change cordons nothing"
+		"and the hold's record, the cordon, the uncordon and the hold's release are the operator's 4 writes a node (the plan, T0 " +
+		"and the plan's removal are 3 writes for the whole cluster); the agents write their precondition answer and their steps' " +
+		"report (the operator's and the agents' rows below). A port change cordons nothing"
 )
 
 // Rows are every figure, with the target it is judged against where one is

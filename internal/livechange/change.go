@@ -327,3 +327,15 @@ func listed(items []string, sep string) string {
 	}
 	return fmt.Sprintf("%s%sand %d more", strings.Join(items[:maxListed], sep), sep, len(items)-maxListed)
 }
+
+// Answered is how many nodes have answered what the change waits for in
+// phase: their preconditions before T0, all their steps after.
+func Answered(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChangeReport) int {
+	n := 0
+	for _, r := range reports {
+		if r != nil && (phase != v1alpha1.PhaseScheduled || r.Done) {
+			n++
+		}
+	}
+	return n
+}

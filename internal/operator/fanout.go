@@ -72,14 +72,26 @@ func fanOut(ctx context.Context, names []string, pace *writePace, write func(ctx
 	return first
 }
 
-// lead is how far ahead of now T0 goes for a change of nodes nodes: at least
-// min, plus twice what writing every node's plan took in the latest fan-out of
-// at least four times its width (T0 reaches the agents in one such fan-out).
+// lead is how far ahead of now T0 goes for plans written to nodes nodes
+// each (a rollback's): at least min, plus twice what writing every node's
+// plan took in the latest fan-out of at least four times its width (T0
+// reaches the agents in one such fan-out), or, before any was measured,
+// unmeasuredWrite a node.
 func (p *writePace) lead(minimum time.Duration, nodes int) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return minimum + 2*p.perNode*time.Duration(nodes)
+	perNode := p.perNode
+	if perNode == 0 {
+		perNode = unmeasuredWrite
+	}
+	return minimum + 2*perNode*time.Duration(nodes)
 }
+
+// unmeasuredWrite is what a per-node write is taken to cost before one
+// fan-out was measured: about what one took on the 2-core machine of the
+// scale runs (some 180 writes a second at 1,000 nodes, docs/scale.md). Too long costs a few seconds; too short,
+// steps run late on the nodes whose plan came after T0.
+const unmeasuredWrite = 5 * time.Millisecond
 
 // passPacer spaces a controller's passes: a pass that reads every node would
 // otherwise run back to back on a burst of events. The next pass waits as long

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -129,4 +131,62 @@ func setUnschedulable(ctx context.Context, c client.Client, node *corev1.Node, u
 	patch := client.MergeFrom(node.DeepCopy())
 	node.Spec.Unschedulable = unschedulable
 	return c.Patch(ctx, node, patch)
+}
+
+// takeHoldOnNode takes a live change's hold id in one write to the Node: its
+// cordon and the hold's record (hold.NodeAnnotation), when hold.OnNode allows
+// it; otherwise through the ledger in the node's state (takeHold). It says
+// which it did. The write is guarded by the node's resourceVersion: a cordon
+// someone set since the read is not taken for netshift's.
+func takeHoldOnNode(ctx context.Context, c client.Client, reader client.Reader, st *v1alpha1.NetshiftNodeState, node *corev1.Node,
+	id string, now time.Time) (onNode bool, err error) {
+	for try := 0; ; try++ {
+		if !hold.OnNode(st.Status, node.Spec.Unschedulable) {
+			if node.Annotations[hold.NodeAnnotation] == id && node.Spec.Unschedulable {
+				return true, nil // taken already (a pass that did not record it)
+			}
+			return false, takeHold(ctx, c, st, node, v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: id, Cordon: true}, now, nil)
+		}
+		patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		node.Spec.Unschedulable = true
+		metav1.SetMetaDataAnnotation(&node.ObjectMeta, hold.NodeAnnotation, id)
+		err := c.Patch(ctx, node, patch)
+		if err == nil || !apierrors.IsConflict(err) || try == 3 {
+			if err != nil {
+				return true, fmt.Errorf("cordon and record its live change hold (%s): %w", id, err)
+			}
+			return true, nil
+		}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return true, fmt.Errorf("read again to cordon for its live change hold (%s): %w", id, err)
+		}
+	}
+}
+
+// releaseHoldOnNode gives back a live change's hold recorded on the Node
+// (hold.ReleaseOnNode): the state first when the cordon's owner changes,
+// then one write to the Node that removes the record and, unless another
+// hold still needs it, the cordon.
+func releaseHoldOnNode(ctx context.Context, c client.Client, st *v1alpha1.NetshiftNodeState, node *corev1.Node, id string) error {
+	if node.Annotations[hold.NodeAnnotation] != id {
+		return nil
+	}
+	next := st.Status.DeepCopy()
+	r := hold.ReleaseOnNode(next)
+	if r.Record {
+		patch := client.MergeFromWithOptions(st.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		st.Status.CordonedByNetshift = next.CordonedByNetshift
+		if err := c.Status().Patch(ctx, st, patch); err != nil {
+			return fmt.Errorf("record who owns the cordon after its live change hold (%s): %w", id, err)
+		}
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	delete(node.Annotations, hold.NodeAnnotation)
+	if r.Uncordon {
+		node.Spec.Unschedulable = false
+	}
+	if err := c.Patch(ctx, node, patch); err != nil {
+		return fmt.Errorf("uncordon and give back its live change hold (%s): %w", id, err)
+	}
+	return nil
 }

@@ -38,6 +38,9 @@ func (r *LiveChangeReconciler) leaveBehind(ctx context.Context, nodes []corev1.N
 	// A rebooting node gives its hold back: its drain cordons it once its pool has a slot, as
 	// any drain's. Cordoning every failed node until then could leave no node for the pods a
 	// drain evicts, netshift's own operator among them.
+	if err := r.keepOwnPlans(ctx, byNode, ch.Converging, ch.ID); err != nil {
+		return err
+	}
 	if err := r.finish(ctx, nodes, byNode, ch.ID, slices.Concat(ch.Converging, ch.Held)...); err != nil {
 		return err
 	}
@@ -161,7 +164,7 @@ func (r *LiveChangeReconciler) holdNode(ctx context.Context, name, id string) er
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &node); err != nil {
 		return fmt.Errorf("node %s: %w", name, err)
 	}
-	if h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange); ok && h.ID == id && node.Spec.Unschedulable {
+	if h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange); (ok && h.ID == id || node.Annotations[hold.NodeAnnotation] == id) && node.Spec.Unschedulable {
 		return nil
 	}
 	h := v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: id, Cordon: true}

@@ -42,14 +42,17 @@ const (
 )
 
 // LiveChangeReconciler carries out live MTU and tunnel port changes: it
-// records the change in the first reconcile after the edit, asks every agent
-// to check its preconditions, then cordons every node, sets T0 a lead time
-// ahead and writes each node's step schedule, and records the result.
+// records the change in the first reconcile after the edit, writes the
+// cluster's plan (the NetshiftChangePlan) for every agent to check its
+// preconditions, then cordons every node (an MTU change), sets T0 a lead time
+// ahead and the steps in that plan, and records the result. A node gets a
+// plan of its own only for a rollback, or when it is left behind.
 type LiveChangeReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 	Now       func() time.Time
 	// Lead is how far ahead of "now" T0 is set: enough for every agent to see its schedule.
+	// A rollback's T0 adds what writing its nodes' plans takes (see writePace.lead).
 	Lead time.Duration
 	// Spacing is the time between a node's steps.
 	Spacing time.Duration
@@ -76,8 +79,8 @@ type LiveChangeReconciler struct {
 	// followedAt; nil with a time: the last try failed (tried again a resync later).
 	followed   *v1alpha1.AppliedNetwork
 	followedAt time.Time
-	// pace is how long a per-node write takes, measured as the change's plans are written: T0's
-	// lead grows with it (see writePace.lead).
+	// pace is how long a per-node write takes, measured as a rollback's plans are written: the
+	// next rollback's T0 lead grows with it (see writePace.lead).
 	pace writePace
 	// planned are the plans this process wrote that its cache may not show yet, by node: a
 	// pass reads the nodes' states from the cache, and must not write a plan twice, nor miss
@@ -86,8 +89,10 @@ type LiveChangeReconciler struct {
 	// holding are the nodes whose LiveChange hold this process took, by node: the cache
 	// may not show them yet when the change ends.
 	holding sync.Map // node name -> change ID
-	// plansSent is when this process last wrote plans of a change, by change ID.
+	// plansSent is when this process last wrote the cluster's plan of a change, by change ID.
 	plansSent sync.Map // change ID -> time.Time
+	// answers is when the nodes' answers to the change last grew in number.
+	answers answerClock
 	// passes spaces the passes (see passPacer).
 	passes passPacer
 }
@@ -332,7 +337,7 @@ func (r *LiveChangeReconciler) startDryRun(ctx context.Context, cn *v1alpha1.Net
 // withdraws its plans: nothing was touched, no node was cordoned.
 func (r *LiveChangeReconciler) advanceDryRun(ctx context.Context, ch *v1alpha1.NetworkChange, nodes []corev1.Node,
 	byNode map[string]*v1alpha1.NetshiftNodeState, reports map[string]*v1alpha1.LiveChangeReport) (time.Duration, error) {
-	d := r.deadlines(ch)
+	d := r.deadlines(ch, reports)
 	p := livechange.EvaluateDryRun(reports, r.Now(), d)
 	ch.Ready, ch.Failed, ch.Message = p.Ready, p.Failed, p.Message
 	if p.Phase != v1alpha1.PhaseChecked {
@@ -345,11 +350,10 @@ func (r *LiveChangeReconciler) advanceDryRun(ctx context.Context, ch *v1alpha1.N
 	return 0, nil
 }
 
-// advance moves an active change: it distributes the plans, evaluates the
-// agents' reports, schedules T0 and finishes.
-// collectReports reads every node and its state, gives each node the change's
-// plan where it lacks it, and returns each node's report of this change (nil
-// where none yet).
+// collectReports reads every node and its state, gives the cluster the
+// change's plan while it checks its preconditions, takes away a node's own
+// plan of an earlier change (it would hide the cluster's), and returns each
+// node's report of this change (nil where none yet).
 func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted) (
 	*corev1.NodeList, map[string]*v1alpha1.NetshiftNodeState, map[string]*v1alpha1.LiveChangeReport, error) {
 	// From the cache: every agent's report is an event that brings a pass here, and a pass
@@ -370,17 +374,15 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 		byNode[states.Items[i].Name] = &states.Items[i]
 	}
 	reports := map[string]*v1alpha1.LiveChangeReport{}
-	var unplanned []string
+	var outdated []string
 	for _, n := range nodes.Items {
 		nns, ok := byNode[n.Name]
 		if !ok {
 			reports[n.Name] = nil // its state is not created yet: wait
 			continue
 		}
-		if plan := nns.Spec.LiveChange; plan == nil || (plan.ID != ch.ID && plan.ID != livechange.RollbackID(ch.ID)) {
-			if !r.wrote(nns, ch.ID) {
-				unplanned = append(unplanned, n.Name)
-			}
+		if livechange.OwnPlanOutdated(nns.Spec.LiveChange, ch.ID) {
+			outdated = append(outdated, n.Name)
 		}
 		if rep := nns.Status.LiveChange; rep != nil && rep.ID == ch.ID {
 			reports[n.Name] = rep
@@ -388,44 +390,50 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 			reports[n.Name] = nil
 		}
 	}
-	err := fanOut(ctx, unplanned, &r.pace, func(ctx context.Context, name string) error {
-		plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
-			UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL}
-		return r.setPlan(ctx, byNode[name], plan)
-	})
-	if err != nil {
+	if err := fanOut(ctx, outdated, nil, func(ctx context.Context, name string) error { return r.setPlan(ctx, byNode[name], nil) }); err != nil {
 		return nil, nil, nil, err
 	}
-	if len(unplanned) > 0 {
-		r.plansSent.Store(ch.ID, r.Now())
+	if ch.Phase == v1alpha1.PhasePreconditions {
+		if err := r.planCluster(ctx, ch, wanted); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	return &nodes, byNode, reports, nil
 }
 
-// deadlines are when a silent agent is judged silent: only over time this
-// operator was there to hear it (after a restart and a leader election the
-// answer timeout counts from this process's start).
+// deadlines are when a silent agent is judged silent: AnswerTimeout after
+// the last node answered (before T0 its preconditions, after T0 its steps),
+// and only over time this operator was there to hear it (after a restart and
+// a leader election the answer timeout counts from this process's start).
 //
 // Every node answers with a write, and at thousands of nodes the API server
-// takes a while to take them all: each deadline also allows what the plans'
-// own writes took (the same number of writes), and the preconditions' counts
-// from when this process last wrote the change's plans.
-func (r *LiveChangeReconciler) deadlines(ch *v1alpha1.NetworkChange) livechange.Deadlines {
+// takes a while to take them all: while answers keep coming in, the agents
+// are heard, and the change waits for them at any size of cluster.
+func (r *LiveChangeReconciler) deadlines(ch *v1alpha1.NetworkChange, reports map[string]*v1alpha1.LiveChangeReport) livechange.Deadlines {
 	var d livechange.Deadlines
-	allow := r.AnswerTimeout + r.pace.lead(0, int(ch.Nodes))
+	last := r.answers.last(ch, reports, r.Now())
 	if ch.StartedAt != nil {
 		from := ch.StartedAt.Time
 		if sent, ok := r.plansSent.Load(ch.ID); ok && sent.(time.Time).After(from) {
 			from = sent.(time.Time)
 		}
-		d.Preconditions = r.since(from).Add(allow)
+		d.Preconditions = r.since(latest(from, last)).Add(r.AnswerTimeout)
 	}
 	if ch.T0 != nil {
-		d.Steps = r.since(ch.T0.Time).Add(allow)
+		d.Steps = r.since(latest(ch.T0.Time, last)).Add(r.AnswerTimeout)
 	}
 	return d
 }
 
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// advance moves an active change: it gives the cluster its plan, evaluates
+// the agents' reports, schedules T0 and finishes.
 func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.NetshiftNetwork) (time.Duration, error) {
 	ch := cn.Status.Change
 	if ch.Phase == v1alpha1.PhaseRollingBack {
@@ -450,7 +458,7 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 		return r.advanceDryRun(ctx, ch, nodes.Items, byNode, reports)
 	}
 	now := r.Now()
-	d := r.deadlines(ch)
+	d := r.deadlines(ch, reports)
 	if ch.Phase == v1alpha1.PhaseScheduled && ch.Southbound == "Pending" {
 		if wait := ch.T0.Sub(now); wait > 0 {
 			return wait, nil
@@ -520,6 +528,22 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 // arriving and no deadline sooner.
 const activeHeartbeat = time.Second
 
+// planCluster writes change ch's plan for every node (its preconditions: no
+// T0 yet) unless the cluster has it already.
+func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted) error {
+	cluster, err := r.clusterPlan(ctx)
+	if err != nil || (cluster != nil && cluster.ID == ch.ID) {
+		return err
+	}
+	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
+		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL}
+	if err := r.setClusterPlan(ctx, plan); err != nil {
+		return err
+	}
+	r.plansSent.Store(ch.ID, r.Now())
+	return nil
+}
+
 // setPlan writes plan into a copy of the node's state (nil removes it), guarded by the
 // state's resourceVersion. A state read from the cache may be older than the one stored: on a
 // conflict it is read again past the cache and the plan laid on it, a few times.
@@ -555,7 +579,8 @@ func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.Netshi
 
 // schedule holds every node for an MTU change (a LiveChange hold that
 // cordons it: no new pods during the change; a tunnel-port change holds
-// nothing), sets T0 and writes each node's steps.
+// nothing), then sets T0 and the steps in the cluster's plan: one write,
+// which every agent's watch brings it at once.
 func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.NetshiftNetwork, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState) error {
 	ch := cn.Status.Change
 	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
@@ -564,7 +589,14 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Netshi
 			return err
 		}
 	}
-	t0 := metav1.NewMicroTime(r.Now().Add(r.pace.lead(r.Lead, len(nodes))))
+	plan, err := r.clusterPlan(ctx)
+	if err != nil {
+		return err
+	}
+	if plan == nil || plan.ID != ch.ID {
+		return fmt.Errorf("the cluster's live change plan is %s, not %s's: not scheduled", planID(plan), ch.ID)
+	}
+	t0 := metav1.NewMicroTime(r.Now().Add(r.Lead + time.Duration(len(nodes))*leadPerNode))
 	ch.T0 = &t0
 	if r.Plugin.TunnelPortRecord(ch.Kind) != nil {
 		// The cluster holds the port (OVN's southbound Encap rows, from which ovn-controller
@@ -573,17 +605,25 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Netshi
 		ch.Southbound = "Pending"
 	}
 	steps := r.Plugin.Steps(ch.Kind, livechange.FromSpec(cn.Spec).Encapsulation)
-	ch.Steps = actions(livechange.Schedule(c, steps, r.Spacing))
+	plan.Steps = livechange.Schedule(c, steps, r.Spacing)
+	ch.Steps = actions(plan.Steps)
 	network := livechange.NodeConfig(c.Apply(*cn.Status.Applied), livechange.FromSpec(cn.Spec).Encapsulation)
-	return fanOut(ctx, nodeNames(nodes), &r.pace, func(ctx context.Context, name string) error {
-		nns := byNode[name]
-		plan := nns.Spec.LiveChange.DeepCopy()
-		// Each plan its own values: a write decodes the stored object back into them.
-		at, net := t0, network
-		plan.T0, plan.Network = &at, &net
-		plan.Steps = livechange.Schedule(c, steps, r.Spacing)
-		return r.setPlan(ctx, nns, plan)
-	})
+	plan.T0, plan.Network = &t0, &network
+	return r.setClusterPlan(ctx, plan)
+}
+
+// leadPerNode is what T0's lead grows by for each node: the one write of T0
+// reaches every agent through its watch, but each must still take the event
+// and arm its steps before T0. At 1,000 simulated nodes in one process on 2
+// cores, with 2 s of lead, steps started up to 1.1 s late (p50 0.6 s); real
+// nodes take an event each in parallel, so this is generous for them.
+const leadPerNode = time.Millisecond
+
+func planID(p *v1alpha1.LiveChangePlan) string {
+	if p == nil {
+		return "absent"
+	}
+	return p.ID
 }
 
 func nodeNames(nodes []corev1.Node) []string {
@@ -596,7 +636,9 @@ func nodeNames(nodes []corev1.Node) []string {
 
 // holdAll takes every node's LiveChange hold for change id, under the
 // ledger and from fresh reads (another controller may have cordoned or
-// uncordoned a node since the pass read it); byNode gets the states written.
+// uncordoned a node since the pass read it): recorded on the Node with its
+// cordon, in one write, where nothing else holds the node (takeHoldOnNode);
+// byNode gets the states written.
 func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState, id string) error {
 	r.Ledger.Lock()
 	defer r.Ledger.Unlock()
@@ -613,8 +655,7 @@ func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node,
 	var mu sync.Mutex
 	return fanOut(ctx, nodeNames(nodes), nil, func(ctx context.Context, name string) error {
 		node, nns := freshNode[name], freshState[name]
-		h := v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: id, Cordon: true}
-		if err := takeHold(ctx, r.Client, nns, node, h, now, nil); err != nil {
+		if _, err := takeHoldOnNode(ctx, r.Client, r.APIReader, nns, node, id, now); err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
 		r.holding.Store(name, id)
@@ -627,9 +668,12 @@ func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node,
 
 // finish gives back the nodes' holds of this change (each uncordoned unless
 // another hold still needs the cordon; under the ledger, from fresh reads)
-// and removes the plans.
+// and removes the plans: the cluster's, and the nodes' own but keep's.
 func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState, id string, keep ...string) error {
 	if err := r.releaseAll(ctx, nodes, byNode, id, keep); err != nil {
+		return err
+	}
+	if err := r.removeClusterPlan(ctx, id); err != nil {
 		return err
 	}
 	var planned []string
@@ -647,15 +691,15 @@ func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, 
 }
 
 // releaseAll gives back the LiveChange holds of change id of every node but
-// keep's, under the ledger and from fresh reads; byNode gets the states
-// written.
+// keep's, recorded in its state or on the Node, under the ledger and from
+// fresh reads; byNode gets the states written.
 func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState, id string, keep []string) error {
 	held := false
 	for _, n := range nodes {
 		if nns := byNode[n.Name]; nns != nil && !slices.Contains(keep, n.Name) {
 			h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange)
 			took, _ := r.holding.Load(n.Name)
-			held = held || (ok && h.ID == id) || nns.Status.LiveChangeCordoned == id || took == id
+			held = held || (ok && h.ID == id) || nns.Status.LiveChangeCordoned == id || took == id || n.Annotations[hold.NodeAnnotation] == id
 		}
 	}
 	if !held {
@@ -674,12 +718,18 @@ func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.No
 			continue
 		}
 		byNode[n.Name] = nns
-		if h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange); ok && h.ID == id {
+		if h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange); (ok && h.ID == id) || node.Annotations[hold.NodeAnnotation] == id {
 			release = append(release, n.Name)
 		}
 	}
 	return fanOut(ctx, release, nil, func(ctx context.Context, name string) error {
-		if err := releaseHold(ctx, r.Client, freshState[name], freshNode[name], v1alpha1.HoldLiveChange, id, nil); err != nil {
+		nns, node := freshState[name], freshNode[name]
+		if h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange); ok && h.ID == id {
+			if err := releaseHold(ctx, r.Client, nns, node, v1alpha1.HoldLiveChange, id, nil); err != nil {
+				return fmt.Errorf("node %s: %w", name, err)
+			}
+		}
+		if err := releaseHoldOnNode(ctx, r.Client, nns, node, id); err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
 		r.holding.Delete(name)

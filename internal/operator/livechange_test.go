@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -15,6 +16,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/agent"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/netplugin/ovsbridge"
 	"netshift.io/netshift/internal/nodenet"
@@ -48,14 +50,24 @@ func TestClockCheckStopsALiveChange(t *testing.T) {
 	for _, n := range []string{"k1", "k2"} {
 		var nns v1alpha1.NetshiftNodeState
 		_ = cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &nns)
-		if nns.Spec.LiveChange != nil || cl.node(n).Spec.Unschedulable {
-			t.Errorf("node %s: plan %+v, cordoned %v: nothing may be left of a failed change", n, nns.Spec.LiveChange, cl.node(n).Spec.Unschedulable)
+		if node := cl.node(n); nns.Spec.LiveChange != nil || node.Spec.Unschedulable || node.Annotations[hold.NodeAnnotation] != "" {
+			t.Errorf("node %s: plan %+v, cordoned %v, hold %q: nothing may be left of a failed change", n, nns.Spec.LiveChange, node.Spec.Unschedulable, node.Annotations[hold.NodeAnnotation])
 		}
 		// k2's failure ends the change at once; k1 may not have answered by then (under load its
 		// clock check takes more rounds). If it did, its answer carries what it measured.
 		if n == "k1" && nns.Status.LiveChange != nil && nns.Status.LiveChange.ClockOffsetMicros == nil {
 			t.Errorf("node k1 answered without its measured clock offset: %+v", nns.Status.LiveChange)
 		}
+	}
+	noClusterPlan(t, cl, "a failed change")
+}
+
+// noClusterPlan fails the test if the cluster's live change plan is left.
+func noClusterPlan(t *testing.T, cl *cluster, what string) {
+	t.Helper()
+	var plan v1alpha1.NetshiftChangePlan
+	if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan); !apierrors.IsNotFound(err) {
+		t.Errorf("%s: the cluster's plan %+v is left (%v)", what, plan.Spec, err)
 	}
 }
 
@@ -202,6 +214,7 @@ func TestADryRunTouchesNothing(t *testing.T) {
 			t.Errorf("node %s: ready %v, want %v (%v)", n, rep.Ready, ready, rep.Problems)
 		}
 	}
+	noClusterPlan(t, cl, "a dry run")
 	// Once per edit: the operator does not run it again by itself.
 	id := ch.ID
 	time.Sleep(2 * time.Second)

@@ -94,17 +94,28 @@ func (r *LiveChangeReconciler) planRollback(ctx context.Context, cn *v1alpha1.Ne
 	var unplanned []string
 	for _, n := range ch.Rollback.Nodes {
 		nns := byNode[n]
-		if nns == nil || nns.Spec.LiveChange == nil || nns.Spec.LiveChange.ID != ch.ID {
-			continue // its rollback plan is written already (or no plan of the change reached it)
+		if nns == nil || (nns.Spec.LiveChange != nil && nns.Spec.LiveChange.ID == livechange.RollbackID(ch.ID)) {
+			continue // its rollback plan is written already
 		}
 		if r.wrote(nns, livechange.RollbackID(ch.ID)) {
 			continue // written, and not in the cache yet
 		}
 		unplanned = append(unplanned, n)
 	}
-	return fanOut(ctx, unplanned, nil, func(ctx context.Context, n string) error {
+	if len(unplanned) == 0 {
+		return nil
+	}
+	cluster, err := r.clusterPlan(ctx)
+	if err != nil {
+		return err
+	}
+	return fanOut(ctx, unplanned, &r.pace, func(ctx context.Context, n string) error {
 		nns := byNode[n]
-		if err := r.setPlan(ctx, nns, livechange.RollbackPlan(nns.Spec.LiveChange, ch.Rollback.T0, r.Spacing, network)); err != nil {
+		plan := livechange.PlanFor(nns.Spec.LiveChange, cluster)
+		if plan == nil || plan.ID != ch.ID {
+			return nil // no plan of the change reached it: nothing to roll back
+		}
+		if err := r.setPlan(ctx, nns, livechange.RollbackPlan(plan, ch.Rollback.T0, r.Spacing, network)); err != nil {
 			return err
 		}
 		log.FromContext(ctx).Info("rolling back", "node", n, "change", ch.ID, "t0", ch.Rollback.T0.Time)

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/operator"
 	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/testenv"
@@ -348,6 +349,54 @@ func TestOnlyTheOperatorWritesAPodsPort(t *testing.T) {
 	var got corev1.Pod
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil || got.Annotations[plug.PoolAnnotation] != port {
 		t.Errorf("the operator's record is %q (%v), want it kept", got.Annotations[plug.PoolAnnotation], err)
+	}
+}
+
+// TestOnlyTheOperatorRecordsALiveChangesHold: the node annotation that
+// records a live change's hold (netshift uncordons such a node at the
+// change's end) is refused from anyone but the operator (an admin, the node's
+// kubelet), through the node and its status; other edits of the node go on.
+func TestOnlyTheOperatorRecordsALiveChangesHold(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "hold-record-1"}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
+	set := func(c client.Client, value string) error {
+		patch := `{"metadata":{"annotations":{"` + hold.NodeAnnotation + `":` + value + `}}}`
+		return c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}, client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	waitPolicyActive(t, "netshift-live-change-hold", func() error {
+		err := set(env.Client, `"probe"`)
+		if err == nil {
+			_ = set(clientFor(t, env.OperatorConfig()), "null")
+		}
+		return err
+	})
+	if err := set(env.Client, `"mtu-2-1"`); err == nil || !strings.Contains(err.Error(), "metadata.annotations[netshift.io/live-change-hold]") ||
+		!strings.Contains(err.Error(), "may not change or remove it") {
+		t.Errorf("an admin recording a live change's hold: %v, want a refusal naming the annotation", err)
+	}
+	if err := set(clientFor(t, env.OperatorConfig()), `"mtu-2-1"`); err != nil {
+		t.Fatalf("the operator recording the node's hold: %v", err)
+	}
+	if err := set(env.Client, "null"); err == nil {
+		t.Errorf("an admin removed the operator's hold record")
+	}
+	statusPatch := `{"metadata":{"annotations":{"` + hold.NodeAnnotation + `":"other"}}}`
+	if err := env.Client.Status().Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}},
+		client.RawPatch(types.MergePatchType, []byte(statusPatch))); err == nil || !strings.Contains(err.Error(), "may not change or remove it") {
+		t.Errorf("an admin changing the hold record through the node's status: %v, want a refusal", err)
+	}
+	if err := env.Client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`))); err != nil {
+		t.Errorf("another edit of a held node: %v", err)
+	}
+	var got corev1.Node
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), &got); err != nil || got.Annotations[hold.NodeAnnotation] != "mtu-2-1" {
+		t.Errorf("the operator's record is %q (%v), want it kept", got.Annotations[hold.NodeAnnotation], err)
 	}
 }
 

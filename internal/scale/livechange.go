@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,9 +58,8 @@ type changeWatch struct {
 	reportAt map[string]time.Time // a node's precondition report first seen
 	onReport func(node string)
 	changeID string
-	// kind and to are the change's, which its plans carry.
+	// kind is the change's.
 	kind v1alpha1.ChangeKind
-	to   int32
 }
 
 func (w *changeWatch) id() string {
@@ -94,10 +94,10 @@ func (w *changeWatch) lastReport() time.Time {
 }
 
 func (w *changeWatch) seen(nns *v1alpha1.NetshiftNodeState) {
-	r, plan := nns.Status.LiveChange, nns.Spec.LiveChange
-	// The node's report of its plan of this change: known from the plan, before the
-	// NetshiftNetwork's status names the change.
-	if r == nil || plan == nil || r.ID != plan.ID || plan.Kind != w.kind || plan.To != w.to || plan.Rollback {
+	// The node's report of a change of this kind (the run asks for one; its ID is
+	// "<kind>-<generation>-<attempt>"), known before the NetshiftNetwork's status names it.
+	r := nns.Status.LiveChange
+	if r == nil || !strings.HasPrefix(r.ID, strings.ToLower(string(w.kind))+"-") || strings.HasSuffix(r.ID, "-rollback") {
 		return
 	}
 	w.mu.Lock()
@@ -118,7 +118,7 @@ func (s *sim) runChange(ctx context.Context, kind v1alpha1.ChangeKind, value int
 	for _, n := range failing {
 		s.nodes[n].FailStep(firstStep(kind))
 	}
-	w, stop, err := s.watchReports(ctx, kind, value, silent)
+	w, stop, err := s.watchReports(ctx, kind, silent)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func failurePolicy(o Options, faulty int) *v1alpha1.FailurePolicy {
 
 // watchReports follows the nodes' reports through one watch of the API server; a silent
 // node's agent stops once its report of the preconditions shows.
-func (s *sim) watchReports(ctx context.Context, kind v1alpha1.ChangeKind, to int32, silent []string) (*changeWatch, func(), error) {
+func (s *sim) watchReports(ctx context.Context, kind v1alpha1.ChangeKind, silent []string) (*changeWatch, func(), error) {
 	wc, err := client.NewWithWatch(s.cluster.cp.Admin, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, nil, err
@@ -172,23 +172,41 @@ func (s *sim) watchReports(ctx context.Context, kind v1alpha1.ChangeKind, to int
 	for _, n := range silent {
 		silentSet[n] = true
 	}
-	w := &changeWatch{reportAt: map[string]time.Time{}, kind: kind, to: to, onReport: func(node string) {
+	w := &changeWatch{reportAt: map[string]time.Time{}, kind: kind, onReport: func(node string) {
 		if silentSet[node] {
 			go s.agents.silence(node) // it answered its preconditions, then went silent
 		}
 	}}
-	watcher, err := wc.Watch(ctx, &v1alpha1.NetshiftNodeStateList{})
+	wctx, stop := context.WithCancel(ctx)
+	watcher, err := wc.Watch(wctx, &v1alpha1.NetshiftNodeStateList{})
 	if err != nil {
+		stop()
 		return nil, nil, fmt.Errorf("watch NetshiftNodeStates: %w", err)
 	}
 	go func() {
-		for ev := range watcher.ResultChan() {
-			if nns, ok := ev.Object.(*v1alpha1.NetshiftNodeState); ok && ev.Type != watch.Deleted {
-				w.seen(nns)
+		defer func() { watcher.Stop() }()
+		// The API server ends a watch that falls behind (thousands of reports in a few seconds,
+		// read by a process as busy as the agents'): it is listed and watched again, and a
+		// report first seen in the list counts from then.
+		for {
+			for ev := range watcher.ResultChan() {
+				if nns, ok := ev.Object.(*v1alpha1.NetshiftNodeState); ok && ev.Type != watch.Deleted {
+					w.seen(nns)
+				}
+			}
+			var list v1alpha1.NetshiftNodeStateList
+			if wctx.Err() != nil || wc.List(wctx, &list) != nil {
+				return
+			}
+			for i := range list.Items {
+				w.seen(&list.Items[i])
+			}
+			if watcher, err = wc.Watch(wctx, &v1alpha1.NetshiftNodeStateList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}}); err != nil {
+				return
 			}
 		}
 	}()
-	return w, watcher.Stop, nil
+	return w, stop, nil
 }
 
 // patchNetwork asks the NetshiftNetwork for value, as a person would.

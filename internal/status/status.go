@@ -134,9 +134,11 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 		byName[states.Items[i].Name] = &states.Items[i]
 	}
 	cordoned := map[string]bool{}
+	heldOnNode := map[string]string{} // a live change's hold, recorded on the Node with its cordon
 	zoneOf := map[string]string{}
 	for _, n := range nodes.Items {
 		cordoned[n.Name] = n.Spec.Unschedulable
+		heldOnNode[n.Name] = n.Annotations[hold.NodeAnnotation]
 		zoneOf[n.Name] = nodeZone(n, r.Zones)
 	}
 	spec := map[string]v1alpha1.NetshiftNodePool{}
@@ -172,6 +174,10 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 				}
 				for _, h := range s.Holds {
 					node.Holds = append(node.Holds, string(h.Kind)+" "+h.ID)
+				}
+				if id := heldOnNode[n]; id != "" {
+					node.Holds = append(node.Holds, string(v1alpha1.HoldLiveChange)+" "+id)
+					node.CordonedByUs = true
 				}
 				if hold.Busy(s) {
 					p.Draining++
@@ -276,11 +282,13 @@ func liveChangeProgress(nns *v1alpha1.NetshiftNodeState, ch *Change) string {
 	case rep.Done:
 		return what + "done"
 	}
-	steps := 0
+	// The cluster's plan has the change's steps and T0; a node's own plan (its rollback, or
+	// the plan it was left with) has its own.
+	steps, scheduled := len(ch.Steps), ch.T0 != nil
 	if plan := nns.Spec.LiveChange; plan != nil {
-		steps = len(plan.Steps)
+		steps, scheduled = len(plan.Steps), plan.T0 != nil
 	}
-	if plan := nns.Spec.LiveChange; plan != nil && plan.T0 != nil {
+	if scheduled {
 		return fmt.Sprintf("%s%d/%d steps", what, len(rep.Steps), steps)
 	}
 	return "ready"

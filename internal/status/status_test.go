@@ -18,6 +18,9 @@ func TestLiveChangeProgress(t *testing.T) {
 	scheduled := &v1alpha1.LiveChangePlan{ID: "c", T0: &t0, Steps: steps}
 	checking := &v1alpha1.LiveChangePlan{ID: "c"}
 	active := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseScheduled}}
+	checkingAll := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhasePreconditions,
+		Steps: []v1alpha1.StepAction{netplugin.StepPodMTU, netplugin.StepHostVethMTU, v1alpha1.StepNetworkConfig}}}
+	scheduledAll := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseScheduled, T0: &t0, Steps: checkingAll.Steps}}
 	ended := &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseFailed, Converging: []string{"n"}}}
 	one := []v1alpha1.StepResult{{Action: netplugin.StepPodMTU}}
 	failed := []v1alpha1.StepResult{{Action: netplugin.StepPodMTU, Error: "no such device"}}
@@ -38,6 +41,8 @@ func TestLiveChangeProgress(t *testing.T) {
 		{"done", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true}, active, "done"},
 		{"a step failed", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Steps: failed}, active, "FAILED: PodMTU: no such device"},
 		{"held after its step failed", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Done: true, Failed: true, Steps: failed}, ended, "FAILED: PodMTU: no such device"},
+		{"the cluster's plan, no T0 yet", nil, &v1alpha1.LiveChangeReport{ID: "c", Ready: true}, checkingAll, "ready"},
+		{"the cluster's plan, one step of three", nil, &v1alpha1.LiveChangeReport{ID: "c", Ready: true, Steps: one}, scheduledAll, "1/3 steps"},
 		{"rolling back", rollingBack, &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Steps: one}, active, "rollback 1/3 steps"},
 		{"rolled back", rollingBack, &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Done: true}, active, "rollback done"},
 		{"its rollback failed", rollingBack, &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Done: true, Failed: true, Steps: failed}, active, "rollback FAILED: PodMTU: no such device"},

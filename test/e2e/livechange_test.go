@@ -15,12 +15,15 @@ import (
 
 	"golang.org/x/sys/unix"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/lab/probe"
 	"netshift.io/netshift/internal/livechange"
@@ -711,6 +714,19 @@ func TestAFailedStepIsRolledBackLive(t *testing.T) {
 			if nns.Spec.Operation != nil || nns.Spec.LiveChange != nil || len(nns.Status.Holds) > 0 {
 				t.Errorf("%s: node %s: operation %+v, plan %+v, holds %+v: nothing may be left, no reboot", what, n, nns.Spec.Operation, nns.Spec.LiveChange, nns.Status.Holds)
 			}
+		}
+		var nodes corev1.NodeList
+		if err := c.List(context.Background(), &nodes); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes.Items {
+			if id := n.Annotations[hold.NodeAnnotation]; id != "" {
+				t.Errorf("%s: node %s: a live change's hold %s is left", what, n.Name, id)
+			}
+		}
+		var plan v1alpha1.NetshiftChangePlan
+		if err := c.Get(context.Background(), client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: the cluster's plan %+v (%v): nothing may be left", what, plan.Spec, err)
 		}
 		t.Logf("%s: %s; longest gap %.1f ms", what, ch.Message, maxGap(r))
 	}

@@ -1,0 +1,53 @@
+package hold
+
+import (
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/rollout"
+)
+
+// NodeAnnotation, on a Node, records a live change's hold taken in the same
+// write as the node's cordon: its value is the change's ID. It is given back
+// with the uncordon, in one write too. A live change holds every node of the
+// cluster at once, and the ledger's record in the node's state, written
+// before the cordon and after the uncordon, would be two more writes a node.
+// Only netshift's operator may set or remove it (an admission policy).
+const NodeAnnotation = "netshift.io/live-change-hold"
+
+// OnNode says whether a live change's hold of a node may be recorded on the
+// Node with its cordon: nobody has cordoned the node, and nothing else holds
+// it, in its state or in the fields an older operator wrote. Any other case
+// goes through the ledger in the node's state (Take), as every other hold.
+func OnNode(s v1alpha1.NetshiftNodeStateStatus, unschedulable bool) bool {
+	return !unschedulable && len(s.Holds) == 0 && !s.CordonedByNetshift && !rollout.HoldsSlot(s.DrainStatus) &&
+		s.ZoneCordoned == "" && s.ZoneRestart == nil && s.LiveChangeCordoned == ""
+}
+
+// NodeRelease is what giving back a live change's hold recorded on the Node
+// takes.
+type NodeRelease struct {
+	// Uncordon: lift the node's cordon, in the write that removes the annotation.
+	Uncordon bool
+	// Record: write the state first, with CordonedByNetshift as s now has it.
+	Record bool
+}
+
+// ReleaseOnNode gives back a live change's hold recorded on the Node (the
+// node cordoned for it). A drain or a zone move that took the node since
+// found it cordoned and took it as someone else's: if one of them still needs
+// the cordon, it stays, and becomes netshift's in s (recorded before the
+// annotation goes, so that their release lifts it); otherwise it is lifted,
+// and a stale CordonedByNetshift is cleared.
+func ReleaseOnNode(s *v1alpha1.NetshiftNodeStateStatus) NodeRelease {
+	need := false
+	for _, h := range s.Holds {
+		need = need || h.Cordon
+	}
+	if need {
+		r := NodeRelease{Record: !s.CordonedByNetshift}
+		s.CordonedByNetshift = true
+		return r
+	}
+	r := NodeRelease{Uncordon: true, Record: s.CordonedByNetshift}
+	s.CordonedByNetshift = false
+	return r
+}

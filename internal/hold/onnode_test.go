@@ -1,0 +1,67 @@
+package hold
+
+import (
+	"testing"
+
+	"netshift.io/netshift/api/v1alpha1"
+)
+
+func TestALiveChangeHoldGoesOnTheNodeOnlyWhenNothingElseHoldsIt(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		s             v1alpha1.NetshiftNodeStateStatus
+		unschedulable bool
+		want          bool
+	}{
+		{"a node in service", v1alpha1.NetshiftNodeStateStatus{}, false, true},
+		{"cordoned by someone", v1alpha1.NetshiftNodeStateStatus{}, true, false},
+		{"held by a drain", v1alpha1.NetshiftNodeStateStatus{Holds: []v1alpha1.NodeHold{h(v1alpha1.HoldDrain, "op-1", true)}}, true, false},
+		{"held by a drain with the drain disabled", v1alpha1.NetshiftNodeStateStatus{Holds: []v1alpha1.NodeHold{h(v1alpha1.HoldDrain, "op-1", false)}}, false, false},
+		{"netshift's cordon, lifted by someone", v1alpha1.NetshiftNodeStateStatus{CordonedByNetshift: true}, false, false},
+		{"an older operator's drain", v1alpha1.NetshiftNodeStateStatus{DrainStatus: v1alpha1.Draining}, true, false},
+		{"an older operator's zone move", v1alpha1.NetshiftNodeStateStatus{ZoneCordoned: "node-1"}, true, false},
+		{"an older operator's live change", v1alpha1.NetshiftNodeStateStatus{LiveChangeCordoned: "mtu-1-1"}, true, false},
+	} {
+		if got := OnNode(c.s, c.unschedulable); got != c.want {
+			t.Errorf("%s: on the node %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestALiveChangeHoldOnTheNodeAndADrain: a drain takes the node a live
+// change cordoned (its hold on the Node), finds it cordoned and takes it for
+// someone else's; when the live change ends first, the cordon stays for the
+// drain and becomes netshift's, so that the drain's end lifts it.
+func TestALiveChangeHoldOnTheNodeAndADrain(t *testing.T) {
+	var s v1alpha1.NetshiftNodeStateStatus
+	if !OnNode(s, false) {
+		t.Fatal("a node in service: the live change's hold goes on the Node")
+	}
+	if c := Take(&s, h(v1alpha1.HoldDrain, "op-1", true), true, t0); c != Leave || s.CordonedByNetshift {
+		t.Fatalf("the drain on the cordoned node: %v, owned %v; want Leave, not owned", c, s.CordonedByNetshift)
+	}
+	if r := ReleaseOnNode(&s); r.Uncordon || !r.Record || !s.CordonedByNetshift {
+		t.Fatalf("the live change ends while the drain holds the node: %+v, owned %v; want the cordon kept, netshift's, recorded", r, s.CordonedByNetshift)
+	}
+	if r := ReleaseOnNode(&s); r.Uncordon || r.Record {
+		t.Fatalf("the same release again (a crash after the record): %+v; want nothing more", r)
+	}
+	if c := Release(&s, v1alpha1.HoldDrain, "op-1", true); c != Lift || s.CordonedByNetshift {
+		t.Fatalf("the drain ends: %v, owned %v; want Lift", c, s.CordonedByNetshift)
+	}
+}
+
+func TestALiveChangeHoldOnTheNodeAlone(t *testing.T) {
+	var s v1alpha1.NetshiftNodeStateStatus
+	if r := ReleaseOnNode(&s); !r.Uncordon || r.Record {
+		t.Fatalf("the only hold ends: %+v; want the uncordon in the same write, no state written", r)
+	}
+	s = v1alpha1.NetshiftNodeStateStatus{CordonedByNetshift: true}
+	if r := ReleaseOnNode(&s); !r.Uncordon || !r.Record || s.CordonedByNetshift {
+		t.Fatalf("a stale owner left: %+v, owned %v; want it cleared and the node uncordoned", r, s.CordonedByNetshift)
+	}
+	s = v1alpha1.NetshiftNodeStateStatus{Holds: []v1alpha1.NodeHold{h(v1alpha1.HoldDrain, "op-1", false)}}
+	if r := ReleaseOnNode(&s); !r.Uncordon {
+		t.Fatalf("a drain that needs no cordon: %+v; want the node uncordoned", r)
+	}
+}

@@ -1,0 +1,23 @@
+package livechange
+
+import "netshift.io/netshift/api/v1alpha1"
+
+// PlanFor is the plan a node runs: its own (in its NetshiftNodeState: a
+// rollback of its steps, or the plan of a change that ended while the node
+// was silent) when it has one, or else the cluster's NetshiftChangePlan.
+// One plan for the cluster is one write for every node instead of one per
+// node, and the watch brings it to every agent at once; a node's own plan
+// is the exception a few nodes get.
+func PlanFor(own, cluster *v1alpha1.LiveChangePlan) *v1alpha1.LiveChangePlan {
+	if own != nil {
+		return own
+	}
+	return cluster
+}
+
+// OwnPlanOutdated says whether a node's own plan is no longer one of change
+// id's (neither the change's nor its rollback's): left from an earlier
+// change, it would hide the cluster's plan from the node, and is removed.
+func OwnPlanOutdated(own *v1alpha1.LiveChangePlan, id string) bool {
+	return own != nil && own.ID != id && own.ID != RollbackID(id)
+}
