@@ -63,7 +63,7 @@ func operatorCmd(g *globals) *cobra.Command {
 	f.DurationVar(&o.EvictionRetry, "eviction-retry", o.EvictionRetry, "how often blocked evictions are retried")
 	f.StringVar(&o.TimeAddr, "time-bind-address", o.TimeAddr, "address of the leader's /time endpoint, which agents check their clocks against (\"0\" disables it)")
 	f.StringVar(&o.TimeAdvertiseURL, "time-advertise-url", "", "the URL at which agents reach this operator's /time endpoint (e.g. http://$(POD_IP):8082/time with the operator on the node's network); it goes into the live change's plan, so every agent checks its clock against the elected operator's")
-	f.DurationVar(&o.ChangeLead, "change-lead", o.ChangeLead, "how far ahead of the write of a live change's plan T0 is set (every agent must see its schedule before it); a rollback's adds twice what writing its nodes' own plans took")
+	f.DurationVar(&o.ChangeLead, "change-lead", o.ChangeLead, "how far ahead of the write of a live change's plan T0 is set, plus 1 ms a node (every agent must see its schedule before it); a rollback's adds twice what writing its nodes' own plans took")
 	f.DurationVar(&o.StepSpacing, "step-spacing", o.StepSpacing, "time between a node's steps in a live change")
 	f.DurationVar(&o.AnswerTimeout, "answer-timeout", o.AnswerTimeout, "how long a live change waits for a silent agent, from the plan or T0, or from the last answer of another node when later: before T0 it is cancelled with nothing touched, after T0 it fails naming the node")
 	f.DurationVar(&o.SouthboundResync, "southbound-resync", o.SouthboundResync, "with --ovn-sb and Geneve: how often the Encap records are checked to carry the applied port (a chassis that registers again comes without it)")

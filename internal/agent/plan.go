@@ -25,7 +25,7 @@ func (a *Agent) planOf(ctx context.Context, nns *v1alpha1.NetshiftNodeState) (*v
 	if err != nil {
 		return nil, fmt.Errorf("node %s: read the cluster's live change plan: %w", a.Node, err)
 	}
-	return livechange.PlanFor(nns.Spec.LiveChange, &cp.Spec), nil
+	return livechange.PlanFor(nns.Spec.LiveChange, &cp.Spec, nns.Status.LiveChange), nil
 }
 
 // freshPlan is the plan the node runs as the cache shows it now: the node's

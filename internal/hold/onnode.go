@@ -1,6 +1,8 @@
 package hold
 
 import (
+	"time"
+
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/rollout"
 )
@@ -50,4 +52,24 @@ func ReleaseOnNode(s *v1alpha1.NetshiftNodeStateStatus) NodeRelease {
 	r := NodeRelease{Uncordon: true, Record: s.CordonedByNetshift}
 	s.CordonedByNetshift = false
 	return r
+}
+
+// AdoptNode moves a live change's hold recorded on the Node (id, from its
+// annotation) into s: the hold, and the cordon netshift's. Another hold is
+// about to be taken or given back on the node, and every decision must read
+// one ledger. It reports whether s changed; the caller writes s, then
+// removes the annotation.
+func AdoptNode(s *v1alpha1.NetshiftNodeStateStatus, id string, now time.Time) bool {
+	if id == "" {
+		return false
+	}
+	changed := false
+	if h, ok := Of(*s, v1alpha1.HoldLiveChange); !ok || h.ID != id {
+		Take(s, v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: id, Cordon: true}, true, now)
+		changed = true
+	}
+	if !s.CordonedByNetshift {
+		s.CordonedByNetshift, changed = true, true
+	}
+	return changed
 }

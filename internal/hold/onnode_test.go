@@ -65,3 +65,28 @@ func TestALiveChangeHoldOnTheNodeAlone(t *testing.T) {
 		t.Fatalf("a drain that needs no cordon: %+v; want the node uncordoned", r)
 	}
 }
+
+// TestAnotherHoldAdoptsTheLiveChangesHoldOnTheNode: before a drain or a zone
+// move takes or gives back a hold on a node a live change holds through its
+// annotation, that hold moves into the state, the cordon netshift's: someone
+// who lifted the cordon by hand does not make the drain's end lift it while
+// the change still needs it.
+func TestAnotherHoldAdoptsTheLiveChangesHoldOnTheNode(t *testing.T) {
+	var s v1alpha1.NetshiftNodeStateStatus
+	if !AdoptNode(&s, "mtu-2-1", t0) || !s.CordonedByNetshift {
+		t.Fatalf("adopted: %+v; want the hold and the cordon netshift's", s)
+	}
+	if AdoptNode(&s, "mtu-2-1", t0) || AdoptNode(&s, "", t0) {
+		t.Fatal("adopting again, or no annotation, changes nothing")
+	}
+	// The cordon was lifted by hand; a drain takes the node and cordons it again.
+	if c := Take(&s, h(v1alpha1.HoldDrain, "op-1", true), false, t0); c != Set {
+		t.Fatalf("a drain on the adopted node, uncordoned by hand: %v, want Set", c)
+	}
+	if c := Release(&s, v1alpha1.HoldDrain, "op-1", true); c != Leave {
+		t.Fatalf("the drain ends while the live change holds the node: %v, want the cordon left", c)
+	}
+	if c := Release(&s, v1alpha1.HoldLiveChange, "mtu-2-1", true); c != Lift {
+		t.Fatalf("the live change ends: %v, want Lift", c)
+	}
+}

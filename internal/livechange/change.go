@@ -329,11 +329,12 @@ func listed(items []string, sep string) string {
 }
 
 // Answered is how many nodes have answered what the change waits for in
-// phase: their preconditions before T0, all their steps after.
+// phase: their preconditions before T0, all their steps (or their
+// rollback's) after.
 func Answered(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChangeReport) int {
 	n := 0
 	for _, r := range reports {
-		if r != nil && (phase != v1alpha1.PhaseScheduled || r.Done) {
+		if r != nil && (phase == v1alpha1.PhasePreconditions || r.Done) {
 			n++
 		}
 	}

@@ -4,13 +4,19 @@ import "netshift.io/netshift/api/v1alpha1"
 
 // PlanFor is the plan a node runs: its own (in its NetshiftNodeState: a
 // rollback of its steps, or the plan of a change that ended while the node
-// was silent) when it has one, or else the cluster's NetshiftChangePlan.
-// One plan for the cluster is one write for every node instead of one per
-// node, and the watch brings it to every agent at once; a node's own plan
-// is the exception a few nodes get.
-func PlanFor(own, cluster *v1alpha1.LiveChangePlan) *v1alpha1.LiveChangePlan {
-	if own != nil {
+// was silent) when it has one, or else the cluster's NetshiftChangePlan,
+// unless the node's report rep shows it rolled that change back: its own
+// plan was removed, and an agent whose cache still shows the cluster's plan
+// a moment longer must not take the change up again. One plan for the
+// cluster is one write for every node instead of one per node, and the
+// watch brings it to every agent at once; a node's own plan is the
+// exception a few nodes get.
+func PlanFor(own, cluster *v1alpha1.LiveChangePlan, rep *v1alpha1.LiveChangeReport) *v1alpha1.LiveChangePlan {
+	switch {
+	case own != nil:
 		return own
+	case cluster != nil && rep != nil && rep.ID == RollbackID(cluster.ID):
+		return nil
 	}
 	return cluster
 }

@@ -8,8 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/livechange"
 )
 
 // clusterPlan is the NetshiftChangePlan every node runs, read past the cache
@@ -69,7 +71,7 @@ func (r *LiveChangeReconciler) setClusterPlan(ctx context.Context, plan *v1alpha
 func (r *LiveChangeReconciler) keepOwnPlans(ctx context.Context, byNode map[string]*v1alpha1.NetshiftNodeState, names []string, id string) error {
 	var missing []string
 	for _, n := range names {
-		if nns := byNode[n]; nns != nil && nns.Spec.LiveChange == nil && !r.wrote(nns, id) {
+		if nns := byNode[n]; nns != nil && (nns.Spec.LiveChange == nil || livechange.OwnPlanOutdated(nns.Spec.LiveChange, id)) && !r.wrote(nns, id) {
 			missing = append(missing, n)
 		}
 	}
@@ -81,4 +83,23 @@ func (r *LiveChangeReconciler) keepOwnPlans(ctx context.Context, byNode map[stri
 		return err // gone already: a node without its plan is judged from its report alone
 	}
 	return fanOut(ctx, missing, nil, func(ctx context.Context, n string) error { return r.setPlan(ctx, byNode[n], cluster.DeepCopy()) })
+}
+
+// sweepClusterPlan removes a cluster plan left with no change in progress
+// (its change's end was written by a pass that could not remove it, or the
+// NetshiftNetwork was made again): every agent would keep to it, its
+// operations and its network reports held back. It looks once every
+// SouthboundResync, not at every pass.
+func (r *LiveChangeReconciler) sweepClusterPlan(ctx context.Context) error {
+	now := r.Now()
+	if now.Sub(r.sweptAt) < r.SouthboundResync {
+		return nil
+	}
+	r.sweptAt = now
+	plan, err := r.clusterPlan(ctx)
+	if err != nil || plan == nil {
+		return err
+	}
+	log.FromContext(ctx).Info("removing the cluster's plan of a change no longer in progress", "change", plan.ID)
+	return r.removeClusterPlan(ctx, plan.ID)
 }

@@ -33,6 +33,9 @@ func (l *Ledger) Unlock() { l.mu.Unlock() }
 // leaves a record whose next take cordons, never a cordon nobody owns.
 func takeHold(ctx context.Context, c client.Client, st *v1alpha1.NetshiftNodeState, node *corev1.Node, h v1alpha1.NodeHold,
 	now time.Time, mutate func(*v1alpha1.NetshiftNodeStateStatus)) error {
+	if err := adoptNodeHold(ctx, c, st, node, now); err != nil {
+		return err
+	}
 	patch := client.MergeFromWithOptions(st.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	cordon := hold.Take(&st.Status, h, node.Spec.Unschedulable, now)
 	if mutate != nil {
@@ -58,6 +61,11 @@ func takeHold(ctx context.Context, c client.Client, st *v1alpha1.NetshiftNodeSta
 // cordon a remaining hold needs and someone lifted is cordoned again.
 func releaseHold(ctx context.Context, c client.Client, st *v1alpha1.NetshiftNodeState, node *corev1.Node, k v1alpha1.HoldKind, id string,
 	mutate func(*v1alpha1.NetshiftNodeStateStatus)) error {
+	if node != nil {
+		if err := adoptNodeHold(ctx, c, st, node, time.Now()); err != nil {
+			return err
+		}
+	}
 	next := st.Status.DeepCopy()
 	unschedulable := node != nil && node.Spec.Unschedulable
 	cordon := hold.Release(next, k, id, unschedulable)
@@ -187,6 +195,30 @@ func releaseHoldOnNode(ctx context.Context, c client.Client, st *v1alpha1.Netshi
 	}
 	if err := c.Patch(ctx, node, patch); err != nil {
 		return fmt.Errorf("uncordon and give back its live change hold (%s): %w", id, err)
+	}
+	return nil
+}
+
+// adoptNodeHold moves a live change's hold recorded on the Node into the
+// node's state (hold.AdoptNode) before another hold is taken or given back
+// there, so that every decision reads one ledger: the state first, then the
+// annotation goes (a crash in between leaves both, and the next adoption
+// only removes the annotation).
+func adoptNodeHold(ctx context.Context, c client.Client, st *v1alpha1.NetshiftNodeState, node *corev1.Node, now time.Time) error {
+	id := node.Annotations[hold.NodeAnnotation]
+	if id == "" {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(st.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if hold.AdoptNode(&st.Status, id, now) {
+		if err := c.Status().Patch(ctx, st, patch); err != nil {
+			return fmt.Errorf("record in its state the live change hold (%s) its Node records: %w", id, err)
+		}
+	}
+	np := client.MergeFrom(node.DeepCopy())
+	delete(node.Annotations, hold.NodeAnnotation)
+	if err := c.Patch(ctx, node, np); err != nil {
+		return fmt.Errorf("remove the record of its live change hold (%s), now in its state: %w", id, err)
 	}
 	return nil
 }

@@ -95,6 +95,8 @@ type LiveChangeReconciler struct {
 	answers answerClock
 	// passes spaces the passes (see passPacer).
 	passes passPacer
+	// sweptAt is when sweepClusterPlan last looked.
+	sweptAt time.Time
 }
 
 // plannedAs is the plan written to a node's state, and which state (a state deleted and
@@ -185,6 +187,9 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if st.Change == nil || !st.Change.Phase.Active() {
 		requeue = r.keepSouthbound(ctx, &cn, requeue)
 		requeue = r.followPlugin(ctx, &cn, requeue)
+		if err := r.sweepClusterPlan(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	r.setConditions(&cn)
 	if !equalStatus(before.Status, cn.Status) {
@@ -445,14 +450,9 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 	}
 	ch.Nodes = int32(len(nodes.Items))
 	if cn.Annotations[AbortAnnotation] == ch.ID {
-		if ch.Phase == v1alpha1.PhasePreconditions || (ch.T0 != nil && ch.T0.Sub(r.Now()) > abortMargin) {
-			if err := r.finish(ctx, nodes.Items, byNode, ch.ID); err != nil {
-				return 0, err
-			}
-			ch.Phase, ch.Message = v1alpha1.PhaseAborted, "aborted before T0; nothing was changed on any node"
-			return 0, nil
+		if aborted, err := r.abort(ctx, ch, nodes.Items, byNode); aborted || err != nil {
+			return 0, err
 		}
-		ch.Message = "abort refused: T0 has passed (or is too close); edit the value back to change it again"
 	}
 	if ch.DryRun {
 		return r.advanceDryRun(ctx, ch, nodes.Items, byNode, reports)
@@ -522,6 +522,30 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 		return livechange.NextLook(r.Now(), t0, d, activeHeartbeat), nil
 	}
 	return 0, nil
+}
+
+// abort ends change ch Aborted, its plan withdrawn and its holds given
+// back, if T0 is not too close (or the plan is already gone: withdrawn in
+// time by a pass whose status write was lost); otherwise it says why not.
+func (r *LiveChangeReconciler) abort(ctx context.Context, ch *v1alpha1.NetworkChange, nodes []corev1.Node,
+	byNode map[string]*v1alpha1.NetshiftNodeState) (bool, error) {
+	withdrawn := false
+	if ch.Phase == v1alpha1.PhaseScheduled {
+		plan, err := r.clusterPlan(ctx)
+		if err != nil {
+			return false, err
+		}
+		withdrawn = plan == nil || plan.ID != ch.ID
+	}
+	if ch.Phase != v1alpha1.PhasePreconditions && !withdrawn && (ch.T0 == nil || ch.T0.Sub(r.Now()) <= abortMargin) {
+		ch.Message = "abort refused: T0 has passed (or is too close); edit the value back to change it again"
+		return false, nil
+	}
+	if err := r.finish(ctx, nodes, byNode, ch.ID); err != nil {
+		return false, err
+	}
+	ch.Phase, ch.Message = v1alpha1.PhaseAborted, "aborted before T0; nothing was changed on any node"
+	return true, nil
 }
 
 // activeHeartbeat is how often an active change is looked at with no report
@@ -666,14 +690,16 @@ func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node,
 	})
 }
 
-// finish gives back the nodes' holds of this change (each uncordoned unless
-// another hold still needs the cordon; under the ledger, from fresh reads)
-// and removes the plans: the cluster's, and the nodes' own but keep's.
+// finish removes the cluster's plan, then gives back the nodes' holds of
+// this change (each uncordoned unless another hold still needs the cordon;
+// under the ledger, from fresh reads) and removes the nodes' own plans but
+// keep's. The cluster's plan goes first, in one write: an abort a moment
+// before T0 must reach every agent before the uncordons of thousands of nodes.
 func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState, id string, keep ...string) error {
-	if err := r.releaseAll(ctx, nodes, byNode, id, keep); err != nil {
+	if err := r.removeClusterPlan(ctx, id); err != nil {
 		return err
 	}
-	if err := r.removeClusterPlan(ctx, id); err != nil {
+	if err := r.releaseAll(ctx, nodes, byNode, id, keep); err != nil {
 		return err
 	}
 	var planned []string

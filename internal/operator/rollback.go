@@ -66,7 +66,7 @@ func (r *LiveChangeReconciler) advanceRollback(ctx context.Context, cn *v1alpha1
 	for i := range nodes.Items {
 		controlPlane[nodes.Items[i].Name] = isControlPlane(&nodes.Items[i])
 	}
-	deadline := r.since(rb.T0.Time).Add(r.AnswerTimeout)
+	deadline := r.since(latest(rb.T0.Time, r.answers.last(ch, reports, r.Now()))).Add(r.AnswerTimeout)
 	policy := livechange.PolicyFromSpec(cn.Spec.OnFailure, len(nodes.Items))
 	o := livechange.EvaluateRollback(rb, reports, r.Now(), deadline, policy, controlPlane)
 	ch.Message = o.Message
@@ -111,7 +111,7 @@ func (r *LiveChangeReconciler) planRollback(ctx context.Context, cn *v1alpha1.Ne
 	}
 	return fanOut(ctx, unplanned, &r.pace, func(ctx context.Context, n string) error {
 		nns := byNode[n]
-		plan := livechange.PlanFor(nns.Spec.LiveChange, cluster)
+		plan := livechange.PlanFor(nns.Spec.LiveChange, cluster, nns.Status.LiveChange)
 		if plan == nil || plan.ID != ch.ID {
 			return nil // no plan of the change reached it: nothing to roll back
 		}

@@ -502,6 +502,9 @@ func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NetshiftNo
 	if nns == nil {
 		return fmt.Errorf("node %s: no NetshiftNodeState yet to record its move to zone %s", n.Name, zone)
 	}
+	if err := adoptNodeHold(ctx, r.Client, nns, n, r.Now()); err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
 	patch := client.MergeFromWithOptions(nns.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	cordon := hold.Take(&nns.Status, v1alpha1.NodeHold{Kind: v1alpha1.HoldZoneMove, ID: zone, Cordon: true}, n.Spec.Unschedulable, r.Now())
 	if err := r.Client.Status().Patch(ctx, nns, patch); err != nil {

@@ -177,7 +177,7 @@ func Gather(ctx context.Context, c client.Reader) (Report, error) {
 				}
 				if id := heldOnNode[n]; id != "" {
 					node.Holds = append(node.Holds, string(v1alpha1.HoldLiveChange)+" "+id)
-					node.CordonedByUs = true
+					node.CordonedByUs = node.CordonedByUs || cordoned[n]
 				}
 				if hold.Busy(s) {
 					p.Draining++
