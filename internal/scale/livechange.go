@@ -184,29 +184,43 @@ func (s *sim) watchReports(ctx context.Context, kind v1alpha1.ChangeKind, silent
 		return nil, nil, fmt.Errorf("watch NetshiftNodeStates: %w", err)
 	}
 	go func() {
-		defer func() { watcher.Stop() }()
 		// The API server ends a watch that falls behind (thousands of reports in a few seconds,
 		// read by a process as busy as the agents'): it is listed and watched again, and a
-		// report first seen in the list counts from then.
-		for {
+		// report first seen in the list counts from then. A list or watch that fails on the busy
+		// API server is tried again.
+		for watcher != nil {
 			for ev := range watcher.ResultChan() {
 				if nns, ok := ev.Object.(*v1alpha1.NetshiftNodeState); ok && ev.Type != watch.Deleted {
 					w.seen(nns)
 				}
 			}
-			var list v1alpha1.NetshiftNodeStateList
-			if wctx.Err() != nil || wc.List(wctx, &list) != nil {
-				return
-			}
-			for i := range list.Items {
-				w.seen(&list.Items[i])
-			}
-			if watcher, err = wc.Watch(wctx, &v1alpha1.NetshiftNodeStateList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}}); err != nil {
-				return
-			}
+			watcher.Stop()
+			watcher = w.relist(wctx, wc)
 		}
 	}()
 	return w, stop, nil
+}
+
+// relist lists every state (each report seen then) and watches from there,
+// trying again every second until it can; nil once ctx ends.
+func (w *changeWatch) relist(ctx context.Context, wc client.WithWatch) watch.Interface {
+	for ctx.Err() == nil {
+		var list v1alpha1.NetshiftNodeStateList
+		if err := wc.List(ctx, &list); err == nil {
+			for i := range list.Items {
+				w.seen(&list.Items[i])
+			}
+			raw := &metav1.ListOptions{ResourceVersion: list.ResourceVersion}
+			if watcher, err := wc.Watch(ctx, &v1alpha1.NetshiftNodeStateList{}, &client.ListOptions{Raw: raw}); err == nil {
+				return watcher
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
 }
 
 // patchNetwork asks the NetshiftNetwork for value, as a person would.
