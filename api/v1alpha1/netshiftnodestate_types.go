@@ -165,6 +165,14 @@ type LiveChangePlan struct {
 	// advertises one (--time-advertise-url); an agent's own --operator-time-url takes precedence.
 	// +optional
 	TimeURL string `json:"timeURL,omitempty"`
+	// ClockSpreadMs is the window, in milliseconds, over which the agents start their clock
+	// check, each at a moment of its own in it: every agent gets the cluster's plan at once, and
+	// the operator's time endpoint would take all their round trips together, too slow to tell
+	// a clock within the allowed skew. The operator sets it from the number of nodes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=60000
+	ClockSpreadMs int32 `json:"clockSpreadMs,omitempty"`
 	// T0 is set once every node passed its preconditions: the agent runs its steps from then.
 	// Before T0 is set, the agent only checks its preconditions.
 	// +optional

@@ -87,7 +87,7 @@ func TestClockWaitsForTheOperatorsReturn(t *testing.T) {
 	}()
 	a := &Agent{now: time.Now, MaxClockSkew: 50 * time.Millisecond}
 	var r v1alpha1.LiveChangeReport
-	a.checkClock(context.Background(), &r, "http://"+addr+"/time")
+	a.checkClock(context.Background(), &r, "http://"+addr+"/time", 0)
 	select {
 	case <-served:
 	default:
@@ -127,7 +127,7 @@ func TestEachClockCheckKeepsOneConnection(t *testing.T) {
 	for i := range agents {
 		wg.Go(func() {
 			a := &Agent{now: time.Now, MaxClockSkew: 50 * time.Millisecond}
-			a.checkClock(context.Background(), &reports[i], srv.URL+"/time")
+			a.checkClock(context.Background(), &reports[i], srv.URL+"/time", 100*time.Millisecond)
 		})
 	}
 	wg.Wait()

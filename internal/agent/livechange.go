@@ -365,7 +365,7 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 			plan.Plugin, a.PluginName))
 		return r
 	}
-	a.checkClock(ctx, &r, plan.TimeURL)
+	a.checkClock(ctx, &r, plan.TimeURL, time.Duration(plan.ClockSpreadMs)*time.Millisecond)
 	f := a.Plugin.Check(ctx, plan)
 	switch plan.Kind {
 	case v1alpha1.ChangeMTU:
@@ -460,7 +460,7 @@ const clockWaitFor = 90 * time.Second
 //
 // The endpoint is the agent's own --operator-time-url, or else the one the
 // elected operator advertises in the plan.
-func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, advertised string) {
+func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, advertised string, spread time.Duration) {
 	if synced, err := a.host().ClockSynced(); err == nil && !synced {
 		r.Warnings = append(r.Warnings, "the kernel reports its clock as not synchronized (NTP)")
 	}
@@ -479,6 +479,13 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 	// spread out, and the fastest round trip of all of them is trusted.
 	var samples []ClockSample
 	var lastErr error
+	if spread > 0 {
+		// Every agent of the cluster got the plan at once: each starts at its own moment.
+		select {
+		case <-time.After(rand.N(spread)):
+		case <-ctx.Done():
+		}
+	}
 	client := newClockClient()
 	defer client.CloseIdleConnections()
 	start := time.Now()

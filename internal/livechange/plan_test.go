@@ -2,6 +2,7 @@ package livechange
 
 import (
 	"testing"
+	"time"
 
 	"netshift.io/netshift/api/v1alpha1"
 )
@@ -62,6 +63,14 @@ func TestAnswered(t *testing.T) {
 	} {
 		if got := Answered(phase, reports); got != want {
 			t.Errorf("%s: %d answered, want %d", phase, got, want)
+		}
+	}
+}
+
+func TestClockSpread(t *testing.T) {
+	for nodes, want := range map[int]time.Duration{0: 0, 3: 12 * time.Millisecond, 1000: 4 * time.Second, 5000: 20 * time.Second, 100000: time.Minute} {
+		if got := ClockSpread(nodes); got != want {
+			t.Errorf("%d nodes: %s, want %s", nodes, got, want)
 		}
 	}
 }

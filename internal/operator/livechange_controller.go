@@ -399,7 +399,7 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 		return nil, nil, nil, err
 	}
 	if ch.Phase == v1alpha1.PhasePreconditions {
-		if err := r.planCluster(ctx, ch, wanted); err != nil {
+		if err := r.planCluster(ctx, ch, wanted, len(nodes.Items)); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -552,15 +552,16 @@ func (r *LiveChangeReconciler) abort(ctx context.Context, ch *v1alpha1.NetworkCh
 // arriving and no deadline sooner.
 const activeHeartbeat = time.Second
 
-// planCluster writes change ch's plan for every node (its preconditions: no
-// T0 yet) unless the cluster has it already.
-func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted) error {
+// planCluster writes change ch's plan for every node of the cluster's nodes
+// (its preconditions: no T0 yet) unless the cluster has it already.
+func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted, nodes int) error {
 	cluster, err := r.clusterPlan(ctx)
 	if err != nil || (cluster != nil && cluster.ID == ch.ID) {
 		return err
 	}
 	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
-		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL}
+		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL,
+		ClockSpreadMs: int32(livechange.ClockSpread(nodes).Milliseconds())}
 	if err := r.setClusterPlan(ctx, plan); err != nil {
 		return err
 	}
