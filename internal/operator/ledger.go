@@ -143,30 +143,30 @@ func setUnschedulable(ctx context.Context, c client.Client, node *corev1.Node, u
 
 // takeHoldOnNode takes a live change's hold id in one write to the Node: its
 // cordon and the hold's record (hold.NodeAnnotation), when hold.OnNode allows
-// it; otherwise through the ledger in the node's state (takeHold). It says
-// which it did. The write is guarded by the node's resourceVersion: a cordon
-// someone set since the read is not taken for netshift's.
+// it; otherwise through the ledger in the node's state (takeHold). The
+// write is guarded by the node's resourceVersion: a cordon someone set since
+// the read is not taken for netshift's.
 func takeHoldOnNode(ctx context.Context, c client.Client, reader client.Reader, st *v1alpha1.NetshiftNodeState, node *corev1.Node,
-	id string, now time.Time) (onNode bool, err error) {
+	id string, now time.Time) error {
 	for try := 0; ; try++ {
 		if !hold.OnNode(st.Status, node.Spec.Unschedulable) {
 			if node.Annotations[hold.NodeAnnotation] == id && node.Spec.Unschedulable {
-				return true, nil // taken already (a pass that did not record it)
+				return nil // taken already (a pass that did not record it)
 			}
-			return false, takeHold(ctx, c, st, node, v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: id, Cordon: true}, now, nil)
+			return takeHold(ctx, c, st, node, v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: id, Cordon: true}, now, nil)
 		}
 		patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		node.Spec.Unschedulable = true
 		metav1.SetMetaDataAnnotation(&node.ObjectMeta, hold.NodeAnnotation, id)
 		err := c.Patch(ctx, node, patch)
-		if err == nil || !apierrors.IsConflict(err) || try == 3 {
-			if err != nil {
-				return true, fmt.Errorf("cordon and record its live change hold (%s): %w", id, err)
-			}
-			return true, nil
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || try == 3 {
+			return fmt.Errorf("cordon and record its live change hold (%s): %w", id, err)
 		}
 		if err := reader.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
-			return true, fmt.Errorf("read again to cordon for its live change hold (%s): %w", id, err)
+			return fmt.Errorf("read again to cordon for its live change hold (%s): %w", id, err)
 		}
 	}
 }

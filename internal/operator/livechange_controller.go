@@ -680,7 +680,7 @@ func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node,
 	var mu sync.Mutex
 	return fanOut(ctx, nodeNames(nodes), nil, func(ctx context.Context, name string) error {
 		node, nns := freshNode[name], freshState[name]
-		if _, err := takeHoldOnNode(ctx, r.Client, r.APIReader, nns, node, id, now); err != nil {
+		if err := takeHoldOnNode(ctx, r.Client, r.APIReader, nns, node, id, now); err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
 		r.holding.Store(name, id)
