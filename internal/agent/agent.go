@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,7 +41,6 @@ import (
 	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
-	"netshift.io/netshift/internal/scheme"
 )
 
 // Work does an operation's work on the node. It must be idempotent: a
@@ -118,6 +118,8 @@ type Options struct {
 	HealthAddr string
 	// ManyInProcess allows several agents in one process (tests).
 	ManyInProcess bool
+	// Shared, when set, is the type information of every agent in the process.
+	Shared *Shared
 	// NodeNetns, when set, is the network namespace of the node (the lab's nodes are namespaces;
 	// a DaemonSet agent runs in the host's, and leaves it empty). The agent refuses to start if
 	// it is set and does not exist.
@@ -283,7 +285,7 @@ func addLogged(mgr ctrl.Manager, r manager.Runnable) error {
 // NetshiftNodeState, Node and pods only.
 func managerOptions(o Options) ctrl.Options {
 	opts := ctrl.Options{
-		Scheme:                 scheme.New(),
+		Scheme:                 o.Shared.scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: o.HealthAddr,
 		Controller:             config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
@@ -296,6 +298,9 @@ func managerOptions(o Options) ctrl.Options {
 	}
 	if o.Logger != nil {
 		opts.Logger = *o.Logger
+	}
+	if o.Shared != nil && o.Shared.RESTMapper != nil {
+		opts.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return o.Shared.RESTMapper, nil }
 	}
 	return opts
 }

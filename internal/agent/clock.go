@@ -16,27 +16,50 @@ type ClockSample struct {
 	Server         time.Time // the operator's clock, somewhere in between
 }
 
-// EstimateOffset is Cristian's method over several round trips: the sample
-// with the shortest round trip gives the offset of the local clock from the
-// server's (positive: local ahead), assuming the server read its clock half
-// way, and the bound is half that round trip: the true offset lies within
-// offset ± bound.
+// maxClockDrift is how far apart the rates of two clocks NTP keeps may be:
+// 500 ppm, the most the kernel's discipline slews a clock.
+const maxClockDrift = 500e-6
+
+// EstimateOffset bounds the local clock's offset from the server's (positive:
+// local ahead) from round trips. The server read its clock somewhere between
+// a sample's Sent and Received, so each sample says the offset lies between
+// Sent-Server and Received-Server; every sample holds at once, so the offset
+// lies where they all overlap, each widened by how far the clocks' rates may
+// have drifted apart since it was taken. offset is the middle of that overlap
+// (at the latest sample) and bound half its width: the true offset lies
+// within offset ± bound.
+//
+// The overlap is never wider than the fastest round trip (Cristian's method),
+// and it is narrower when the delays fell on different sides: on a busy node,
+// or a busy operator, no round trip may be fast, yet some are quick on the way
+// out and others on the way back.
 func EstimateOffset(samples []ClockSample) (offset, bound time.Duration, err error) {
 	if len(samples) == 0 {
 		return 0, 0, fmt.Errorf("no sample")
 	}
-	best := samples[0]
+	latest := samples[0].Received
 	for _, s := range samples[1:] {
-		if s.Received.Sub(s.Sent) < best.Received.Sub(best.Sent) {
-			best = s
+		if s.Received.After(latest) {
+			latest = s.Received
 		}
 	}
-	rtt := best.Received.Sub(best.Sent)
-	if rtt < 0 {
-		return 0, 0, fmt.Errorf("negative round trip: the local clock jumped")
+	var lo, hi time.Duration
+	for i, s := range samples {
+		if s.Received.Before(s.Sent) {
+			return 0, 0, fmt.Errorf("negative round trip: the local clock jumped")
+		}
+		drift := time.Duration(float64(latest.Sub(s.Received)) * maxClockDrift)
+		from, to := s.Sent.Sub(s.Server)-drift, s.Received.Sub(s.Server)+drift
+		if i == 0 {
+			lo, hi = from, to
+			continue
+		}
+		lo, hi = max(lo, from), min(hi, to)
 	}
-	mid := best.Sent.Add(rtt / 2)
-	return mid.Sub(best.Server), rtt / 2, nil
+	if lo > hi {
+		return 0, 0, fmt.Errorf("the round trips disagree by %s: a clock was stepped during the check", lo-hi)
+	}
+	return lo + (hi-lo)/2, (hi - lo) / 2, nil
 }
 
 // clockVerdict says what a measured offset shows against the allowed skew.

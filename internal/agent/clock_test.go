@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,26 +17,61 @@ import (
 func TestEstimateOffset(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := time.Millisecond
-	// The node is 200 ms ahead; round trips of 10, 4 and 30 ms: the 4 ms one is trusted.
+	us := time.Microsecond
+	// The node is 200 ms ahead; round trips of 10, 4 and 30 ms. Alone, the 4 ms one would
+	// say 200 ms ± 2 ms; the 30 ms one was quick on the way out (the server read its clock
+	// right away), which narrows the overlap to [200, 202.063] ms: the 4 ms sample is 126 ms
+	// older than the last, so 500 ppm of drift widens it by 63 µs.
 	samples := []ClockSample{
 		{Sent: base.Add(200 * ms), Received: base.Add(210 * ms), Server: base.Add(3 * ms)},
 		{Sent: base.Add(300 * ms), Received: base.Add(304 * ms), Server: base.Add(102 * ms)},
 		{Sent: base.Add(400 * ms), Received: base.Add(430 * ms), Server: base.Add(200 * ms)},
 	}
 	off, bound, err := EstimateOffset(samples)
-	if err != nil || off != 200*ms || bound != 2*ms {
-		t.Fatalf("offset %s ± %s (%v), want 200ms ± 2ms", off, bound, err)
+	if want := 201*ms + 31500*time.Nanosecond; err != nil || off != want || bound != want-200*ms {
+		t.Fatalf("offset %s ± %s (%v), want %s ± %s", off, bound, err, want, want-200*ms)
 	}
-	// The true offset is within the bound whatever the server's delay split.
-	off, bound, _ = EstimateOffset([]ClockSample{{Sent: base, Received: base.Add(20 * ms), Server: base.Add(-5*ms + 19*ms)}})
-	if trueOff := 5 * ms; (off - trueOff).Abs() > bound {
-		t.Fatalf("offset %s ± %s does not contain the true %s", off, bound, trueOff)
+	// One sample alone is Cristian's: the middle of its round trip, ± half of it.
+	off, bound, _ = EstimateOffset(samples[1:2])
+	if off != 200*ms || bound != 2*ms {
+		t.Fatalf("one sample: offset %s ± %s, want 200ms ± 2ms", off, bound)
+	}
+	// Slow round trips whose delays fell on different sides still tell: 100 ms each, one slow
+	// back, one slow out, the true offset 7 ms.
+	slow := []ClockSample{
+		{Sent: base, Received: base.Add(100 * ms), Server: base.Add(-7*ms + 1*ms)},
+		{Sent: base.Add(time.Second), Received: base.Add(time.Second + 100*ms), Server: base.Add(time.Second - 7*ms + 99*ms)},
+	}
+	off, bound, _ = EstimateOffset(slow)
+	if (off-7*ms).Abs() > bound || bound > 2*ms {
+		t.Fatalf("slow, lopsided round trips: offset %s ± %s, want 7ms within ± 2ms", off, bound)
+	}
+	// The true offset is within the bound whatever the server's delay split, and however the
+	// clocks drift apart within 500 ppm: a node 5 ms ahead, gaining 400 µs a second.
+	var drifting []ClockSample
+	for i := range 20 {
+		sent := base.Add(time.Duration(i) * time.Second)
+		trueOff := 5*ms + time.Duration(i)*400*us
+		split := time.Duration(i*7%20) * ms // where in the 20 ms round trip the server read
+		drifting = append(drifting, ClockSample{Sent: sent, Received: sent.Add(20 * ms), Server: sent.Add(split - trueOff)})
+	}
+	off, bound, err = EstimateOffset(drifting)
+	if trueOff := 5*ms + 19*400*us; err != nil || (off-trueOff).Abs() > bound {
+		t.Fatalf("drifting clocks: offset %s ± %s (%v) does not contain the latest true %s", off, bound, err, trueOff)
 	}
 	if _, _, err := EstimateOffset(nil); err == nil {
 		t.Fatal("no samples: no estimate")
 	}
 	if _, _, err := EstimateOffset([]ClockSample{{Sent: base.Add(ms), Received: base}}); err == nil {
 		t.Fatal("a negative round trip is refused")
+	}
+	// A clock stepped by a second between two samples: they cannot both hold.
+	stepped := []ClockSample{
+		{Sent: base, Received: base.Add(2 * ms), Server: base.Add(ms)},
+		{Sent: base.Add(10 * ms), Received: base.Add(12 * ms), Server: base.Add(time.Second + 11*ms)},
+	}
+	if _, _, err := EstimateOffset(stepped); err == nil || !strings.Contains(err.Error(), "stepped") {
+		t.Fatalf("a stepped clock: %v, want the samples to disagree", err)
 	}
 }
 

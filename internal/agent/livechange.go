@@ -476,7 +476,7 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 	// leader is elected (a lease term), so an unreachable endpoint is tried again before it
 	// counts as a problem. Every agent checks at once when a plan arrives, so on a busy
 	// control plane the first round trips can be too slow to tell: more rounds are taken,
-	// spread out, and the fastest round trip of all of them is trusted.
+	// spread out, and every round trip narrows the estimate (EstimateOffset).
 	var samples []ClockSample
 	var lastErr error
 	if spread > 0 {

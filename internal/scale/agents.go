@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -16,6 +17,7 @@ import (
 	"netshift.io/netshift/internal/apicount"
 	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/nodenet"
+	"netshift.io/netshift/internal/scheme"
 	"netshift.io/netshift/internal/simnode"
 )
 
@@ -43,11 +45,15 @@ func (c *cluster) agentConfig(node string, counter *apicount.Counter) *rest.Conf
 // startAgents starts an agent per simulated node, width at a time.
 func (c *cluster) startAgents(ctx context.Context, nodes map[string]*simnode.Node, names []string, work time.Duration) (*agents, error) {
 	a := &agents{stops: map[string]func(){}, requests: apicount.New()}
+	shared, err := c.sharedTypes()
+	if err != nil {
+		return nil, err
+	}
 	var started atomic.Int64
-	err := forEach(ctx, len(names), 16, func(_ context.Context, i int) error {
+	err = forEach(ctx, len(names), 16, func(_ context.Context, i int) error {
 		name := names[i]
 		sim := nodes[name]
-		mgr, err := agent.NewManager(c.agentConfig(name, a.requests), agent.Options{Node: name, HealthAddr: "0", ManyInProcess: true,
+		mgr, err := agent.NewManager(c.agentConfig(name, a.requests), agent.Options{Node: name, HealthAddr: "0", ManyInProcess: true, Shared: shared,
 			OperatorTimeURL: c.timeURL, Host: sim, NewPlugin: func(nodenet.Env) (netplugin.Node, error) { return sim, nil },
 			UnderlayInterface: simnode.Underlay, Pods: nodenet.NoPods{}, Logger: &c.agentLog,
 			Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(work)}})
@@ -65,6 +71,21 @@ func (c *cluster) startAgents(ctx context.Context, nodes map[string]*simnode.Nod
 		return nil, err
 	}
 	return a, nil
+}
+
+// sharedTypes is the type information every agent of the process shares
+// (agent.Shared): one scheme, and one REST mapper discovering as the admin.
+func (c *cluster) sharedTypes() (*agent.Shared, error) {
+	s := scheme.New()
+	httpClient, err := rest.HTTPClientFor(c.cp.Admin)
+	if err != nil {
+		return nil, fmt.Errorf("agents' REST mapper: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(c.cp.Admin, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("agents' REST mapper: %w", err)
+	}
+	return &agent.Shared{Scheme: s, RESTMapper: mapper}, nil
 }
 
 // run starts an agent's manager until stop or stopAll.

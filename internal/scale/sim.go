@@ -231,6 +231,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer cl.stop()
+	// Only once the control plane, kwok and the operator run: a child takes its thread's nice.
+	if err := raiseAgentsPriority(); err != nil {
+		fmt.Fprintf(o.Out, "scale: %v: the agents share the cores with the control plane at its priority\n", err)
+	}
 	s := &sim{cluster: cl, nodes: map[string]*simnode.Node{}, out: o.Out}
 	for i := range o.Nodes {
 		name := fmt.Sprintf(nodeNameForm, i)
