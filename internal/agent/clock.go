@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -16,23 +17,29 @@ type ClockSample struct {
 	Server         time.Time // the operator's clock, somewhere in between
 }
 
-// maxClockDrift is how far apart the rates of two clocks NTP keeps may be:
-// 500 ppm, the most the kernel's discipline slews a clock.
-const maxClockDrift = 500e-6
+// errClockSamplesDisagree is round trips that cannot all hold.
+var errClockSamplesDisagree = errors.New("the round trips disagree")
+
+// maxClockDrift is how far apart the rates of two clocks may drift during a
+// check: 1,000 ppm, two clocks each 500 ppm off, the most the kernel's NTP
+// discipline corrects (a clock slewed faster, or stepped, shows as round trips
+// that disagree, and the check starts over).
+const maxClockDrift = 1000e-6
 
 // EstimateOffset bounds the local clock's offset from the server's (positive:
 // local ahead) from round trips. The server read its clock somewhere between
 // a sample's Sent and Received, so each sample says the offset lies between
 // Sent-Server and Received-Server; every sample holds at once, so the offset
 // lies where they all overlap, each widened by how far the clocks' rates may
-// have drifted apart since it was taken. offset is the middle of that overlap
+// have drifted apart since it was sent. offset is the middle of that overlap
 // (at the latest sample) and bound half its width: the true offset lies
 // within offset ± bound.
 //
-// The overlap is never wider than the fastest round trip (Cristian's method),
-// and it is narrower when the delays fell on different sides: on a busy node,
-// or a busy operator, no round trip may be fast, yet some are quick on the way
-// out and others on the way back.
+// One sample alone gives Cristian's method (the middle of its round trip,
+// ± half of it); several give less than their fastest, give or take the drift,
+// when the delays fell on different sides: on a busy node, or a busy operator,
+// no round trip may be fast, yet some are quick on the way out and others on
+// the way back.
 func EstimateOffset(samples []ClockSample) (offset, bound time.Duration, err error) {
 	if len(samples) == 0 {
 		return 0, 0, fmt.Errorf("no sample")
@@ -48,7 +55,7 @@ func EstimateOffset(samples []ClockSample) (offset, bound time.Duration, err err
 		if s.Received.Before(s.Sent) {
 			return 0, 0, fmt.Errorf("negative round trip: the local clock jumped")
 		}
-		drift := time.Duration(float64(latest.Sub(s.Received)) * maxClockDrift)
+		drift := time.Duration(float64(latest.Sub(s.Sent)) * maxClockDrift)
 		from, to := s.Sent.Sub(s.Server)-drift, s.Received.Sub(s.Server)+drift
 		if i == 0 {
 			lo, hi = from, to
@@ -57,7 +64,7 @@ func EstimateOffset(samples []ClockSample) (offset, bound time.Duration, err err
 		lo, hi = max(lo, from), min(hi, to)
 	}
 	if lo > hi {
-		return 0, 0, fmt.Errorf("the round trips disagree by %s: a clock was stepped during the check", lo-hi)
+		return 0, 0, fmt.Errorf("%w by %s (a clock was stepped, or the time endpoint moved to another operator)", errClockSamplesDisagree, lo-hi)
 	}
 	return lo + (hi-lo)/2, (hi - lo) / 2, nil
 }
@@ -115,6 +122,9 @@ func measureClock(ctx context.Context, client *http.Client, url string, n int, n
 		received := now()
 		if err != nil {
 			return nil, fmt.Errorf("operator time endpoint %s: %w", url, err)
+		}
+		if body.UnixNano <= 0 {
+			return nil, fmt.Errorf("operator time endpoint %s: no time in its answer (unixNano %d)", url, body.UnixNano)
 		}
 		out = append(out, ClockSample{Sent: sent, Received: received, Server: time.Unix(0, body.UnixNano)})
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,21 +21,23 @@ func TestEstimateOffset(t *testing.T) {
 	us := time.Microsecond
 	// The node is 200 ms ahead; round trips of 10, 4 and 30 ms. Alone, the 4 ms one would
 	// say 200 ms ± 2 ms; the 30 ms one was quick on the way out (the server read its clock
-	// right away), which narrows the overlap to [200, 202.063] ms: the 4 ms sample is 126 ms
-	// older than the last, so 500 ppm of drift widens it by 63 µs.
+	// right away), which narrows the overlap to [199.97, 202.13] ms: each sample is widened by
+	// 1,000 ppm of the time from its request to the last answer (130 µs for the 4 ms one, 30 µs
+	// for the last).
 	samples := []ClockSample{
 		{Sent: base.Add(200 * ms), Received: base.Add(210 * ms), Server: base.Add(3 * ms)},
 		{Sent: base.Add(300 * ms), Received: base.Add(304 * ms), Server: base.Add(102 * ms)},
 		{Sent: base.Add(400 * ms), Received: base.Add(430 * ms), Server: base.Add(200 * ms)},
 	}
 	off, bound, err := EstimateOffset(samples)
-	if want := 201*ms + 31500*time.Nanosecond; err != nil || off != want || bound != want-200*ms {
-		t.Fatalf("offset %s ± %s (%v), want %s ± %s", off, bound, err, want, want-200*ms)
+	if err != nil || off != 201*ms+50*us || bound != 1*ms+80*us {
+		t.Fatalf("offset %s ± %s (%v), want 201.05ms ± 1.08ms", off, bound, err)
 	}
-	// One sample alone is Cristian's: the middle of its round trip, ± half of it.
+	// One sample alone is Cristian's: the middle of its round trip, ± half of it (and of the
+	// drift over it).
 	off, bound, _ = EstimateOffset(samples[1:2])
-	if off != 200*ms || bound != 2*ms {
-		t.Fatalf("one sample: offset %s ± %s, want 200ms ± 2ms", off, bound)
+	if off != 200*ms || bound != 2*ms+4*us {
+		t.Fatalf("one sample: offset %s ± %s, want 200ms ± 2.004ms", off, bound)
 	}
 	// Slow round trips whose delays fell on different sides still tell: 100 ms each, one slow
 	// back, one slow out, the true offset 7 ms.
@@ -47,17 +50,19 @@ func TestEstimateOffset(t *testing.T) {
 		t.Fatalf("slow, lopsided round trips: offset %s ± %s, want 7ms within ± 2ms", off, bound)
 	}
 	// The true offset is within the bound whatever the server's delay split, and however the
-	// clocks drift apart within 500 ppm: a node 5 ms ahead, gaining 400 µs a second.
-	var drifting []ClockSample
-	for i := range 20 {
-		sent := base.Add(time.Duration(i) * time.Second)
-		trueOff := 5*ms + time.Duration(i)*400*us
-		split := time.Duration(i*7%20) * ms // where in the 20 ms round trip the server read
-		drifting = append(drifting, ClockSample{Sent: sent, Received: sent.Add(20 * ms), Server: sent.Add(split - trueOff)})
-	}
-	off, bound, err = EstimateOffset(drifting)
-	if trueOff := 5*ms + 19*400*us; err != nil || (off-trueOff).Abs() > bound {
-		t.Fatalf("drifting clocks: offset %s ± %s (%v) does not contain the latest true %s", off, bound, err, trueOff)
+	// clocks drift apart within 1,000 ppm: a node 5 ms ahead, gaining or losing 900 µs a second.
+	for _, rate := range []time.Duration{900 * us, -900 * us} {
+		var drifting []ClockSample
+		for i := range 20 {
+			sent := base.Add(time.Duration(i) * time.Second)
+			trueOff := 5*ms + time.Duration(i)*rate
+			split := time.Duration(i*7%20) * ms // where in the 20 ms round trip the server read
+			drifting = append(drifting, ClockSample{Sent: sent, Received: sent.Add(20 * ms), Server: sent.Add(split - trueOff)})
+		}
+		off, bound, err = EstimateOffset(drifting)
+		if trueOff := 5*ms + 19*rate; err != nil || (off-trueOff).Abs() > bound {
+			t.Fatalf("clocks drifting %s a second: offset %s ± %s (%v) does not contain the latest true %s", rate, off, bound, err, trueOff)
+		}
 	}
 	if _, _, err := EstimateOffset(nil); err == nil {
 		t.Fatal("no samples: no estimate")
@@ -70,7 +75,7 @@ func TestEstimateOffset(t *testing.T) {
 		{Sent: base, Received: base.Add(2 * ms), Server: base.Add(ms)},
 		{Sent: base.Add(10 * ms), Received: base.Add(12 * ms), Server: base.Add(time.Second + 11*ms)},
 	}
-	if _, _, err := EstimateOffset(stepped); err == nil || !strings.Contains(err.Error(), "stepped") {
+	if _, _, err := EstimateOffset(stepped); !errors.Is(err, errClockSamplesDisagree) || !strings.Contains(err.Error(), "stepped") {
 		t.Fatalf("a stepped clock: %v, want the samples to disagree", err)
 	}
 }

@@ -492,14 +492,17 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 	for tries := 0; ; tries++ {
 		round, err := measureClock(ctx, client, timeURL, 5, a.now)
 		lastErr = err
+		if err != nil {
+			// The endpoint may come back on another operator, whose clock the earlier round trips did not read.
+			samples = nil
+		}
 		samples = append(samples, round...)
 		if len(samples) > 0 {
 			offset, bound, err := EstimateOffset(samples)
 			if err != nil {
-				r.Problems = append(r.Problems, "cannot check the clock: "+err.Error())
-				return
-			}
-			if judgeClock(offset, bound, a.MaxClockSkew) != clockInconclusive {
+				// A clock stepped, or another operator answers: start again from this round.
+				samples = round
+			} else if judgeClock(offset, bound, a.MaxClockSkew) != clockInconclusive {
 				break
 			}
 		}
@@ -516,7 +519,11 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 		r.Problems = append(r.Problems, fmt.Sprintf("cannot check the clock (no answer for %s): %v", clockWaitFor, lastErr))
 		return
 	}
-	offset, bound, _ := EstimateOffset(samples)
+	offset, bound, err := EstimateOffset(samples)
+	if err != nil {
+		r.Problems = append(r.Problems, "cannot check the clock: "+err.Error())
+		return
+	}
 	us := offset.Microseconds()
 	r.ClockOffsetMicros = &us
 	switch judgeClock(offset, bound, a.MaxClockSkew) {

@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -14,26 +15,51 @@ import (
 // server's busy threads, their goroutines waited up to seconds to run (the Go
 // scheduler's latency, p90 0.2 to 2 s during a 5,000-node change), and each
 // agent's round trips to the operator's clock measured that wait, which no
-// real node sees. The agents use little CPU on the whole, so the control
-// plane loses little of it.
+// real node sees.
 const agentsNice = -5
 
-// raiseAgentsPriority gives every thread of this process agentsNice; the
-// threads the Go runtime starts later inherit it from theirs. Linux keeps a
-// nice value per thread, so the process's is not enough.
-func raiseAgentsPriority() error {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return fmt.Errorf("agents' priority: %w", err)
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
+// setProcessNice gives every thread of this process nice. Linux keeps a nice
+// value per thread, and a thread starts with its creator's, so a pass is
+// taken again until it finds no thread it has not set.
+func setProcessNice(nice int) error {
+	done := map[int]bool{}
+	for {
+		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			continue
+			return err
 		}
-		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, agentsNice); err != nil {
-			return fmt.Errorf("agents' priority: nice %d for thread %d: %w", agentsNice, tid, err)
+		fresh := 0
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			fresh++
+			if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("nice %d for thread %d: %w", nice, tid, err)
+			}
+			done[tid] = true
+		}
+		if fresh == 0 {
+			return nil
 		}
 	}
-	return nil
+}
+
+// raiseAgentsPriority gives the process agentsNice until restore, which
+// puts back the nice it had: the processes a later run starts take their
+// thread's nice, and must not start at the agents'.
+func raiseAgentsPriority() (restore func(), err error) {
+	// The system call answers 20 - nice (1 to 40).
+	raw, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	if err != nil {
+		return func() {}, fmt.Errorf("agents' priority: %w", err)
+	}
+	was := 20 - raw
+	restore = func() { _ = setProcessNice(was) }
+	if err := setProcessNice(agentsNice); err != nil {
+		restore()
+		return func() {}, fmt.Errorf("agents' priority: %w", err)
+	}
+	return restore, nil
 }

@@ -232,9 +232,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer cl.stop()
 	// Only once the control plane, kwok and the operator run: a child takes its thread's nice.
-	if err := raiseAgentsPriority(); err != nil {
+	restore, err := raiseAgentsPriority()
+	if err != nil {
 		fmt.Fprintf(o.Out, "scale: %v: the agents share the cores with the control plane at its priority\n", err)
 	}
+	defer restore()
 	s := &sim{cluster: cl, nodes: map[string]*simnode.Node{}, out: o.Out}
 	for i := range o.Nodes {
 		name := fmt.Sprintf(nodeNameForm, i)
