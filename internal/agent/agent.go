@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,6 +40,7 @@ import (
 	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/plug"
+	"netshift.io/netshift/internal/scheme"
 )
 
 // Work does an operation's work on the node. It must be idempotent: a
@@ -285,7 +285,7 @@ func addLogged(mgr ctrl.Manager, r manager.Runnable) error {
 // NetshiftNodeState, Node and pods only.
 func managerOptions(o Options) ctrl.Options {
 	opts := ctrl.Options{
-		Scheme:                 o.Shared.scheme(),
+		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: o.HealthAddr,
 		Controller:             config.Controller{SkipNameValidation: ptr.To(o.ManyInProcess)},
@@ -299,9 +299,7 @@ func managerOptions(o Options) ctrl.Options {
 	if o.Logger != nil {
 		opts.Logger = *o.Logger
 	}
-	if o.Shared != nil && o.Shared.RESTMapper != nil {
-		opts.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return o.Shared.RESTMapper, nil }
-	}
+	o.Shared.apply(&opts)
 	return opts
 }
 

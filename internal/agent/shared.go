@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"net/http"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"netshift.io/netshift/internal/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 // Shared is what several agents in one process (the scale run's thousands)
@@ -22,9 +24,15 @@ type Shared struct {
 	RESTMapper meta.RESTMapper
 }
 
-func (s *Shared) scheme() *runtime.Scheme {
-	if s == nil || s.Scheme == nil {
-		return scheme.New()
+// apply puts what s shares into an agent's manager options.
+func (s *Shared) apply(opts *ctrl.Options) {
+	if s == nil {
+		return
 	}
-	return s.Scheme
+	if s.Scheme != nil {
+		opts.Scheme = s.Scheme
+	}
+	if s.RESTMapper != nil {
+		opts.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return s.RESTMapper, nil }
+	}
 }

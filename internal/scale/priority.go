@@ -50,16 +50,21 @@ func setProcessNice(nice int) error {
 // puts back the nice it had: the processes a later run starts take their
 // thread's nice, and must not start at the agents'.
 func raiseAgentsPriority() (restore func(), err error) {
-	// The system call answers 20 - nice (1 to 40).
-	raw, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	was, err := threadNice(0)
 	if err != nil {
 		return func() {}, fmt.Errorf("agents' priority: %w", err)
 	}
-	was := 20 - raw
 	restore = func() { _ = setProcessNice(was) }
 	if err := setProcessNice(agentsNice); err != nil {
 		restore()
 		return func() {}, fmt.Errorf("agents' priority: %w", err)
 	}
 	return restore, nil
+}
+
+// threadNice is the nice value of thread tid (0: the calling one).
+func threadNice(tid int) (int, error) {
+	// The system call answers 20 - nice (1 to 40).
+	raw, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+	return 20 - raw, err
 }

@@ -18,9 +18,8 @@ func threadNices(t *testing.T) map[int]int {
 	out := map[int]int{}
 	for _, task := range tasks {
 		tid, _ := strconv.Atoi(task.Name())
-		raw, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
-		if err == nil {
-			out[tid] = 20 - raw
+		if nice, err := threadNice(tid); err == nil {
+			out[tid] = nice
 		}
 	}
 	return out
