@@ -219,7 +219,7 @@ type ChangePhase string
 const (
 	// PhasePreconditions: every agent checks its node; nothing is touched.
 	PhasePreconditions ChangePhase = "Preconditions"
-	// PhaseScheduled: nodes are cordoned, T0 and the step schedule are set; agents apply the steps.
+	// PhaseScheduled: T0 and the step schedule are set; agents apply the steps (no node is cordoned).
 	PhaseScheduled ChangePhase = "Scheduled"
 	// PhaseRollingBack: nodes failed their steps; the failed nodes (or, past spec.onFailure's
 	// maxFailedNodes, every node) are rolled back live at status.change.rollback.t0.
@@ -293,7 +293,8 @@ type NetworkChange struct {
 	// +optional
 	Southbound string `json:"southbound,omitempty"`
 	// Converging are the nodes that were silent past T0 (or past the rollback's): their plans
-	// stay, and each is uncordoned once its agent has come back and run its steps late.
+	// stay, an MTU change cordons them, and each is uncordoned once its agent has come back and
+	// run its steps late.
 	// +optional
 	// +listType=atomic
 	Converging []string `json:"converging,omitempty"`

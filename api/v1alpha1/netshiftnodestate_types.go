@@ -456,8 +456,8 @@ const (
 	HoldDrain HoldKind = "Drain"
 	// HoldZoneMove: the node is moving to another OVN interconnect zone.
 	HoldZoneMove HoldKind = "ZoneMove"
-	// HoldLiveChange: the node takes part in a live change. Every node of the cluster takes part
-	// at one synchronized time, so this hold never waits for, nor takes, a slot of its pool.
+	// HoldLiveChange: a live change left the node behind (held for a person, or silent after an
+	// MTU change's steps) and cordons it. It never waits for, nor takes, a slot of its pool.
 	HoldLiveChange HoldKind = "LiveChange"
 )
 

@@ -76,16 +76,19 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 	// steps after it are not run, and the operator decides what follows
 	// (spec.onFailure), for this node and the others.
 	var unreported []v1alpha1.StepResult
+	held := a.stepsLock(plan)
+	defer held.release()
 	for i, step := range plan.Steps {
 		if done[step.Action] {
 			continue
 		}
-		res, withdrawn, err := a.stepAtItsTime(ctx, plan, step)
+		res, withdrawn, err := a.stepAtItsTime(ctx, plan, step, held)
 		if err != nil || withdrawn {
 			return ctrl.Result{}, errors.Join(err, a.reportSteps(ctx, nns, plan.ID, unreported, false))
 		}
 		unreported = append(unreported, res)
 		if res.Error != "" {
+			held.release()
 			logger.Info("a step failed; the steps after it are not run", "step", step.Action)
 			return ctrl.Result{}, a.reportSteps(ctx, nns, plan.ID, unreported, true)
 		}
@@ -96,6 +99,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 			unreported = nil
 		}
 	}
+	held.release() // not across the report's write
 	a.doneAt[plan.ID] = a.now()
 	return ctrl.Result{RequeueAfter: settleDelay}, a.reportSteps(ctx, nns, plan.ID, unreported, true)
 }
@@ -200,8 +204,10 @@ const planLookInterval = time.Second
 // stepAtItsTime waits for the step's time and runs it, unless the plan was
 // withdrawn meanwhile (an abort before T0). Everything the step needs is
 // built before its time, so that at its time it only sends (one OVSDB
-// transaction for the tunnel port, netlink requests on open handles).
-func (a *Agent) stepAtItsTime(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (res v1alpha1.StepResult, withdrawn bool, err error) {
+// transaction for the tunnel port, netlink requests on open handles). The
+// configuration's lock (held) is taken in the final approach, before the
+// step's time.
+func (a *Agent) stepAtItsTime(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep, held *stepsLock) (res v1alpha1.StepResult, withdrawn bool, err error) {
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
 	at := plan.T0.Add(time.Duration(step.OffsetMs) * time.Millisecond)
 	armed := a.armStep(ctx, plan, step)
@@ -219,7 +225,11 @@ func (a *Agent) stepAtItsTime(ctx context.Context, plan *v1alpha1.LiveChangePlan
 		logger.Info("plan withdrawn before its step; stopping", "step", step.Action)
 		return res, true, nil
 	}
-	run, err := a.host().RunAt(ctx, at, armed.Fire)
+	stepCtx, err := held.hold(ctx)
+	if err != nil {
+		return res, false, fmt.Errorf("node %s: before step %s: %w", a.Node, step.Action, err)
+	}
+	run, err := a.host().RunAt(stepCtx, at, armed.Fire)
 	if run.Began.IsZero() {
 		return res, false, fmt.Errorf("node %s: wait for step %s: %w", a.Node, step.Action, err)
 	}

@@ -96,24 +96,7 @@ func TestADoneNodeReportsItsNetworkWithItsSteps(t *testing.T) {
 	if err := c.Create(ctx, nns); err != nil {
 		t.Fatal(err)
 	}
-	waitState := func(what string, ok func(*v1alpha1.NetshiftNodeState) bool) *v1alpha1.NetshiftNodeState {
-		t.Helper()
-		var got v1alpha1.NetshiftNodeState
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			if err := c.Get(ctx, client.ObjectKey{Name: node}, &got); err != nil {
-				t.Fatal(err)
-			}
-			if ok(&got) {
-				return &got
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: never; the state's status %+v", what, got.Status)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	got := waitState("the plan answered", func(s *v1alpha1.NetshiftNodeState) bool { return s.Status.LiveChange != nil })
+	got := waitNodeState(t, node, "the plan answered", func(s *v1alpha1.NetshiftNodeState) bool { return s.Status.LiveChange != nil })
 	if !got.Status.LiveChange.Ready || got.Status.Network != nil {
 		t.Fatalf("before its steps: report %+v, network %+v; want it ready, no network reported during the plan", got.Status.LiveChange, got.Status.Network)
 	}
@@ -122,7 +105,7 @@ func TestADoneNodeReportsItsNetworkWithItsSteps(t *testing.T) {
 	if err := c.Update(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	got = waitState("the node's part done", func(s *v1alpha1.NetshiftNodeState) bool { return s.Status.LiveChange.Done })
+	got = waitNodeState(t, node, "the node's part done", func(s *v1alpha1.NetshiftNodeState) bool { return s.Status.LiveChange.Done })
 	if got.Status.Network == nil {
 		t.Errorf("the report saying Done carries no network: %+v", got.Status)
 	}
@@ -194,6 +177,25 @@ func timeServer(t *testing.T) string {
 	}))
 	t.Cleanup(clock.Close)
 	return clock.URL + "/time"
+}
+
+// waitNodeState waits up to 15 s for the node's state to be as ok says.
+func waitNodeState(t *testing.T, node, what string, ok func(*v1alpha1.NetshiftNodeState) bool) *v1alpha1.NetshiftNodeState {
+	t.Helper()
+	var got v1alpha1.NetshiftNodeState
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: node}, &got); err != nil {
+			t.Fatal(err)
+		}
+		if ok(&got) {
+			return &got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never; the state's status %+v", what, got.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // nodeWithAgent creates a Node and runs its agent until the returned stop.

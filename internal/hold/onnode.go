@@ -4,25 +4,16 @@ import (
 	"time"
 
 	"netshift.io/netshift/api/v1alpha1"
-	"netshift.io/netshift/internal/rollout"
 )
 
 // NodeAnnotation, on a Node, records a live change's hold taken in the same
-// write as the node's cordon: its value is the change's ID. It is given back
-// with the uncordon, in one write too. A live change holds every node of the
-// cluster at once, and the ledger's record in the node's state, written
-// before the cordon and after the uncordon, would be two more writes a node.
-// Only netshift's operator may set or remove it (an admission policy).
+// write as the node's cordon: its value is the change's ID. Operators that
+// cordoned every node for an MTU change recorded their holds there (the
+// ledger's record in the node's state would have been two more writes a
+// node); this one cordons no node for a change, and reads the record only
+// to give such a hold back, with the uncordon, in one write. Only netshift's
+// operator may set or remove it (an admission policy).
 const NodeAnnotation = "netshift.io/live-change-hold"
-
-// OnNode says whether a live change's hold of a node may be recorded on the
-// Node with its cordon: nobody has cordoned the node, and nothing else holds
-// it, in its state or in the fields an older operator wrote. Any other case
-// goes through the ledger in the node's state (Take), as every other hold.
-func OnNode(s v1alpha1.NetshiftNodeStateStatus, unschedulable bool) bool {
-	return !unschedulable && len(s.Holds) == 0 && !s.CordonedByNetshift && !rollout.HoldsSlot(s.DrainStatus) &&
-		s.ZoneCordoned == "" && s.ZoneRestart == nil && s.LiveChangeCordoned == ""
-}
 
 // NodeRelease is what giving back a live change's hold recorded on the Node
 // takes.

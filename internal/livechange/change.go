@@ -87,14 +87,14 @@ func NextAttempt(last *v1alpha1.NetworkChange, c Change, gen, observed int64, no
 	return 1, 0, gen > asked
 }
 
-// Cordons says whether the nodes are cordoned from the schedule to the end
-// of the change. Only an MTU change needs it: a pod created between its
-// steps would be set up with the old MTU on a path already changed. A
-// tunnel port is the node's alone; a pod created during a port change is set
-// up as any other. A cordon costs each node two writes (and the controller
-// manager's taint), which every watcher answers, at the moment the datapaths
-// are about to change.
-func (c Change) Cordons() bool { return c.Kind == v1alpha1.ChangeMTU }
+// CordonsSilentNodes says whether a node the change leaves behind silent is
+// cordoned until it catches up. Only an MTU change needs it: a pod set up
+// there gets the MTU the node's own configuration still gives, which, after
+// the others' steps, their pods' path may no longer carry. A tunnel port is
+// the node's alone. No node is cordoned during the steps: each agent holds
+// its node's pod set-ups off from just before its first step to the end of
+// its last.
+func (c Change) CordonsSilentNodes() bool { return c.Kind == v1alpha1.ChangeMTU }
 
 // Apply returns applied with the change's new value.
 func (c Change) Apply(applied v1alpha1.AppliedNetwork) v1alpha1.AppliedNetwork {

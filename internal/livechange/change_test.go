@@ -105,9 +105,10 @@ func TestScheduleOrder(t *testing.T) {
 	}
 }
 
-// TestCordons: the nodes are cordoned for an MTU change, either way, and
-// for no port change, with node steps or through the southbound database.
-func TestCordons(t *testing.T) {
+// TestCordonsSilentNodes: a node left behind silent is cordoned for an MTU
+// change, either way, and for no port change, with node steps or through the
+// southbound database.
+func TestCordonsSilentNodes(t *testing.T) {
 	for _, c := range []struct {
 		change Change
 		want   bool
@@ -119,7 +120,7 @@ func TestCordons(t *testing.T) {
 		{Change{Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, NodeSteps: false}, false},
 		{Change{Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790, NodeSteps: false}, false},
 	} {
-		if got := c.change.Cordons(); got != c.want {
+		if got := c.change.CordonsSilentNodes(); got != c.want {
 			t.Errorf("%s %d -> %d (node steps %v): cordons %v, want %v", c.change.Kind, c.change.From, c.change.To, c.change.NodeSteps, got, c.want)
 		}
 	}

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -141,38 +139,9 @@ func setUnschedulable(ctx context.Context, c client.Client, node *corev1.Node, u
 	return c.Patch(ctx, node, patch)
 }
 
-// takeHoldOnNode takes a live change's hold id in one write to the Node: its
-// cordon and the hold's record (hold.NodeAnnotation), when hold.OnNode allows
-// it; otherwise through the ledger in the node's state (takeHold). The
-// write is guarded by the node's resourceVersion: a cordon someone set since
-// the read is not taken for netshift's.
-func takeHoldOnNode(ctx context.Context, c client.Client, reader client.Reader, st *v1alpha1.NetshiftNodeState, node *corev1.Node,
-	id string, now time.Time) error {
-	for try := 0; ; try++ {
-		if !hold.OnNode(st.Status, node.Spec.Unschedulable) {
-			if node.Annotations[hold.NodeAnnotation] == id && node.Spec.Unschedulable {
-				return nil // taken already (a pass that did not record it)
-			}
-			return takeHold(ctx, c, st, node, v1alpha1.NodeHold{Kind: v1alpha1.HoldLiveChange, ID: id, Cordon: true}, now, nil)
-		}
-		patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		node.Spec.Unschedulable = true
-		metav1.SetMetaDataAnnotation(&node.ObjectMeta, hold.NodeAnnotation, id)
-		err := c.Patch(ctx, node, patch)
-		if err == nil {
-			return nil
-		}
-		if !apierrors.IsConflict(err) || try == 3 {
-			return fmt.Errorf("cordon and record its live change hold (%s): %w", id, err)
-		}
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
-			return fmt.Errorf("read again to cordon for its live change hold (%s): %w", id, err)
-		}
-	}
-}
-
 // releaseHoldOnNode gives back a live change's hold recorded on the Node
-// (hold.ReleaseOnNode): the state first when the cordon's owner changes,
+// (hold.ReleaseOnNode: an operator that cordoned every node for an MTU
+// change recorded it there): the state first when the cordon's owner changes,
 // then one write to the Node that removes the record and, unless another
 // hold still needs it, the cordon.
 func releaseHoldOnNode(ctx context.Context, c client.Client, st *v1alpha1.NetshiftNodeState, node *corev1.Node, id string) error {

@@ -28,8 +28,8 @@ const (
 )
 
 // leaveBehind ends a change's steps for the nodes it leaves behind, as ch
-// lists them: silent nodes keep their plan and hold; held nodes keep (or, for
-// a port change, take) a hold that cordons them and lose their plan;
+// lists them: silent nodes keep their plan (and, an MTU change's, take a hold
+// that cordons them); held nodes take a hold that cordons them and lose their plan;
 // rebooting nodes are given back to the drain controller with their Reboot
 // operation. Every other node is finished. Each write is idempotent: a pass
 // whose status write is lost does the same again.
@@ -44,7 +44,11 @@ func (r *LiveChangeReconciler) leaveBehind(ctx context.Context, nodes []corev1.N
 	if err := r.finish(ctx, nodes, byNode, ch.ID, slices.Concat(ch.Converging, ch.Held)...); err != nil {
 		return err
 	}
-	for _, n := range ch.Held {
+	hold := ch.Held
+	if (livechange.Change{Kind: ch.Kind}).CordonsSilentNodes() {
+		hold = slices.Concat(ch.Converging, ch.Held)
+	}
+	for _, n := range hold {
 		if err := r.holdNode(ctx, n, ch.ID); err != nil {
 			return err
 		}

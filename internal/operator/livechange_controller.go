@@ -86,9 +86,6 @@ type LiveChangeReconciler struct {
 	// pass reads the nodes' states from the cache, and must not write a plan twice, nor miss
 	// one when it removes them.
 	planned sync.Map // node name -> plannedAs
-	// holding are the nodes whose LiveChange hold this process took, by node: the cache
-	// may not show them yet when the change ends.
-	holding sync.Map // node name -> change ID
 	// plansSent is when this process last wrote the cluster's plan of a change, by change ID.
 	plansSent sync.Map // change ID -> time.Time
 	// answers is when the nodes' answers to the change last grew in number.
@@ -476,7 +473,7 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 	ch.Ready, ch.Applied, ch.Failed, ch.Message = p.Ready, p.Applied, p.Failed, p.Message
 	switch {
 	case ch.Phase == v1alpha1.PhasePreconditions && p.Phase == v1alpha1.PhaseScheduled:
-		if err := r.schedule(ctx, cn, nodes.Items, byNode); err != nil {
+		if err := r.schedule(ctx, cn, nodes.Items); err != nil {
 			return 0, err
 		}
 		ch.Phase = v1alpha1.PhaseScheduled
@@ -602,18 +599,12 @@ func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.Netshi
 	return nil
 }
 
-// schedule holds every node for an MTU change (a LiveChange hold that
-// cordons it: no new pods during the change; a tunnel-port change holds
-// nothing), then sets T0 and the steps in the cluster's plan: one write,
-// which every agent's watch brings it at once.
-func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.NetshiftNetwork, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState) error {
+// schedule sets T0 and the steps in the cluster's plan: one write, which
+// every agent's watch brings it at once. No node is cordoned: during an MTU
+// change's steps each agent holds its node's pod set-ups off itself.
+func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.NetshiftNetwork, nodes []corev1.Node) error {
 	ch := cn.Status.Change
 	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
-	if c.Cordons() {
-		if err := r.holdAll(ctx, nodes, byNode, ch.ID); err != nil {
-			return err
-		}
-	}
 	plan, err := r.clusterPlan(ctx)
 	if err != nil {
 		return err
@@ -651,51 +642,12 @@ func planID(p *v1alpha1.LiveChangePlan) string {
 	return p.ID
 }
 
-func nodeNames(nodes []corev1.Node) []string {
-	names := make([]string, len(nodes))
-	for i := range nodes {
-		names[i] = nodes[i].Name
-	}
-	return names
-}
-
-// holdAll takes every node's LiveChange hold for change id, under the
-// ledger and from fresh reads (another controller may have cordoned or
-// uncordoned a node since the pass read it): recorded on the Node with its
-// cordon, in one write, where nothing else holds the node (takeHoldOnNode);
-// byNode gets the states written.
-func (r *LiveChangeReconciler) holdAll(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState, id string) error {
-	r.Ledger.Lock()
-	defer r.Ledger.Unlock()
-	now := r.Now()
-	freshNode, freshState, err := freshNodes(ctx, r.Client, r.APIReader, now)
-	if err != nil {
-		return err
-	}
-	for _, n := range nodes {
-		if freshNode[n.Name] == nil || freshState[n.Name] == nil {
-			return fmt.Errorf("node %s: gone while the change was scheduled", n.Name)
-		}
-	}
-	var mu sync.Mutex
-	return fanOut(ctx, nodeNames(nodes), nil, func(ctx context.Context, name string) error {
-		node, nns := freshNode[name], freshState[name]
-		if err := takeHoldOnNode(ctx, r.Client, r.APIReader, nns, node, id, now); err != nil {
-			return fmt.Errorf("node %s: %w", name, err)
-		}
-		r.holding.Store(name, id)
-		mu.Lock()
-		byNode[name] = nns
-		mu.Unlock()
-		return nil
-	})
-}
-
 // finish removes the cluster's plan, then gives back the nodes' holds of
-// this change (each uncordoned unless another hold still needs the cordon;
-// under the ledger, from fresh reads) and removes the nodes' own plans but
-// keep's. The cluster's plan goes first, in one write: an abort a moment
-// before T0 must reach every agent before the uncordons of thousands of nodes.
+// this change (a node left behind and held; each uncordoned unless another
+// hold still needs the cordon; under the ledger, from fresh reads) and
+// removes the nodes' own plans but keep's. The cluster's plan goes first, in
+// one write: an abort a moment before T0 must reach every agent before
+// anything written node by node.
 func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, byNode map[string]*v1alpha1.NetshiftNodeState, id string, keep ...string) error {
 	if err := r.removeClusterPlan(ctx, id); err != nil {
 		return err
@@ -725,8 +677,7 @@ func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.No
 	for _, n := range nodes {
 		if nns := byNode[n.Name]; nns != nil && !slices.Contains(keep, n.Name) {
 			h, ok := hold.Of(nns.Status, v1alpha1.HoldLiveChange)
-			took, _ := r.holding.Load(n.Name)
-			held = held || (ok && h.ID == id) || nns.Status.LiveChangeCordoned == id || took == id || n.Annotations[hold.NodeAnnotation] == id
+			held = held || (ok && h.ID == id) || nns.Status.LiveChangeCordoned == id || n.Annotations[hold.NodeAnnotation] == id
 		}
 	}
 	if !held {
@@ -759,7 +710,6 @@ func (r *LiveChangeReconciler) releaseAll(ctx context.Context, nodes []corev1.No
 		if err := releaseHoldOnNode(ctx, r.Client, nns, node, id); err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
-		r.holding.Delete(name)
 		return nil
 	})
 }

@@ -201,10 +201,10 @@ func TestLiveChanges(t *testing.T) {
 				if mode.name == "ovn" && ch.what == "genevePort" && cn.Status.Change.Southbound != "Done" {
 					t.Errorf("geneve port: the southbound Encap records (over ssl:) say %q, want Done", cn.Status.Change.Southbound)
 				}
-				// New pods wait out an MTU change (they would get the old MTU on a changed
-				// path); a port is the nodes' alone, and its change cordons nothing.
-				if want := cn.Status.Change.Kind == v1alpha1.ChangeMTU; cordoned != want {
-					t.Errorf("%s: nodes seen cordoned during the change: %v, want %v", ch.what, cordoned, want)
+				// No change cordons a node that keeps up: during an MTU change's steps each
+				// agent holds its node's pod set-ups off itself.
+				if cordoned {
+					t.Errorf("%s: nodes seen cordoned during the change: want none", ch.what)
 				}
 				if on := labNodes(t, c); slices.Contains(slices.Collect(maps.Values(on)), true) {
 					t.Errorf("%s: cordons after the change: %v", ch.what, on)
@@ -627,7 +627,8 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // silentNodeConverges (a step of TestThreeNodeLab): node-2's agent stops answering after its
 // preconditions passed. The other nodes apply the change at T0 and are not
 // held back; past the answer timeout the change ends Failed, Degraded names
-// node-2, applied is the new value and node-2 stays cordoned. When its agent
+// node-2, applied is the new value and node-2 alone is cordoned (a pod set up
+// there would get the MTU the others' paths no longer carry). When its agent
 // comes back it runs its steps late, converging the node, and is uncordoned.
 func silentNodeConverges(t *testing.T, name string) {
 	s, _ := lab.LoadState(name)
