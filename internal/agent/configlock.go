@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"netshift.io/netshift/api/v1alpha1"
 )
@@ -40,17 +41,40 @@ type configHeld struct{}
 // the old MTU on a path already changed. This is what a cordon of every node
 // did before, at two API writes a node and no guarantee for the pods
 // already scheduled; netshift-cni's set-ups wait instead, for the few
-// hundred milliseconds of the steps. A port change does not take it: a
-// pod's set-up does not depend on the tunnel port.
+// hundred milliseconds of the steps. Steps spread over more than
+// maxStepsLockSpan (a long --step-spacing) take the lock one step at a
+// time, as a port change's do: a pod's set-up must not wait near
+// netshift-cni's lockTimeout, and a pod set up between them is aligned by
+// the configuration's rewrite.
 type stepsLock struct {
 	a      *Agent
 	take   bool
 	unlock func()
 }
 
+// maxStepsLockSpan is the longest span of an MTU change's steps that the
+// agent holds the configuration across: a quarter of netshift-cni's default
+// lockTimeout (20 s), which a late step or a slow last one adds to.
+const maxStepsLockSpan = 5 * time.Second
+
 func (a *Agent) stepsLock(plan *v1alpha1.LiveChangePlan) *stepsLock {
-	return &stepsLock{a: a, take: plan.Kind == v1alpha1.ChangeMTU}
+	return &stepsLock{a: a, take: plan.Kind == v1alpha1.ChangeMTU && stepsSpan(plan.Steps) <= maxStepsLockSpan}
 }
+
+// stepsSpan is the time from a plan's first step to its last.
+func stepsSpan(steps []v1alpha1.ScheduledStep) time.Duration {
+	if len(steps) == 0 {
+		return 0
+	}
+	first, last := steps[0].OffsetMs, steps[0].OffsetMs
+	for _, s := range steps {
+		first, last = min(first, s.OffsetMs), max(last, s.OffsetMs)
+	}
+	return time.Duration(last-first) * time.Millisecond
+}
+
+// holding says whether the lock is held now.
+func (s *stepsLock) holding() bool { return s.unlock != nil }
 
 // hold takes the lock if it is not held yet and returns ctx marked as
 // holding it, for the step about to run.

@@ -84,6 +84,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 		}
 		res, withdrawn, err := a.stepAtItsTime(ctx, plan, step, held)
 		if err != nil || withdrawn {
+			held.release()
 			return ctrl.Result{}, errors.Join(err, a.reportSteps(ctx, nns, plan.ID, unreported, false))
 		}
 		unreported = append(unreported, res)
@@ -92,7 +93,8 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 			logger.Info("a step failed; the steps after it are not run", "step", step.Action)
 			return ctrl.Result{}, a.reportSteps(ctx, nns, plan.ID, unreported, true)
 		}
-		if next := nextStepAfter(plan, i, done); next != nil && next.Sub(a.now()) > reportBatchWindow {
+		// Never under the lock: a write can take seconds on a busy API server, and the node's pods wait.
+		if next := nextStepAfter(plan, i, done); next != nil && next.Sub(a.now()) > reportBatchWindow && !held.holding() {
 			if err := a.reportSteps(ctx, nns, plan.ID, unreported, false); err != nil {
 				return ctrl.Result{}, err
 			}

@@ -40,9 +40,11 @@ func TestNoPodIsSetUpBetweenTheStepsOfAnMTUChange(t *testing.T) {
 			node := "steps-lock-" + map[bool]string{true: "mtu", false: "port"}[tc.held]
 			ctx := context.Background()
 			c := env.Client
-			if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+			k8sNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+			if err := c.Create(ctx, k8sNode); err != nil {
 				t.Fatal(err)
 			}
+			defer func() { _ = c.Delete(ctx, k8sNode) }()
 			sim := simnode.New(simnode.Spec{Name: node, Pods: 3, MTU: 1450, UnderlayMTU: 9000, Encapsulation: v1alpha1.EncapVXLAN, TunnelPort: 4789})
 			config := filepath.Join(t.TempDir(), "network.json")
 			defer runAgent(t, Options{Node: node, NetworkConfig: config, NewPlugin: func(nodenet.Env) (netplugin.Node, error) { return sim, nil }})()
@@ -62,6 +64,7 @@ func TestNoPodIsSetUpBetweenTheStepsOfAnMTUChange(t *testing.T) {
 			if err := c.Create(ctx, nns); err != nil {
 				t.Fatal(err)
 			}
+			defer func() { _ = c.Delete(ctx, nns) }()
 			got := waitNodeState(t, node, "the plan answered", func(s *v1alpha1.NetshiftNodeState) bool { return s.Status.LiveChange != nil })
 			if !got.Status.LiveChange.Ready {
 				t.Fatalf("preconditions: %+v", got.Status.LiveChange)
@@ -81,7 +84,9 @@ func TestNoPodIsSetUpBetweenTheStepsOfAnMTUChange(t *testing.T) {
 						return
 					case <-time.After(3 * time.Millisecond):
 					}
-					l, err := nodeconfig.LockShared(ctx, config)
+					waiting, cancel := context.WithTimeout(ctx, 10*time.Second) // netshift-cni's lockTimeout is 20 s
+					l, err := nodeconfig.LockShared(waiting, config)
+					cancel()
 					if err != nil {
 						t.Error(err)
 						return
@@ -133,5 +138,35 @@ func TestNoPodIsSetUpBetweenTheStepsOfAnMTUChange(t *testing.T) {
 				t.Errorf("the node's network configuration after the change: %+v, %v; want %+v", f, err, network)
 			}
 		})
+	}
+}
+
+// TestTheLockIsHeldAcrossShortMTUStepsOnly: an MTU change's steps are held
+// across when they span at most maxStepsLockSpan; a long --step-spacing, and
+// a port change, take the lock step by step.
+func TestTheLockIsHeldAcrossShortMTUStepsOnly(t *testing.T) {
+	plan := func(kind v1alpha1.ChangeKind, spacingMs int32) *v1alpha1.LiveChangePlan {
+		p := &v1alpha1.LiveChangePlan{Kind: kind}
+		for i, a := range []v1alpha1.StepAction{netplugin.StepPodMTU, netplugin.StepHostVethMTU, netplugin.StepNodePortMTU, v1alpha1.StepNetworkConfig} {
+			p.Steps = append(p.Steps, v1alpha1.ScheduledStep{Action: a, OffsetMs: int32(i) * spacingMs})
+		}
+		return p
+	}
+	a := &Agent{}
+	for _, c := range []struct {
+		plan *v1alpha1.LiveChangePlan
+		want bool
+	}{
+		{plan(v1alpha1.ChangeMTU, 100), true},
+		{plan(v1alpha1.ChangeMTU, 1666), true}, // 4.998 s
+		{plan(v1alpha1.ChangeMTU, 1667), false},
+		{plan(v1alpha1.ChangeMTU, 10000), false},
+		{plan(v1alpha1.ChangeVXLANPort, 100), false},
+		{plan(v1alpha1.ChangeGenevePort, 100), false},
+		{&v1alpha1.LiveChangePlan{Kind: v1alpha1.ChangeMTU, Steps: []v1alpha1.ScheduledStep{{Action: v1alpha1.StepNetworkConfig, OffsetMs: 300}}}, true},
+	} {
+		if got := a.stepsLock(c.plan).take; got != c.want {
+			t.Errorf("%s over %s: held across the steps %v, want %v", c.plan.Kind, stepsSpan(c.plan.Steps), got, c.want)
+		}
 	}
 }

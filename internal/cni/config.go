@@ -14,9 +14,10 @@ import (
 // applied network configuration.
 const DefaultNetworkConfig = "/var/lib/netshift/network.json"
 
-// DefaultLockTimeout bounds the wait for a live change's step to release the
-// configuration: a step holds it for milliseconds, and the kubelet's runtime
-// request timeout (2 minutes) is far above this.
+// DefaultLockTimeout bounds the wait for a live change to release the
+// configuration: an MTU change's agent holds it across the node's steps
+// (hundreds of milliseconds; at most 5 s of them, then step by step), and the
+// kubelet's runtime request timeout (2 minutes) is far above this.
 const DefaultLockTimeout = 20 * time.Second
 
 // Config is the plugin's entry in the node's CNI configuration list.

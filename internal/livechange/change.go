@@ -123,8 +123,8 @@ type NodeSteps struct {
 // what pods send shrinks first, then the path; raising it widens the path
 // first and the pods last, so no packet is ever larger than the narrowest hop.
 // The last step, netshift's own, writes the node's network configuration, so
-// the pods created after the change (the nodes are cordoned until then, for
-// an MTU) get the new values. A change without node steps (a port the cluster
+// the pods created after the change get the new values (an MTU change's
+// agents hold the pods' set-ups off until then). A change without node steps (a port the cluster
 // holds in a record of its own, or of an encapsulation it does not use) has
 // that step only. Which interfaces each step sets is the node's to find when
 // it runs: a step with nothing to set on a node changes nothing there.

@@ -12,11 +12,11 @@ import (
 
 // Lock is a hold on a node's network configuration, shared or exclusive.
 //
-// netshift's CNI plugin holds it shared for the whole of a pod's ADD, and a
-// live change's pod MTU step holds it exclusively: a pod is then either set up
-// before the step (and the step, which lists the node's pods after taking the
-// lock, finds it) or after it (and reads the configuration the step left), so
-// no pod is missed. The lock is an flock on a file beside the configuration,
+// netshift's CNI plugin holds it shared for the whole of a pod's ADD, and the
+// agent holds it exclusively across a live MTU change's steps on the node: a
+// pod is then either set up before the steps (and each step, which lists the
+// node's pods, finds it) or after them (and reads the configuration the last
+// step left), so no pod is missed. The lock is an flock on a file beside the configuration,
 // because the configuration itself is replaced by a rename on every write.
 type Lock struct{ f *os.File }
 

@@ -22,7 +22,8 @@ type Env struct {
 	IntegrationBridge string
 	// LockPods holds off netshift-cni's set-up of new pods while a step sets
 	// the pods' MTU, so that every pod is either listed by the step or set up
-	// after it from the new configuration; nil when the node has no
+	// after it from the new configuration (taking nothing when the agent
+	// holds it across the change's steps already); nil when the node has no
 	// configuration of netshift's.
 	LockPods func(context.Context) (unlock func(), err error)
 	// Now is the agent's clock.

@@ -44,8 +44,8 @@ const (
 // LiveChangeReconciler carries out live MTU and tunnel port changes: it
 // records the change in the first reconcile after the edit, writes the
 // cluster's plan (the NetshiftChangePlan) for every agent to check its
-// preconditions, then cordons every node (an MTU change), sets T0 a lead time
-// ahead and the steps in that plan, and records the result. A node gets a
+// preconditions, then sets T0 a lead time ahead and the steps in that plan
+// (no node is cordoned), and records the result. A node gets a
 // plan of its own only for a rollback, or when it is left behind.
 type LiveChangeReconciler struct {
 	Client    client.Client
@@ -502,8 +502,8 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 			ch.Message += fmt.Sprintf("; tried again at %s (attempt %d), or revert the edit", retry.Format("15:04:05"), ch.Attempt+1)
 		}
 		ch.Phase = v1alpha1.PhaseFailed
-		// Silent nodes keep their plan (T0 in the past) and their cordon: when their agent comes
-		// back it runs the steps late, converging the node to the applied value. The nodes whose
+		// Silent nodes keep their plan (T0 in the past), and an MTU change cordons them: when their
+		// agent comes back it runs the steps late, converging the node to the applied value. The nodes whose
 		// step failed are held for a person (spec.onFailure.action None).
 		ch.Converging, ch.Held = p.Silent, p.Held
 		network := livechange.NodeConfig(*cn.Status.Applied, livechange.FromSpec(cn.Spec).Encapsulation)

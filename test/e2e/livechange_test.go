@@ -653,7 +653,7 @@ func silentNodeConverges(t *testing.T, name string) {
 	if mtus[1350] != 2 || mtus[1450] != 1 {
 		t.Fatalf("pod MTUs while node-2 is silent: %v, want the two other nodes at 1350", mtus)
 	}
-	if !labNodes(t, c)["node-2"] || labNodes(t, c)["node-1"] {
+	if on := labNodes(t, c); !on["node-2"] || on["node-1"] || on["node-3"] {
 		t.Fatalf("cordons while node-2 is silent: %v, want node-2 only", labNodes(t, c))
 	}
 	_ = syscall.Kill(agentPid, syscall.SIGCONT)
