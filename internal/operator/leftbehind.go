@@ -44,11 +44,11 @@ func (r *LiveChangeReconciler) leaveBehind(ctx context.Context, nodes []corev1.N
 	if err := r.finish(ctx, nodes, byNode, ch.ID, slices.Concat(ch.Converging, ch.Held)...); err != nil {
 		return err
 	}
-	hold := ch.Held
+	cordoned := ch.Held
 	if (livechange.Change{Kind: ch.Kind}).CordonsSilentNodes() {
-		hold = slices.Concat(ch.Converging, ch.Held)
+		cordoned = slices.Concat(ch.Converging, ch.Held)
 	}
-	for _, n := range hold {
+	for _, n := range cordoned {
 		if err := r.holdNode(ctx, n, ch.ID); err != nil {
 			return err
 		}
