@@ -551,10 +551,23 @@ const activeHeartbeat = time.Second
 
 // planCluster writes change ch's plan for every node of the cluster's nodes
 // (its preconditions: no T0 yet) unless the cluster has it already.
+//
+// A plan another operator wrote names that operator's time endpoint, which
+// serves only while it leads: this leader names its own, so that agents still
+// checking their clocks check against the clock T0 will be set on.
 func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted, nodes int) error {
 	cluster, err := r.clusterPlan(ctx)
-	if err != nil || (cluster != nil && cluster.ID == ch.ID) {
+	if err != nil {
 		return err
+	}
+	if cluster != nil && cluster.ID == ch.ID {
+		if r.TimeURL == "" || cluster.TimeURL == r.TimeURL || cluster.T0 != nil {
+			return nil
+		}
+		log.FromContext(ctx).Info("the change's plan names another operator's time endpoint: naming this leader's", "change", ch.ID, "was", cluster.TimeURL, "now", r.TimeURL)
+		led := cluster.DeepCopy()
+		led.TimeURL = r.TimeURL
+		return r.setClusterPlan(ctx, led)
 	}
 	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
 		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL,

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,20 +76,60 @@ func noClusterPlan(t *testing.T, cl *cluster, what string) {
 // ends; bound gets the endpoint's address once it is elected.
 func startOperator(t *testing.T, cl *cluster) (ctx context.Context, bound chan string) {
 	t.Helper()
+	ctx, bound, _ = startReplica(t, cl, "")
+	return ctx, bound
+}
+
+// startReplica runs an operator replica advertising its time endpoint at
+// advertised ("": none) until stop, or the test's end.
+func startReplica(t *testing.T, cl *cluster, advertised string) (ctx context.Context, bound chan string, stop func()) {
+	t.Helper()
 	bound = make(chan string, 1)
 	ctx, cancel := context.WithCancel(cl.ctx)
 	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0",
 		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: operator.Namespace,
 		EvictionRetry: 200 * time.Millisecond, Registry: prometheus.NewRegistry(), ManyInProcess: true,
-		TimeAddr: "127.0.0.1:0", TimeBound: bound, ChangeRetry: time.Hour})
+		TimeAddr: "127.0.0.1:0", TimeBound: bound, TimeAdvertiseURL: advertised, ChangeRetry: time.Hour})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ctx, bound
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return ctx, bound, stop
+}
+
+// TestANewLeaderNamesItsTimeEndpointInThePlan: the operator that planned a
+// change stops during its preconditions (no agent has answered), and another
+// replica takes the lease: it carries on the same change, and its plan names
+// the new leader's time endpoint, the only one served now, which the agents
+// still checking their clocks turn to.
+func TestANewLeaderNamesItsTimeEndpointInThePlan(t *testing.T) {
+	cl := newCluster(t)
+	_, bound, stop := startReplica(t, cl, "http://replica-a.invalid/time")
+	timeEndpoint(t, bound)
+	cl.createNodes("k1", "k2") // no agents: nobody answers
+	cn := createNetwork(t, cl, 1450)
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
+	var plan v1alpha1.NetshiftChangePlan
+	planned := func(what, timeURL string) {
+		t.Helper()
+		cl.eventually(30*time.Second, what, func() bool {
+			return cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan) == nil && plan.Spec.TimeURL == timeURL
+		})
+	}
+	planned("the first leader's plan", "http://replica-a.invalid/time")
+	id := plan.Spec.ID
+	stop()
+	_, bound, _ = startReplica(t, cl, "http://replica-b.invalid/time")
+	timeEndpoint(t, bound)
+	planned("the new leader's time endpoint in the plan", "http://replica-b.invalid/time")
+	_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
+	if plan.Spec.ID != id || plan.Spec.T0 != nil || cn.Status.Change == nil || cn.Status.Change.ID != id {
+		t.Fatalf("the new leader's plan %+v, change %+v: want change %s carried on, still before T0", plan.Spec, cn.Status.Change, id)
+	}
 }
 
 // startAgents runs an agent per node, each with its clock offset, until the test ends.
