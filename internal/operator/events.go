@@ -7,15 +7,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/zones"
 )
 
-// The drain controller's pass reads every node, state and pool past the
-// cache: an update that cannot change a drain decision must not cost one.
-// At thousands of nodes a live change's reports, the kubelets' heartbeats
-// and the pods' status updates would otherwise keep it reading without end.
+// The drain and zone controllers' passes read every node, state and pool: an
+// update that cannot change their decisions must not cost one. At thousands
+// of nodes a live change's reports, the kubelets' heartbeats and the pods'
+// status updates would otherwise keep them reading without end.
 
 // drainStateChanged says whether a NetshiftNodeState update can matter to a
-// drain: anything but a live change's plan and report and the observed network.
+// drain or a zone move: anything but a live change's plan and report and the
+// observed network.
 func drainStateChanged(old, updated *v1alpha1.NetshiftNodeState) bool {
 	return !equality.Semantic.DeepEqual(drainView(old), drainView(updated))
 }
@@ -33,6 +35,12 @@ func drainView(s *v1alpha1.NetshiftNodeState) *v1alpha1.NetshiftNodeState {
 func drainNodeChanged(old, updated *corev1.Node) bool {
 	return !equality.Semantic.DeepEqual(old.Labels, updated.Labels) || !equality.Semantic.DeepEqual(old.Spec, updated.Spec) ||
 		!old.DeletionTimestamp.Equal(updated.DeletionTimestamp) || nodeReady(old) != nodeReady(updated)
+}
+
+// zoneNodeChanged says whether a Node update can matter to a zone move: what
+// matters to a drain, and the zone the network plugin says the node is in.
+func zoneNodeChanged(old, updated *corev1.Node) bool {
+	return drainNodeChanged(old, updated) || old.Annotations[zones.ZoneAnnotation] != updated.Annotations[zones.ZoneAnnotation]
 }
 
 // drainPodChanged says whether a Pod update can matter to a drain: where it

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/zones"
 )
 
 func TestDrainIgnoresALiveChangesPlansAndReports(t *testing.T) {
@@ -70,5 +71,27 @@ func TestDrainIgnoresHeartbeatsAndPodStatusChurn(t *testing.T) {
 	ending.DeletionTimestamp = &now
 	if !drainPodChanged(pod, ending) {
 		t.Error("an evicted pod ending did not wake it")
+	}
+}
+
+// TestZonesIgnoreHeartbeatsButNotAZoneMoved: the zone controller's pass (every
+// Node and state listed) runs for what a move depends on, the zone the plugin
+// records included, and not for a kubelet's heartbeat.
+func TestZonesIgnoreHeartbeatsButNotAZoneMoved(t *testing.T) {
+	node := func(zone string, beat int64) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{zones.ZoneAnnotation: zone}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+				LastHeartbeatTime: metav1.Unix(beat, 0)}}}}
+	}
+	if zoneNodeChanged(node("global", 1), node("global", 2)) {
+		t.Error("a heartbeat woke the zone controller")
+	}
+	if !zoneNodeChanged(node("global", 1), node("n1", 1)) {
+		t.Error("the plugin recording the node in its new zone did not wake the zone controller: the move would not finish")
+	}
+	cordoned := node("global", 1)
+	cordoned.Spec.Unschedulable = true
+	if !zoneNodeChanged(node("global", 1), cordoned) {
+		t.Error("a cordon did not wake the zone controller")
 	}
 }
