@@ -168,6 +168,7 @@ func reportCost(b *testing.B, c Cost) {
 	}
 	if c.APIServerWritesPerSecond > 0 {
 		b.ReportMetric(c.APIServerWritesPerSecond, "apiserver-writes/s")
+		b.ReportMetric(c.APIServerTooMany, "apiserver-429-writes/node")
 		for resource, metric := range map[string]string{"leases": "lease", "netshiftnodestates": "nodestate", "nodes": "node"} {
 			b.ReportMetric(c.APIServerWrites[resource], metric+"-writes/node")
 		}

@@ -119,7 +119,8 @@ func scrapeRequests(ctx context.Context, metricsURL string) (map[apicount.Key]in
 		return nil, fmt.Errorf("the operator's metrics %s: %w", metricsURL, err)
 	}
 	defer resp.Body.Close()
-	return parseRequests(resp.Body, operatorRequests)
+	all, _, err := parseRequests(resp.Body, operatorRequests)
+	return all, err
 }
 
 // operatorRequests is the operator's count of its API requests.
@@ -129,25 +130,29 @@ const operatorRequests = "netshift_operator_api_requests_total"
 const apiServerRequests = "apiserver_request_total"
 
 // scrapeAPIServer reads the API server's apiserver_request_total, summed over codes and
-// scopes, by verb (create, update, patch, delete, get, list, watch) and resource.
-func scrapeAPIServer(ctx context.Context, cfg *rest.Config) (map[apicount.Key]int64, error) {
+// scopes, by verb (create, update, patch, delete, get, list, watch) and resource; and
+// apart, those it answered 429 (too many requests).
+func scrapeAPIServer(ctx context.Context, cfg *rest.Config) (all, tooMany map[apicount.Key]int64, err error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	body, err := cs.RESTClient().Get().AbsPath("/metrics").Stream(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("the API server's metrics: %w", err)
+		return nil, nil, fmt.Errorf("the API server's metrics: %w", err)
 	}
 	defer body.Close()
 	return parseRequests(body, apiServerRequests)
 }
 
-// parseRequests sums metric{...,resource="..",verb="..",...} N lines by verb and resource.
-func parseRequests(r io.Reader, metric string) (map[apicount.Key]int64, error) {
-	out := map[apicount.Key]int64{}
+// parseRequests sums metric{...,resource="..",verb="..",...} N lines by verb and
+// resource: all of them, and apart those of code 429. The API server's priority and
+// fairness answers 429 to a request that waited too long in its queue, and client-go
+// sends it again: one write, counted twice or more.
+func parseRequests(r io.Reader, metric string) (all, tooMany map[apicount.Key]int64, err error) {
+	all, tooMany = map[apicount.Key]int64{}, map[apicount.Key]int64{}
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
@@ -160,6 +165,7 @@ func parseRequests(r io.Reader, metric string) (map[apicount.Key]int64, error) {
 			continue
 		}
 		var k apicount.Key
+		var code string
 		for _, kv := range strings.Split(labels, ",") {
 			name, v, _ := strings.Cut(kv, "=")
 			v = strings.Trim(v, `"`)
@@ -168,13 +174,18 @@ func parseRequests(r io.Reader, metric string) (map[apicount.Key]int64, error) {
 				k.Verb = apicount.VerbOfAPIServer(v)
 			case "resource":
 				k.Resource = v
+			case "code":
+				code = v
 			}
 		}
 		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil {
-			return nil, fmt.Errorf("metric line %q: %w", s.Text(), err)
+			return nil, nil, fmt.Errorf("metric line %q: %w", s.Text(), err)
 		}
-		out[k] += int64(n)
+		all[k] += int64(n)
+		if code == "429" {
+			tooMany[k] += int64(n)
+		}
 	}
-	return out, s.Err()
+	return all, tooMany, s.Err()
 }

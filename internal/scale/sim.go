@@ -90,6 +90,9 @@ type Cost struct {
 	// the controllers'. APIServerWritesPerSecond is their rate over the scenario.
 	APIServerWrites          map[string]float64 `json:"apiServerWritesPerNode,omitempty"`
 	APIServerWritesPerSecond float64            `json:"apiServerWritesPerSecond,omitempty"`
+	// APIServerTooMany are those of the writes it answered 429 (too many requests: its
+	// priority and fairness queue held them too long), per node; client-go sent each again.
+	APIServerTooMany float64 `json:"apiServerTooManyPerNode,omitempty"`
 	// Usage is the CPU and peak memory of the operator, the API server, etcd, kwok, the
 	// controller manager, the scheduler and the agents' process.
 	Usage map[string]*Usage `json:"usage"`
@@ -101,6 +104,7 @@ type costMeter struct {
 	began     time.Time
 	operator  map[apicount.Key]int64
 	apiServer map[apicount.Key]int64
+	tooMany   map[apicount.Key]int64 // the API server's 429 answers
 	usage     map[string]*Usage
 }
 
@@ -108,7 +112,7 @@ func (s *sim) startCost(ctx context.Context) *costMeter {
 	m := &costMeter{s: s, usage: map[string]*Usage{}, began: time.Now()}
 	s.agents.requests.Take()
 	m.operator, _ = scrapeRequests(ctx, s.cluster.metricsURL)
-	m.apiServer, _ = scrapeAPIServer(ctx, s.cluster.cp.Admin)
+	m.apiServer, m.tooMany, _ = scrapeAPIServer(ctx, s.cluster.cp.Admin)
 	for _, p := range s.cluster.procs {
 		m.usage[p.name] = meter(p.cmd.Process.Pid)
 	}
@@ -158,10 +162,15 @@ func (m *costMeter) apiServerWrites(ctx context.Context, c *Cost, nodes int) {
 		fmt.Fprintf(m.s.out, "scale: the API server's count of writes was not read at the start\n")
 		return
 	}
-	after, err := scrapeAPIServer(ctx, m.s.cluster.cp.Admin)
+	after, tooMany, err := scrapeAPIServer(ctx, m.s.cluster.cp.Admin)
 	if err != nil {
 		fmt.Fprintf(m.s.out, "scale: the API server's count of writes: %v\n", err)
 		return
+	}
+	for k, n := range tooMany {
+		if d := float64(n - m.tooMany[k]); apicount.IsWrite(k.Verb) && d > 0 {
+			c.APIServerTooMany += d / float64(nodes)
+		}
 	}
 	c.APIServerWrites = map[string]float64{}
 	total := 0.0
@@ -376,7 +385,7 @@ func (c Cost) writeText(w io.Writer) {
 		for _, r := range resources[:min(len(resources), 8)] {
 			fmt.Fprintf(w, " %s %.2f", r, c.APIServerWrites[r])
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "; of them answered 429 (too many requests) and sent again: %.2f per node\n", c.APIServerTooMany)
 	}
 	names := make([]string, 0, len(c.Usage))
 	for n := range c.Usage {

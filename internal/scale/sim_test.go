@@ -78,7 +78,7 @@ netshift_operator_api_requests_total{resource="netshiftnodestates",verb="patch"}
 netshift_operator_api_requests_total{resource="nodes",verb="list"} 3
 other_metric 7
 `
-	got, err := parseRequests(strings.NewReader(text), operatorRequests)
+	got, _, err := parseRequests(strings.NewReader(text), operatorRequests)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +93,19 @@ apiserver_request_total{code="409",component="apiserver",dry_run="",group="coord
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="PATCH",version="v1"} 7
 apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="eviction",verb="POST",version="v1"} 3
 apiserver_request_total{code="0",component="apiserver",dry_run="",group="",resource="nodes",scope="cluster",subresource="",verb="WATCH",version="v1"} 2
+apiserver_request_total{code="429",component="apiserver",dry_run="",group="netshift.io",resource="netshiftnodestates",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 40
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="netshift.io",resource="netshiftnodestates",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 100
 `
-	got, err := parseRequests(strings.NewReader(text), apiServerRequests)
+	got, tooMany, err := parseRequests(strings.NewReader(text), apiServerRequests)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[apicount.Key]int64{keyOf("update", "leases"): 1000, keyOf("patch", "nodes"): 7, keyOf("create", "pods"): 3, keyOf("watch", "nodes"): 2}
+	want := map[apicount.Key]int64{keyOf("update", "leases"): 1000, keyOf("patch", "nodes"): 7, keyOf("create", "pods"): 3, keyOf("watch", "nodes"): 2,
+		keyOf("patch", "netshiftnodestates"): 140}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("parsed %v, want %v", got, want)
+	}
+	if want := (map[apicount.Key]int64{keyOf("patch", "netshiftnodestates"): 40}); !reflect.DeepEqual(tooMany, want) {
+		t.Errorf("the 429 answers parsed %v, want %v", tooMany, want)
 	}
 }
