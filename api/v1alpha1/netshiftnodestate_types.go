@@ -162,8 +162,9 @@ type LiveChangePlan struct {
 	Rollback bool `json:"rollback,omitempty"`
 	// TimeURL is the elected operator's /time endpoint, which the agent checks its clock against
 	// before it answers (T0 must be one instant on every node). Set by the operator when it
-	// advertises one (--time-advertise-url), and by a new leader elected before T0 (only the
-	// leader serves it); an agent's own --operator-time-url takes precedence.
+	// advertises one (--time-advertise-url); a leader elected before T0 that advertises another
+	// plans the change again, as its next attempt. An agent's own --operator-time-url takes
+	// precedence.
 	// +optional
 	TimeURL string `json:"timeURL,omitempty"`
 	// ClockSpreadMs is the window, in milliseconds, over which the agents start their clock

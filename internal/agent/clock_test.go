@@ -128,7 +128,7 @@ func TestClockWaitsForTheOperatorsReturn(t *testing.T) {
 	}()
 	a := &Agent{now: time.Now, MaxClockSkew: 50 * time.Millisecond}
 	var r v1alpha1.LiveChangeReport
-	a.checkClock(context.Background(), &r, at("http://"+addr+"/time"), 0)
+	a.checkClock(context.Background(), &r, "http://"+addr+"/time", 0)
 	select {
 	case <-served:
 	default:
@@ -138,9 +138,6 @@ func TestClockWaitsForTheOperatorsReturn(t *testing.T) {
 		t.Fatalf("report %+v: want the clock measured once the endpoint is back", r)
 	}
 }
-
-// at is a time endpoint that no leader changes.
-func at(url string) advertisedTimeURL { return func(context.Context) string { return url } }
 
 // TestEachClockCheckKeepsOneConnection: when many agents check at once (a
 // scale run holds thousands in one process), each takes its samples over one
@@ -171,7 +168,7 @@ func TestEachClockCheckKeepsOneConnection(t *testing.T) {
 	for i := range agents {
 		wg.Go(func() {
 			a := &Agent{now: time.Now, MaxClockSkew: 50 * time.Millisecond}
-			a.checkClock(context.Background(), &reports[i], at(srv.URL+"/time"), 100*time.Millisecond)
+			a.checkClock(context.Background(), &reports[i], srv.URL+"/time", 100*time.Millisecond)
 		})
 	}
 	wg.Wait()

@@ -377,7 +377,7 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 			plan.Plugin, a.PluginName))
 		return r
 	}
-	a.checkClock(ctx, &r, a.leadersTimeURL(plan), time.Duration(plan.ClockSpreadMs)*time.Millisecond)
+	a.checkClock(ctx, &r, plan.TimeURL, time.Duration(plan.ClockSpreadMs)*time.Millisecond)
 	f := a.Plugin.Check(ctx, plan)
 	switch plan.Kind {
 	case v1alpha1.ChangeMTU:
@@ -467,48 +467,26 @@ const clockRetryFor = 25 * time.Second
 // leader counts a silent agent's deadline from its own start.
 const clockWaitFor = 90 * time.Second
 
-// advertisedTimeURL is the time endpoint an elected operator advertises, looked up at
-// each call: a leader elected while the agents check their clocks writes its own
-// into the plan, and the one that died (or lost the lease) serves no more.
-type advertisedTimeURL func(context.Context) string
-
-// leadersTimeURL is the time endpoint named by the plan of plan's change as the
-// agent's cache shows it now, or else the one plan named when the check began.
-func (a *Agent) leadersTimeURL(plan *v1alpha1.LiveChangePlan) advertisedTimeURL {
-	return func(ctx context.Context) string {
-		if a.Client != nil {
-			if now, err := a.freshPlan(ctx); err == nil && now != nil && now.ID == plan.ID && now.TimeURL != "" {
-				return now.TimeURL
-			}
-		}
-		return plan.TimeURL
-	}
-}
-
 // checkClock measures the node clock's offset from the operator's: T0 is one
 // instant on every node only if their clocks agree within MaxClockSkew.
 //
 // The endpoint is the agent's own --operator-time-url, or else the one the
-// elected operator advertises in the plan, which a new leader changes.
-func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, advertised advertisedTimeURL, spread time.Duration) {
+// elected operator advertises in the plan.
+func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, advertised string, spread time.Duration) {
 	if synced, err := a.host().ClockSynced(); err == nil && !synced {
 		r.Warnings = append(r.Warnings, "the kernel reports its clock as not synchronized (NTP)")
 	}
-	endpoint := func(ctx context.Context) string {
-		if a.OperatorTimeURL != "" {
-			return a.OperatorTimeURL
-		}
-		return advertised(ctx)
+	timeURL := a.OperatorTimeURL
+	if timeURL == "" {
+		timeURL = advertised
 	}
-	timeURL := endpoint(ctx)
 	if timeURL == "" {
 		r.Warnings = append(r.Warnings, "clock not checked against the operator's (no --operator-time-url, and the operator advertises no time endpoint)")
 		return
 	}
 	// The endpoint is the leader's: right after an operator restart it is down until the new
-	// leader is elected (a lease term), here or on another replica, which writes its own
-	// endpoint into the plan; so an unreachable endpoint is tried again, or the plan's new
-	// one, before it counts as a problem. Every agent checks at once when a plan arrives, so on a busy
+	// leader is elected (a lease term), so an unreachable endpoint is tried again before it
+	// counts as a problem. Every agent checks at once when a plan arrives, so on a busy
 	// control plane the first round trips can be too slow to tell: more rounds are taken,
 	// spread out, and every round trip narrows the estimate (EstimateOffset).
 	var samples []ClockSample
@@ -524,10 +502,6 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 	defer client.CloseIdleConnections()
 	start := time.Now()
 	for tries := 0; ; tries++ {
-		if now := endpoint(ctx); now != "" && now != timeURL {
-			// Another operator leads: its clock is the one T0 will be read on.
-			timeURL, samples = now, nil
-		}
 		round, err := measureClock(ctx, client, timeURL, 5, a.now)
 		lastErr = err
 		if err != nil {

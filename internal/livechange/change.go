@@ -87,6 +87,15 @@ func NextAttempt(last *v1alpha1.NetworkChange, c Change, gen, observed int64, no
 	return 1, 0, gen > asked
 }
 
+// PlannedUnderAnotherLeader says whether the cluster's plan for change id,
+// before its T0, names another time endpoint than this operator's (timeURL):
+// the clock its agents measured is another operator's, and T0 would be set
+// on this one's. Answers measured against two clocks do not bound the nodes'
+// clocks to each other, so the preconditions are checked again.
+func PlannedUnderAnotherLeader(plan *v1alpha1.LiveChangePlan, id, timeURL string) bool {
+	return plan != nil && plan.ID == id && plan.T0 == nil && plan.TimeURL != timeURL
+}
+
 // CordonsSilentNodes says whether a node the change leaves behind silent is
 // cordoned until it catches up. Only an MTU change needs it: a pod set up
 // there gets the MTU the node's own configuration still gives, which, after

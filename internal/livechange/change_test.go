@@ -271,3 +271,26 @@ func TestListedNamesAtMostTenAndCountsTheRest(t *testing.T) {
 		t.Errorf("twelve nodes: %q, want %q", got, want)
 	}
 }
+
+func TestPlannedUnderAnotherLeader(t *testing.T) {
+	t0 := metav1.NewMicroTime(time.Unix(100, 0))
+	plan := func(id, timeURL string, t0 *metav1.MicroTime) *v1alpha1.LiveChangePlan {
+		return &v1alpha1.LiveChangePlan{ID: id, TimeURL: timeURL, T0: t0}
+	}
+	for _, c := range []struct {
+		name string
+		plan *v1alpha1.LiveChangePlan
+		want bool
+	}{
+		{"no plan yet", nil, false},
+		{"this leader's", plan("mtu-2-1", "http://b/time", nil), false},
+		{"another's, before T0", plan("mtu-2-1", "http://a/time", nil), true},
+		{"another's that advertised none", plan("mtu-2-1", "", nil), true},
+		{"another's, T0 set: the steps are this leader's to follow, not to plan again", plan("mtu-2-1", "http://a/time", &t0), false},
+		{"another change's", plan("mtu-1-1", "http://a/time", nil), false},
+	} {
+		if got := PlannedUnderAnotherLeader(c.plan, "mtu-2-1", "http://b/time"); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

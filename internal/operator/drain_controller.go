@@ -69,7 +69,7 @@ func (r *DrainReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("drain").
-		Watches(&v1alpha1.NetshiftNodeState{}, all, builder.WithPredicates(onUpdate(drainStateChanged))).
+		Watches(&v1alpha1.NetshiftNodeState{}, all, builder.WithPredicates(onUpdate(stateChangedBeyondALiveChange))).
 		Watches(&v1alpha1.NetshiftNodePool{}, all).
 		Watches(&v1alpha1.NetshiftNetwork{}, all).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(onUpdate(drainNodeChanged))).

@@ -15,14 +15,14 @@ import (
 // of nodes a live change's reports, the kubelets' heartbeats and the pods'
 // status updates would otherwise keep them reading without end.
 
-// drainStateChanged says whether a NetshiftNodeState update can matter to a
+// stateChangedBeyondALiveChange says whether a NetshiftNodeState update can matter to a
 // drain or a zone move: anything but a live change's plan and report and the
 // observed network.
-func drainStateChanged(old, updated *v1alpha1.NetshiftNodeState) bool {
-	return !equality.Semantic.DeepEqual(drainView(old), drainView(updated))
+func stateChangedBeyondALiveChange(old, updated *v1alpha1.NetshiftNodeState) bool {
+	return !equality.Semantic.DeepEqual(withoutALiveChange(old), withoutALiveChange(updated))
 }
 
-func drainView(s *v1alpha1.NetshiftNodeState) *v1alpha1.NetshiftNodeState {
+func withoutALiveChange(s *v1alpha1.NetshiftNodeState) *v1alpha1.NetshiftNodeState {
 	v := &v1alpha1.NetshiftNodeState{Spec: s.Spec, Status: s.Status}
 	v.Spec.LiveChange, v.Status.LiveChange, v.Status.Network = nil, nil, nil
 	v.Labels, v.DeletionTimestamp = s.Labels, s.DeletionTimestamp

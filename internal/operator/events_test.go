@@ -17,17 +17,22 @@ func TestDrainIgnoresALiveChangesPlansAndReports(t *testing.T) {
 	reported.Spec.LiveChange = &v1alpha1.LiveChangePlan{ID: "mtu-1"}
 	reported.Status.LiveChange = &v1alpha1.LiveChangeReport{ID: "mtu-1", Ready: true}
 	reported.Status.Network = &v1alpha1.ObservedNetwork{MTU: 1400}
-	if drainStateChanged(old, reported) {
+	if stateChangedBeyondALiveChange(old, reported) {
 		t.Error("a live change's plan, report and the observed network woke the drain controller")
 	}
 	held := reported.DeepCopy()
 	held.Status.Holds = []v1alpha1.NodeHold{{Kind: v1alpha1.HoldLiveChange, ID: "mtu-1", Cordon: true}}
-	if !drainStateChanged(reported, held) {
+	if !stateChangedBeyondALiveChange(reported, held) {
 		t.Error("a hold taken did not wake the drain controller: it counts against the pools")
+	}
+	restarting := reported.DeepCopy()
+	restarting.Status.ZoneRestart = &v1alpha1.ZoneRestart{Zone: "n1"}
+	if !stateChangedBeyondALiveChange(reported, restarting) {
+		t.Error("a zone move's plugin restart recorded did not wake the controllers: the move would wait for the next resync")
 	}
 	asked := old.DeepCopy()
 	asked.Spec.Operation = &v1alpha1.NodeOperation{ID: "op", Kind: v1alpha1.OperationReconfigure}
-	if !drainStateChanged(old, asked) {
+	if !stateChangedBeyondALiveChange(old, asked) {
 		t.Error("an operation written did not wake the drain controller")
 	}
 }

@@ -204,7 +204,7 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // done at once for a port of an encapsulation the cluster does not use.
 func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.NetshiftNetwork, c livechange.Change, attempt int32) time.Duration {
 	st := &cn.Status
-	id := fmt.Sprintf("%s-%d-%d", strings.ToLower(string(c.Kind)), cn.Generation, attempt)
+	id := changeID(c.Kind, cn.Generation, attempt, false)
 	log.FromContext(ctx).Info("live change requested", "change", id, "from", c.From, "to", c.To)
 	if !c.NodeSteps {
 		applied := c.Apply(*st.Applied)
@@ -313,10 +313,46 @@ func reportsItsNetwork(n corev1.Node) bool {
 	return false
 }
 
+// changeID names a change's attempt (a dry run's first has no number, as
+// before attempts were counted for it).
+func changeID(kind v1alpha1.ChangeKind, generation int64, attempt int32, dryRun bool) string {
+	k := strings.ToLower(string(kind))
+	switch {
+	case !dryRun:
+		return fmt.Sprintf("%s-%d-%d", k, generation, attempt)
+	case attempt > 1:
+		return fmt.Sprintf("dryrun-%s-%d-%d", k, generation, attempt)
+	}
+	return fmt.Sprintf("dryrun-%s-%d", k, generation)
+}
+
+// againUnderThisLeader starts the next attempt of change ch, before T0, when
+// its plan names another operator's time endpoint: one that led before this
+// one was elected. The agents that answered measured their clocks against
+// that operator's, and those still measuring wait for an endpoint that no
+// longer serves (only the leader serves it); T0 is set on this one's clock.
+// A new plan, with this operator's endpoint, has every agent check again.
+func (r *LiveChangeReconciler) againUnderThisLeader(ctx context.Context, ch *v1alpha1.NetworkChange) (bool, error) {
+	plan, err := r.clusterPlan(ctx)
+	if err != nil || !livechange.PlannedUnderAnotherLeader(plan, ch.ID, r.TimeURL) {
+		return false, err
+	}
+	was := ch.ID
+	started := metav1.NewTime(r.Now())
+	ch.Attempt++
+	ch.ID, ch.StartedAt = changeID(ch.Kind, ch.Generation, ch.Attempt, ch.DryRun), &started
+	ch.Ready, ch.Failed, ch.Applied = 0, 0, 0
+	ch.Message = fmt.Sprintf("checking preconditions on every node again (attempt %d): %s was planned by another operator, "+
+		"whose clock the agents measured; T0 is set on this one's", ch.Attempt, was)
+	log.FromContext(ctx).Info("change planned by another operator: its preconditions are checked again against this one's clock",
+		"was", was, "change", ch.ID, "plannedWith", plan.TimeURL, "timeURL", r.TimeURL)
+	return true, nil
+}
+
 // startDryRun records dry run c: in its preconditions, or checked at once
 // when no node would take a step.
 func (r *LiveChangeReconciler) startDryRun(ctx context.Context, cn *v1alpha1.NetshiftNetwork, c livechange.Change) time.Duration {
-	id := fmt.Sprintf("dryrun-%s-%d", strings.ToLower(string(c.Kind)), cn.Generation)
+	id := changeID(c.Kind, cn.Generation, 1, true)
 	log.FromContext(ctx).Info("dry run requested", "change", id, "from", c.From, "to", c.To)
 	started := metav1.NewTime(r.Now())
 	ch := &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, DryRun: true, Phase: v1alpha1.PhasePreconditions,
@@ -441,6 +477,11 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 	if ch.Phase == v1alpha1.PhaseRollingBack {
 		return r.advanceRollback(ctx, cn)
 	}
+	if ch.Phase == v1alpha1.PhasePreconditions {
+		if again, err := r.againUnderThisLeader(ctx, ch); again || err != nil {
+			return 100 * time.Millisecond, err // the next pass plans the new attempt
+		}
+	}
 	nodes, byNode, reports, err := r.collectReports(ctx, ch, livechange.FromSpec(cn.Spec))
 	if err != nil {
 		return 0, err
@@ -551,23 +592,10 @@ const activeHeartbeat = time.Second
 
 // planCluster writes change ch's plan for every node of the cluster's nodes
 // (its preconditions: no T0 yet) unless the cluster has it already.
-//
-// A plan another operator wrote names that operator's time endpoint, which
-// serves only while it leads: this leader names its own, so that agents still
-// checking their clocks check against the clock T0 will be set on.
 func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted, nodes int) error {
 	cluster, err := r.clusterPlan(ctx)
-	if err != nil {
+	if err != nil || (cluster != nil && cluster.ID == ch.ID) {
 		return err
-	}
-	if cluster != nil && cluster.ID == ch.ID {
-		if r.TimeURL == "" || cluster.TimeURL == r.TimeURL || cluster.T0 != nil {
-			return nil
-		}
-		log.FromContext(ctx).Info("the change's plan names another operator's time endpoint: naming this leader's", "change", ch.ID, "was", cluster.TimeURL, "now", r.TimeURL)
-		led := cluster.DeepCopy()
-		led.TimeURL = r.TimeURL
-		return r.setClusterPlan(ctx, led)
 	}
 	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
 		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,12 +102,13 @@ func startReplica(t *testing.T, cl *cluster, advertised string) (ctx context.Con
 	return ctx, bound, stop
 }
 
-// TestANewLeaderNamesItsTimeEndpointInThePlan: the operator that planned a
-// change stops during its preconditions (no agent has answered), and another
-// replica takes the lease: it carries on the same change, and its plan names
-// the new leader's time endpoint, the only one served now, which the agents
-// still checking their clocks turn to.
-func TestANewLeaderNamesItsTimeEndpointInThePlan(t *testing.T) {
+// TestANewLeaderChecksThePreconditionsAgainstItsClock: the operator that
+// planned a change stops during its preconditions, and another replica takes
+// the lease. The plan names the first one's time endpoint, which serves no
+// more, and answers measured against its clock do not bound the nodes' clocks
+// to the new leader's, on which T0 is set: the new leader starts the next
+// attempt of the same change, whose plan names its own endpoint.
+func TestANewLeaderChecksThePreconditionsAgainstItsClock(t *testing.T) {
 	cl := newCluster(t)
 	_, bound, stop := startReplica(t, cl, "http://replica-a.invalid/time")
 	timeEndpoint(t, bound)
@@ -114,21 +116,28 @@ func TestANewLeaderNamesItsTimeEndpointInThePlan(t *testing.T) {
 	cn := createNetwork(t, cl, 1450)
 	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
 	var plan v1alpha1.NetshiftChangePlan
-	planned := func(what, timeURL string) {
+	planned := func(what, timeURL string) v1alpha1.LiveChangePlan {
 		t.Helper()
 		cl.eventually(30*time.Second, what, func() bool {
 			return cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan) == nil && plan.Spec.TimeURL == timeURL
 		})
+		return plan.Spec
 	}
-	planned("the first leader's plan", "http://replica-a.invalid/time")
-	id := plan.Spec.ID
+	first := planned("the first leader's plan", "http://replica-a.invalid/time")
 	stop()
 	_, bound, _ = startReplica(t, cl, "http://replica-b.invalid/time")
 	timeEndpoint(t, bound)
-	planned("the new leader's time endpoint in the plan", "http://replica-b.invalid/time")
-	_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
-	if plan.Spec.ID != id || plan.Spec.T0 != nil || cn.Status.Change == nil || cn.Status.Change.ID != id {
-		t.Fatalf("the new leader's plan %+v, change %+v: want change %s carried on, still before T0", plan.Spec, cn.Status.Change, id)
+	again := planned("the new leader's plan", "http://replica-b.invalid/time")
+	if err := cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn); err != nil {
+		t.Fatal(err)
+	}
+	ch := cn.Status.Change
+	if first.ID != "mtu-2-1" || again.ID != "mtu-2-2" || ch == nil || ch.ID != again.ID || ch.Attempt != 2 || ch.Phase != v1alpha1.PhasePreconditions {
+		t.Fatalf("plans %s then %s, change %+v: want attempt 2 of the same change, checking its preconditions", first.ID, again.ID, ch)
+	}
+	first.ID, first.TimeURL = again.ID, again.TimeURL
+	if !equality.Semantic.DeepEqual(first, again) || again.T0 != nil {
+		t.Errorf("the new attempt's plan %+v differs from the first's %+v by more than its ID and time endpoint", again, first)
 	}
 }
 

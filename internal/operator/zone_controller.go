@@ -95,7 +95,7 @@ func (r *ZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, all, builder.WithPredicates(onUpdate(zoneNodeChanged))).
 		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(ourConfigMap)).
 		Watches(&corev1.Pod{}, all, builder.WithPredicates(pluginPods)).
-		Watches(&v1alpha1.NetshiftNodeState{}, all, builder.WithPredicates(onUpdate(drainStateChanged))).
+		Watches(&v1alpha1.NetshiftNodeState{}, all, builder.WithPredicates(onUpdate(stateChangedBeyondALiveChange))).
 		Watches(&v1alpha1.NetshiftNodePool{}, all).
 		Watches(&v1alpha1.NetshiftNetwork{}, all)
 	if r.Enabled && r.Plugin.Central != "" {

@@ -551,8 +551,8 @@ func restartsDuringAChange(t *testing.T, name string) {
 // restartsBeforeT0 (a step of TestThreeNodeLab): the operator is killed
 // while the preconditions are being checked, and node-3's agent is killed
 // before it answered (it was stopped before the edit). Both come back; the change resumes from the API
-// server, node-3 answers, T0 is set once, and the change succeeds with every
-// pod on the new MTU.
+// server (as its next attempt when the other replica leads), node-3 answers, T0 is set once, and the
+// change succeeds with every pod on the new MTU.
 func restartsBeforeT0(t *testing.T, name string) {
 	s, _ := lab.LoadState(name)
 	c := labClient(t, name)
@@ -574,15 +574,18 @@ func restartsBeforeT0(t *testing.T, name string) {
 		}
 	}
 	end := waitChange(t, c)
-	if end.Status.Change.ID != id || end.Status.Change.Phase != v1alpha1.PhaseSucceeded || end.Status.Applied.MTU != 1400 {
-		t.Fatalf("after the restarts: %+v, applied %+v (want change %s to succeed)", end.Status.Change, end.Status.Applied, id)
+	// Either replica may win the lease (and the one restarted here may win it and lose it
+	// again on a loaded machine). The one on another node serves the time endpoint at another
+	// address, and sets T0 on its own clock: it checks the preconditions again, as the change's
+	// next attempt. The one restarted here carries on the same attempt.
+	again := strings.TrimSuffix(id, "-1") + "-2"
+	t.Logf("the operator led from %s before the kill, from %s after; the change ended as %s", before, operatorLeader(t, c), end.Status.Change.ID)
+	if (end.Status.Change.ID != id && end.Status.Change.ID != again) || end.Status.Change.Phase != v1alpha1.PhaseSucceeded || end.Status.Applied.MTU != 1400 {
+		t.Fatalf("after the restarts: %+v, applied %+v (want change %s, or its next attempt %s, to succeed)", end.Status.Change, end.Status.Applied, id, again)
 	}
 	if p := livePid(t, name, "operator"); p == 0 || p == operatorPid {
 		t.Errorf("operator not restarted (pid %d)", p)
 	}
-	// Either replica may win the lease: the one on another node serves the time endpoint at
-	// another address, which the agents still checking their clocks must turn to.
-	t.Logf("the operator led from %s before the kill, from %s after", before, operatorLeader(t, c))
 	if got := podMTUs(t, s); got[1400] != s.Options.Nodes*s.Options.PodsPerNode {
 		t.Errorf("pod MTUs: %v, want all 1400", got)
 	}
