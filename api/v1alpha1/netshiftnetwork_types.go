@@ -320,7 +320,8 @@ type NetworkChange struct {
 	// +optional
 	Generation int64 `json:"generation,omitempty"`
 	// Attempt counts the tries of this change; a change whose preconditions failed (nothing was
-	// touched) is tried again at RetryAt, so it goes through once the cause is fixed.
+	// touched) is tried again at RetryAt, so it goes through once the cause is fixed, and one whose
+	// preconditions a new leader on another replica took over is checked again against its clock.
 	// +optional
 	Attempt int32 `json:"attempt,omitempty"`
 	// RetryAt is when a change whose preconditions failed is tried again.

@@ -477,7 +477,8 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 	if ch.Phase == v1alpha1.PhaseRollingBack {
 		return r.advanceRollback(ctx, cn)
 	}
-	if ch.Phase == v1alpha1.PhasePreconditions {
+	// Not under an abort of this attempt: the abort names its ID, and a new attempt would escape it.
+	if ch.Phase == v1alpha1.PhasePreconditions && cn.Annotations[AbortAnnotation] != ch.ID {
 		if again, err := r.againUnderThisLeader(ctx, ch); again || err != nil {
 			return 100 * time.Millisecond, err // the next pass plans the new attempt
 		}
