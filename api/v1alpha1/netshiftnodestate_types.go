@@ -175,6 +175,11 @@ type LiveChangePlan struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=60000
 	ClockSpreadMs int32 `json:"clockSpreadMs,omitempty"`
+	// WrittenAt is when the operator wrote the plan, by its clock. Each agent reports how long
+	// the plan took to reach it (status.liveChange.planReachedMs), and the operator sets T0's lead
+	// from those: T0 reaches the agents the same way.
+	// +optional
+	WrittenAt *metav1.MicroTime `json:"writtenAt,omitempty"`
 	// T0 is set once every node passed its preconditions: the agent runs its steps from then.
 	// Before T0 is set, the agent only checks its preconditions.
 	// +optional
@@ -291,6 +296,13 @@ type LiveChangeReport struct {
 	// (positive: the node is ahead).
 	// +optional
 	ClockOffsetMicros *int64 `json:"clockOffsetMicros,omitempty"`
+	// PlanReachedMs is how long after the operator wrote the plan (spec writtenAt) the agent had
+	// it, in milliseconds of the operator's clock, by the measured clock offset. Absent when the
+	// clock was not measured, or the agent started after the plan was written. The operator sets
+	// T0 twice the slowest 1 % of these ahead, at least --change-lead.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	PlanReachedMs *int32 `json:"planReachedMs,omitempty"`
 	// WouldChange is what the node's steps would change, found when the preconditions were
 	// checked (how many pods, which of the node's own ports and tunnels): a dry run shows it.
 	// +optional

@@ -159,6 +159,10 @@ func (in *LiveChangePlan) DeepCopyInto(out *LiveChangePlan) {
 		*out = new(NodeNetworkConfig)
 		**out = **in
 	}
+	if in.WrittenAt != nil {
+		in, out := &in.WrittenAt, &out.WrittenAt
+		*out = (*in).DeepCopy()
+	}
 	if in.T0 != nil {
 		in, out := &in.T0, &out.T0
 		*out = (*in).DeepCopy()
@@ -196,6 +200,11 @@ func (in *LiveChangeReport) DeepCopyInto(out *LiveChangeReport) {
 	if in.ClockOffsetMicros != nil {
 		in, out := &in.ClockOffsetMicros, &out.ClockOffsetMicros
 		*out = new(int64)
+		**out = **in
+	}
+	if in.PlanReachedMs != nil {
+		in, out := &in.PlanReachedMs, &out.PlanReachedMs
+		*out = new(int32)
 		**out = **in
 	}
 	if in.WouldChange != nil {

@@ -90,6 +90,9 @@ type Agent struct {
 	gate *offGate
 	// reported is what this agent reported of each live change plan (see planMemory).
 	reported planMemory
+	// startedAt is when the agent started, by its clock: a plan written before then reached it
+	// by its start, and its delay says nothing of how plans reach agents (PlanReachedMs).
+	startedAt time.Time
 	// reader reads the node's state past the cache, to lay a report again on a conflict
 	// (nil: through Client).
 	reader client.Reader
@@ -334,6 +337,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.Host != nil {
 		a.now = o.Host.Now
 	}
+	a.startedAt = a.now()
 	for _, s := range o.FailStepOnce {
 		a.failSteps[s]++
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/nodeconfig"
@@ -45,12 +46,14 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 		return ctrl.Result{}, err
 	}
 	if rep == nil || rep.ID != plan.ID {
+		seen := a.now()
 		checking, withdrawn := a.whilePlanned(ctx, plan.ID)
 		r := a.preconditions(checking, plan)
 		if withdrawn() {
 			logger.Info("plan withdrawn while its preconditions were checked; not answering it")
 			return ctrl.Result{}, nil
 		}
+		r.PlanReachedMs = livechange.PlanReached(plan.WrittenAt, seen, a.startedAt, r.ClockOffsetMicros)
 		logger.Info("preconditions checked", "ready", r.Ready, "problems", r.Problems, "warnings", r.Warnings)
 		err := a.report(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) { s.LiveChange = &r })
 		if err == nil {
@@ -178,12 +181,14 @@ func (a *Agent) whilePlanned(ctx context.Context, id string) (watched context.Co
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		look := planLookFirst
 		for {
 			select {
 			case <-watched.Done():
 				return
-			case <-time.After(planLookInterval):
+			case <-time.After(look):
 			}
+			look = min(2*look, planLookMost)
 			plan, err := a.freshPlan(watched)
 			if (err == nil && (plan == nil || plan.ID != id)) || apierrors.IsNotFound(err) {
 				gone.Store(true)
@@ -199,9 +204,16 @@ func (a *Agent) whilePlanned(ctx context.Context, id string) (watched context.Co
 	}
 }
 
-// planLookInterval is how often a long precondition check looks whether its
-// plan is still wanted (from the agent's cache: no request to the API server).
-const planLookInterval = time.Second
+// A long precondition check looks whether its plan is still wanted (from the
+// agent's cache: no request to the API server) planLookFirst after it began,
+// then twice as long after each look, at most planLookMost apart: a check
+// that waits for an operator's time endpoint can wait 90 s, yet most wait
+// only their moment in the cluster's clock spread, seconds in which
+// thousands of agents of a cluster would otherwise each look every second.
+const (
+	planLookFirst = time.Second
+	planLookMost  = 4 * time.Second
+)
 
 // stepAtItsTime waits for the step's time and runs it, unless the plan was
 // withdrawn meanwhile (an abort before T0). Everything the step needs is

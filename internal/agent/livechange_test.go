@@ -11,7 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -205,4 +208,48 @@ func nodeWithAgent(t *testing.T, node string) (stop func()) {
 		t.Fatal(err)
 	}
 	return runAgent(t, Options{Node: node})
+}
+
+// TestTheAnswerSaysHowLongThePlanTookToArrive: the agent answers a plan with
+// how long after its writtenAt the plan reached it, on the operator's clock;
+// a plan written before the agent started reached it by its start, not by
+// its watch, and gets no such measure.
+func TestTheAnswerSaysHowLongThePlanTookToArrive(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := context.Background()
+	c := env.Client
+	node := "reached-1"
+	defer nodeWithAgent(t, node)()
+	up := timeServer(t)
+	answer := func(id string, writtenAt time.Time) *v1alpha1.LiveChangeReport {
+		t.Helper()
+		plan := &v1alpha1.LiveChangePlan{ID: id, Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, TimeURL: up, WrittenAt: ptr.To(metav1.NewMicroTime(writtenAt))}
+		nns := v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NetshiftNodeStateSpec{LiveChange: plan}}
+		err := c.Create(ctx, &nns)
+		if apierrors.IsAlreadyExists(err) {
+			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.Get(ctx, client.ObjectKey{Name: node}, &nns); err != nil {
+					return err
+				}
+				nns.Spec.LiveChange = plan
+				return c.Update(ctx, &nns)
+			})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := waitNodeState(t, node, "the answer to "+id, func(n *v1alpha1.NetshiftNodeState) bool {
+			return n.Status.LiveChange != nil && n.Status.LiveChange.ID == id
+		})
+		return got.Status.LiveChange
+	}
+	written := time.Now()
+	r := answer("geneve-1-1", written)
+	if !r.Ready || r.ClockOffsetMicros == nil || r.PlanReachedMs == nil || *r.PlanReachedMs > int32(time.Since(written).Milliseconds()) {
+		t.Fatalf("answer %+v (reached %v): want it ready, with how long its plan took, no longer than since it was written", r, r.PlanReachedMs)
+	}
+	t.Logf("the plan reached the agent %d ms after it was written", *r.PlanReachedMs)
+	if r := answer("geneve-1-2", written.Add(-time.Hour)); !r.Ready || r.PlanReachedMs != nil {
+		t.Fatalf("answer %+v: a plan written before the agent started says nothing of how plans reach it", r)
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
 	"netshift.io/netshift/api/v1alpha1"
 )
 
@@ -73,4 +76,76 @@ func TestClockSpread(t *testing.T) {
 			t.Errorf("%d nodes: %s, want %s", nodes, got, want)
 		}
 	}
+}
+
+func TestLead(t *testing.T) {
+	ms := func(vs ...int) []time.Duration {
+		var ds []time.Duration
+		for _, v := range vs {
+			ds = append(ds, time.Duration(v)*time.Millisecond)
+		}
+		return ds
+	}
+	hundred := make([]time.Duration, 0, 100)
+	for i := range 100 {
+		hundred = append(hundred, time.Duration(i+1)*10*time.Millisecond) // 10 ms to 1 s
+	}
+	spike := append(ms(make([]int, 199)...), 20*time.Second) // one agent in 200 restarted mid-delivery
+	for _, c := range []struct {
+		name    string
+		floor   time.Duration
+		nodes   int
+		reached []time.Duration
+		want    time.Duration
+	}{
+		{"nothing measured, a small cluster: the floor and 1 ms a node", 2 * time.Second, 3, nil, 2003 * time.Millisecond},
+		{"nothing measured, 5,000 nodes", 2 * time.Second, 5000, nil, 7 * time.Second},
+		{"nothing measured, a huge cluster: capped", 2 * time.Second, 100000, nil, MaxLead},
+		{"fast agents: the floor", 2 * time.Second, 3, ms(20, 35, 50), 2 * time.Second},
+		{"slow agents: twice the slowest of three", 2 * time.Second, 3, ms(400, 1500, 900), 3 * time.Second},
+		{"twice the 99th percentile of 100", time.Second, 100, hundred, 1980 * time.Millisecond},
+		{"one late agent in 200 is not the lead", 500 * time.Millisecond, 200, spike, 500 * time.Millisecond},
+		{"a slow watch is capped", 2 * time.Second, 3, ms(40000), MaxLead},
+		{"a floor above the cap is the floor", time.Minute, 3, ms(40000), time.Minute},
+		{"nothing measured, a floor above the cap: the floor", time.Minute, 3, nil, time.Minute},
+	} {
+		if got := Lead(c.floor, c.nodes, c.reached); got != c.want {
+			t.Errorf("%s: lead %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestPlanReached(t *testing.T) {
+	written := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := metav1.NewMicroTime(written)
+	micros := func(d time.Duration) *int64 { v := d.Microseconds(); return &v }
+	for _, c := range []struct {
+		name      string
+		writtenAt *metav1.MicroTime
+		seen      time.Time
+		started   time.Time
+		offset    *int64
+		want      *int32
+	}{
+		{"the same clock", &at, written.Add(1234 * time.Millisecond), written.Add(-time.Hour), micros(0), ptr.To[int32](1234)},
+		{"the node's clock 3 s ahead", &at, written.Add(3*time.Second + 250*time.Millisecond), written.Add(-time.Hour), micros(3 * time.Second), ptr.To[int32](250)},
+		{"the node's clock 2 s behind", &at, written.Add(-2*time.Second + 80*time.Millisecond), written.Add(-time.Hour), micros(-2 * time.Second), ptr.To[int32](80)},
+		{"seen before written, within the clock's bound: zero", &at, written.Add(-time.Millisecond), written.Add(-time.Hour), micros(0), ptr.To[int32](0)},
+		{"the clock not measured", &at, written.Add(time.Second), written.Add(-time.Hour), nil, nil},
+		{"a plan with no time (an older operator)", nil, written.Add(time.Second), written.Add(-time.Hour), micros(0), nil},
+		{"the agent started after the plan was written", &at, written.Add(20 * time.Second), written.Add(15 * time.Second), micros(0), nil},
+		{"started before it by the operator's clock, though after by the node's", &at, written.Add(5500 * time.Millisecond), written.Add(4 * time.Second), micros(5 * time.Second), ptr.To[int32](500)},
+	} {
+		got := PlanReached(c.writtenAt, c.seen, c.started, c.offset)
+		if (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
+			t.Errorf("%s: %v, want %v", c.name, deref(got), deref(c.want))
+		}
+	}
+}
+
+func deref(p *int32) any {
+	if p == nil {
+		return "none"
+	}
+	return *p
 }

@@ -61,6 +61,14 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// networkSpecChanged says whether a NetshiftNetwork update can matter to a
+// drain or a zone move: its spec (the drain policy; the zones' conditions
+// carry its generation), not the status a live change writes at every step,
+// on which each pass would read every node again.
+func networkSpecChanged(old, updated *v1alpha1.NetshiftNetwork) bool {
+	return old.Generation != updated.Generation || !old.DeletionTimestamp.Equal(updated.DeletionTimestamp)
+}
+
 // onUpdate lets through every create, delete and generic event, and the
 // updates changed says matter.
 func onUpdate[T any](changed func(old, updated T) bool) predicate.Predicate {

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/zones"
@@ -98,5 +99,25 @@ func TestZonesIgnoreHeartbeatsButNotAZoneMoved(t *testing.T) {
 	cordoned.Spec.Unschedulable = true
 	if !zoneNodeChanged(node("global", 1), cordoned) {
 		t.Error("a cordon did not wake the zone controller")
+	}
+}
+
+func TestDrainsAndZonesIgnoreALiveChangesStatusButNotTheSpec(t *testing.T) {
+	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster", Generation: 3}}
+	progressed := cn.DeepCopy()
+	progressed.Status.Change = &v1alpha1.NetworkChange{ID: "mtu-3-1", Phase: v1alpha1.PhasePreconditions, Ready: 2000}
+	if networkSpecChanged(cn, progressed) {
+		t.Error("a live change's progress woke the drain and zone controllers: every node read again for each status write")
+	}
+	edited := cn.DeepCopy()
+	edited.Generation = 4
+	edited.Spec.Drain.Disabled = true
+	if !networkSpecChanged(cn, edited) {
+		t.Error("an edit of the spec (the drain policy) did not wake them")
+	}
+	deleted := cn.DeepCopy()
+	deleted.DeletionTimestamp = ptr.To(metav1.Now())
+	if !networkSpecChanged(cn, deleted) {
+		t.Error("the network's deletion did not wake them")
 	}
 }

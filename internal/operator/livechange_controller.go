@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -515,11 +516,12 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 	ch.Ready, ch.Applied, ch.Failed, ch.Message = p.Ready, p.Applied, p.Failed, p.Message
 	switch {
 	case ch.Phase == v1alpha1.PhasePreconditions && p.Phase == v1alpha1.PhaseScheduled:
-		if err := r.schedule(ctx, cn, nodes.Items); err != nil {
+		lead, err := r.schedule(ctx, cn, nodes.Items, reports)
+		if err != nil {
 			return 0, err
 		}
 		ch.Phase = v1alpha1.PhaseScheduled
-		ch.Message = fmt.Sprintf("every node passed its preconditions; T0 is %s", ch.T0.Format("15:04:05.000"))
+		ch.Message = fmt.Sprintf("every node passed its preconditions; T0 is %s, %s ahead", ch.T0.Format("15:04:05.000"), lead.Round(time.Millisecond))
 	case p.Phase == v1alpha1.PhaseRollingBack:
 		// Recorded before any rollback plan is written (the next pass writes them): a pass
 		// that writes plans and fails to record why would find them and not know them.
@@ -600,7 +602,7 @@ func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.Net
 	}
 	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
 		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL,
-		ClockSpreadMs: int32(livechange.ClockSpread(nodes).Milliseconds())}
+		ClockSpreadMs: int32(livechange.ClockSpread(nodes).Milliseconds()), WrittenAt: ptr.To(metav1.NewMicroTime(r.Now()))}
 	if err := r.setClusterPlan(ctx, plan); err != nil {
 		return err
 	}
@@ -642,19 +644,24 @@ func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.Netshi
 }
 
 // schedule sets T0 and the steps in the cluster's plan: one write, which
-// every agent's watch brings it at once. No node is cordoned: during an MTU
-// change's steps each agent holds its node's pod set-ups off itself.
-func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.NetshiftNetwork, nodes []corev1.Node) error {
+// every agent's watch brings it at once, as it brought the plan; T0 is as far
+// ahead as the nodes' reports say the plan took to reach them allows
+// (livechange.Lead). No node is cordoned: during an MTU change's steps each
+// agent holds its node's pod set-ups off itself.
+func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.NetshiftNetwork, nodes []corev1.Node, reports map[string]*v1alpha1.LiveChangeReport) (time.Duration, error) {
 	ch := cn.Status.Change
 	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
 	plan, err := r.clusterPlan(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if plan == nil || plan.ID != ch.ID {
-		return fmt.Errorf("the cluster's live change plan is %s, not %s's: not scheduled", planID(plan), ch.ID)
+		return 0, fmt.Errorf("the cluster's live change plan is %s, not %s's: not scheduled", planID(plan), ch.ID)
 	}
-	t0 := metav1.NewMicroTime(r.Now().Add(r.Lead + time.Duration(len(nodes))*leadPerNode))
+	reached := planReached(reports, ch.ID)
+	lead := livechange.Lead(r.Lead, len(nodes), reached)
+	log.FromContext(ctx).Info("T0's lead", "lead", lead, "nodesThatMeasured", len(reached), "nodes", len(nodes))
+	t0 := metav1.NewMicroTime(r.Now().Add(lead))
 	ch.T0 = &t0
 	if r.Plugin.TunnelPortRecord(ch.Kind) != nil {
 		// The cluster holds the port (OVN's southbound Encap rows, from which ovn-controller
@@ -667,15 +674,20 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Netshi
 	ch.Steps = actions(plan.Steps)
 	network := livechange.NodeConfig(c.Apply(*cn.Status.Applied), livechange.FromSpec(cn.Spec).Encapsulation)
 	plan.T0, plan.Network = &t0, &network
-	return r.setClusterPlan(ctx, plan)
+	return lead, r.setClusterPlan(ctx, plan)
 }
 
-// leadPerNode is what T0's lead grows by for each node: the one write of T0
-// reaches every agent through its watch, but each must still take the event
-// and arm its steps before T0. At 1,000 simulated nodes in one process on 2
-// cores, with 2 s of lead, steps started up to 1.1 s late (p50 0.6 s); real
-// nodes take an event each in parallel, so this is generous for them.
-const leadPerNode = time.Millisecond
+// planReached is how long change id's plan took to reach each node that
+// measured it, from the nodes' answers.
+func planReached(reports map[string]*v1alpha1.LiveChangeReport, id string) []time.Duration {
+	var reached []time.Duration
+	for _, rep := range reports {
+		if rep != nil && rep.ID == id && rep.PlanReachedMs != nil {
+			reached = append(reached, time.Duration(*rep.PlanReachedMs)*time.Millisecond)
+		}
+	}
+	return reached
+}
 
 func planID(p *v1alpha1.LiveChangePlan) string {
 	if p == nil {

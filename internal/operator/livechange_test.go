@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -135,9 +136,59 @@ func TestANewLeaderChecksThePreconditionsAgainstItsClock(t *testing.T) {
 	if first.ID != "mtu-2-1" || again.ID != "mtu-2-2" || ch == nil || ch.ID != again.ID || ch.Attempt != 2 || ch.Phase != v1alpha1.PhasePreconditions {
 		t.Fatalf("plans %s then %s, change %+v: want attempt 2 of the same change, checking its preconditions", first.ID, again.ID, ch)
 	}
-	first.ID, first.TimeURL = again.ID, again.TimeURL
+	if again.WrittenAt == nil || first.WrittenAt == nil || !again.WrittenAt.After(first.WrittenAt.Time) {
+		t.Errorf("the new attempt's plan was written at %v, the first's at %v: the agents would measure its delivery from the first's", again.WrittenAt, first.WrittenAt)
+	}
+	first.ID, first.TimeURL, first.WrittenAt = again.ID, again.TimeURL, again.WrittenAt
 	if !equality.Semantic.DeepEqual(first, again) || again.T0 != nil {
-		t.Errorf("the new attempt's plan %+v differs from the first's %+v by more than its ID and time endpoint", again, first)
+		t.Errorf("the new attempt's plan %+v differs from the first's %+v by more than its ID, time endpoint and time written", again, first)
+	}
+}
+
+// TestT0IsAsFarAheadAsThePlanTookToArrive: every node answers with how long
+// the cluster's plan took to reach it (the answers are written here, as the
+// agents would), and the operator sets T0 twice the slowest of them ahead of
+// its write, above its 2 s floor; the plan carries the time it was written,
+// which the agents measure from.
+func TestT0IsAsFarAheadAsThePlanTookToArrive(t *testing.T) {
+	cl := newCluster(t)
+	startOperator(t, cl)
+	nodes := map[string]int32{"k1": 120, "k2": 1600, "k3": 300}
+	cl.createNodes("k1", "k2", "k3")
+	cn := createNetwork(t, cl, 1450)
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
+	var plan v1alpha1.NetshiftChangePlan
+	cl.eventually(30*time.Second, "the cluster's plan", func() bool {
+		return cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan) == nil
+	})
+	if plan.Spec.WrittenAt == nil {
+		t.Fatalf("the plan %+v carries no time it was written: the agents cannot measure how long it took to reach them", plan.Spec)
+	}
+	for node, ms := range nodes {
+		nns := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := cl.c.Get(cl.ctx, client.ObjectKeyFromObject(nns), nns); err != nil {
+				return err
+			}
+			nns.Status.LiveChange = &v1alpha1.LiveChangeReport{ID: plan.Spec.ID, Ready: true, ClockOffsetMicros: ptr.To[int64](0), PlanReachedMs: ptr.To(ms)}
+			return cl.c.Status().Update(cl.ctx, nns)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.eventually(30*time.Second, "the change scheduled", func() bool {
+		_ = cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn)
+		return cn.Status.Change != nil && cn.Status.Change.T0 != nil
+	})
+	if ch := cn.Status.Change; !strings.HasSuffix(ch.Message, ", 3.2s ahead") {
+		t.Errorf("change %s: %q: want T0 3.2 s ahead, twice the 1.6 s node k2's plan took", ch.ID, ch.Message)
+	}
+	if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan); err != nil || plan.Spec.T0 == nil {
+		t.Fatalf("the cluster's plan has no T0 (%v): %+v", err, plan.Spec)
+	}
+	if lead := plan.Spec.T0.Sub(plan.Spec.WrittenAt.Time); lead < 3200*time.Millisecond {
+		t.Errorf("T0 %s is %s after the plan was written, less than the 3.2 s chosen", plan.Spec.T0.Format("15:04:05.000"), lead)
 	}
 }
 
