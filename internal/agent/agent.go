@@ -90,8 +90,9 @@ type Agent struct {
 	gate *offGate
 	// reported is what this agent reported of each live change plan (see planMemory).
 	reported planMemory
-	// startedAt is when the agent started, by its clock: a plan written before then reached it
-	// by its start, and its delay says nothing of how plans reach agents (PlanReachedMs).
+	// startedAt is when the agent's first pass ran, by its clock: a plan written before then
+	// reached it by its start, and its delay says nothing of how plans reach agents
+	// (PlanReachedMs).
 	startedAt time.Time
 	// reader reads the node's state past the cache, to lay a report again on a conflict
 	// (nil: through Client).
@@ -337,7 +338,6 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.Host != nil {
 		a.now = o.Host.Now
 	}
-	a.startedAt = a.now()
 	for _, s := range o.FailStepOnce {
 		a.failSteps[s]++
 	}
@@ -412,6 +412,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if req.Name != a.Node {
 		return ctrl.Result{}, nil
+	}
+	if a.startedAt.IsZero() {
+		a.startedAt = a.now() // the first pass runs once the caches have synced
 	}
 	var nns v1alpha1.NetshiftNodeState
 	if err := a.Client.Get(ctx, types.NamespacedName{Name: a.Node}, &nns); err != nil {

@@ -46,14 +46,17 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 		return ctrl.Result{}, err
 	}
 	if rep == nil || rep.ID != plan.ID {
-		seen := a.now()
+		seen := a.reported.firstSeen(plan.ID, a.now())
 		checking, withdrawn := a.whilePlanned(ctx, plan.ID)
 		r := a.preconditions(checking, plan)
 		if withdrawn() {
+			a.reported.withdrawnDuringCheck()
 			logger.Info("plan withdrawn while its preconditions were checked; not answering it")
 			return ctrl.Result{}, nil
 		}
-		r.PlanReachedMs = livechange.PlanReached(plan.WrittenAt, seen, a.startedAt, r.ClockOffsetMicros)
+		if !seen.IsZero() {
+			r.PlanReachedMs = livechange.PlanReached(plan.WrittenAt, seen, a.startedAt, r.ClockOffsetMicros)
+		}
 		logger.Info("preconditions checked", "ready", r.Ready, "problems", r.Problems, "warnings", r.Warnings)
 		err := a.report(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) { s.LiveChange = &r })
 		if err == nil {

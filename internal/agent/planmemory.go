@@ -17,7 +17,33 @@ type planMemory struct {
 	finished map[string]bool
 	// staleSince is when the state was first seen older than the memory, per plan.
 	staleSince map[string]time.Time
+	// seenPlan and seenAt are the latest plan this agent took up and when it first did
+	// (its clock), which its answer measures the plan's delivery by; seenAt is zero when
+	// that moment says nothing of the delivery: the plan came while the agent was still
+	// checking the one it replaced.
+	seenPlan string
+	seenAt   time.Time
+	// checkWithdrawn is set when a precondition check ended with its plan withdrawn.
+	checkWithdrawn bool
 }
+
+// firstSeen is when the agent first took up plan id, at now: an answer whose
+// write failed is checked again, and its delivery is still from the first
+// time. Zero when the plan came during the check of the one it replaced,
+// which the agent took up only once that check noticed.
+func (m *planMemory) firstSeen(id string, now time.Time) time.Time {
+	if m.seenPlan != id {
+		m.seenPlan, m.seenAt = id, now
+		if m.checkWithdrawn {
+			m.seenAt = time.Time{}
+		}
+		m.checkWithdrawn = false
+	}
+	return m.seenAt
+}
+
+// withdrawnDuringCheck records that a precondition check ended with its plan withdrawn.
+func (m *planMemory) withdrawnDuringCheck() { m.checkWithdrawn = true }
 
 // staleFor is how long a state may look older than what the agent reported
 // before the agent trusts the state instead: one deleted and made again

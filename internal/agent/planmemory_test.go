@@ -55,3 +55,24 @@ func TestAStateLongerStaleThanACacheLagsIsTrusted(t *testing.T) {
 		t.Error("the forgotten plan came back as stale")
 	}
 }
+
+// TestAPlanIsSeenOnce: a plan checked again (its answer's write failed) keeps
+// the moment the agent first took it up, and a plan taken up after a check
+// that its arrival withdrew has no such moment: it waited for that check.
+func TestAPlanIsSeenOnce(t *testing.T) {
+	var m planMemory
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	if got := m.firstSeen("mtu-2-1", t0); !got.Equal(t0) {
+		t.Fatalf("first sight of mtu-2-1 at %v, want %v", got, t0)
+	}
+	if got := m.firstSeen("mtu-2-1", t0.Add(20*time.Second)); !got.Equal(t0) {
+		t.Errorf("mtu-2-1 checked again: seen at %v, want the first sight %v", got, t0)
+	}
+	m.withdrawnDuringCheck()
+	if got := m.firstSeen("mtu-2-2", t0.Add(25*time.Second)); !got.IsZero() {
+		t.Errorf("mtu-2-2, taken up once mtu-2-1's check noticed it withdrawn: seen at %v, want no measure", got)
+	}
+	if got := m.firstSeen("mtu-3-1", t0.Add(time.Minute)); !got.Equal(t0.Add(time.Minute)) {
+		t.Errorf("mtu-3-1 after a check that ended normally: seen at %v, want %v", got, t0.Add(time.Minute))
+	}
+}

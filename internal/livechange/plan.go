@@ -51,20 +51,28 @@ func ClockSpread(nodes int) time.Duration {
 // (their own measure, status.liveChange.planReachedMs). T0 travels the same
 // way, one write of the cluster's plan that every agent's watch brings: twice
 // the time the slowest 1 % of agents took leaves each room to take the event
-// and arm its steps, and never less than floor (the --change-lead). When no
-// agent measured (none could check its clock), the lead grows by
-// unmeasuredPerNode a node, as it did before anything was measured. At most
-// MaxLead: one agent's delay is not worth holding a whole cluster's change.
+// and arm its steps, never less than floor (the --change-lead) and at most
+// MaxLead (a few agents' delays are not worth holding a whole cluster's
+// change). Until half the nodes measured (agents of an earlier release, agents
+// restarted since the plan, or that could not check their clock), the lead is
+// at least what it was before anything was measured: floor and
+// unmeasuredPerNode a node.
 func Lead(floor time.Duration, nodes int, reached []time.Duration) time.Duration {
+	unmeasured := floor + time.Duration(nodes)*unmeasuredPerNode
 	if len(reached) == 0 {
-		return min(floor+time.Duration(nodes)*unmeasuredPerNode, max(floor, MaxLead))
+		return unmeasured
 	}
-	return min(max(floor, 2*percentile(reached, 0.99)), max(floor, MaxLead))
+	lead := min(max(floor, 2*percentile(reached, 0.99)), max(floor, MaxLead))
+	if 2*len(reached) < nodes {
+		return max(lead, unmeasured)
+	}
+	return lead
 }
 
-// unmeasuredPerNode is what the lead grows by for each node when no agent
-// measured how long the plan took to reach it: at 1,000 simulated nodes in
-// one process on 2 cores, with 2 s of lead, steps started up to 1.1 s late.
+// unmeasuredPerNode is what the lead grows by for each node when too few
+// agents measured how long the plan took to reach them: at 1,000 simulated
+// nodes in one process on 2 cores, with 2 s of lead, steps started up to
+// 1.1 s late.
 const unmeasuredPerNode = time.Millisecond
 
 // MaxLead caps the lead chosen from the agents' measures.

@@ -91,6 +91,7 @@ func TestLead(t *testing.T) {
 		hundred = append(hundred, time.Duration(i+1)*10*time.Millisecond) // 10 ms to 1 s
 	}
 	spike := append(ms(make([]int, 199)...), 20*time.Second) // one agent in 200 restarted mid-delivery
+	fast := func(n int) []time.Duration { return ms(make([]int, n)...) }
 	for _, c := range []struct {
 		name    string
 		floor   time.Duration
@@ -100,14 +101,15 @@ func TestLead(t *testing.T) {
 	}{
 		{"nothing measured, a small cluster: the floor and 1 ms a node", 2 * time.Second, 3, nil, 2003 * time.Millisecond},
 		{"nothing measured, 5,000 nodes", 2 * time.Second, 5000, nil, 7 * time.Second},
-		{"nothing measured, a huge cluster: capped", 2 * time.Second, 100000, nil, MaxLead},
 		{"fast agents: the floor", 2 * time.Second, 3, ms(20, 35, 50), 2 * time.Second},
 		{"slow agents: twice the slowest of three", 2 * time.Second, 3, ms(400, 1500, 900), 3 * time.Second},
 		{"twice the 99th percentile of 100", time.Second, 100, hundred, 1980 * time.Millisecond},
 		{"one late agent in 200 is not the lead", 500 * time.Millisecond, 200, spike, 500 * time.Millisecond},
-		{"a slow watch is capped", 2 * time.Second, 3, ms(40000), MaxLead},
-		{"a floor above the cap is the floor", time.Minute, 3, ms(40000), time.Minute},
-		{"nothing measured, a floor above the cap: the floor", time.Minute, 3, nil, time.Minute},
+		{"a slow watch is capped", 2 * time.Second, 2, ms(40000, 100), MaxLead},
+		{"a floor above the cap is the floor", time.Minute, 2, ms(40000, 100), time.Minute},
+		{"too few measured: no less than before anything was", 2 * time.Second, 5000, ms(100, 100, 100), 7 * time.Second},
+		{"too few measured, and slower than that", 2 * time.Second, 5000, ms(4000, 100), 8 * time.Second},
+		{"half measured is enough", 2 * time.Second, 5000, fast(2500), 2 * time.Second},
 	} {
 		if got := Lead(c.floor, c.nodes, c.reached); got != c.want {
 			t.Errorf("%s: lead %s, want %s", c.name, got, c.want)

@@ -82,7 +82,9 @@ func (r *LiveChangeReconciler) keepOwnPlans(ctx context.Context, byNode map[stri
 	if err != nil || cluster == nil || cluster.ID != id {
 		return err // gone already: a node without its plan is judged from its report alone
 	}
-	return fanOut(ctx, missing, nil, func(ctx context.Context, n string) error { return r.setPlan(ctx, byNode[n], cluster.DeepCopy()) })
+	own := cluster.DeepCopy()
+	own.WrittenAt = nil // a node that comes back later would count the time it was away as the plan's delivery
+	return fanOut(ctx, missing, nil, func(ctx context.Context, n string) error { return r.setPlan(ctx, byNode[n], own.DeepCopy()) })
 }
 
 // sweepClusterPlan removes a cluster plan left with no change in progress
