@@ -175,9 +175,9 @@ type LiveChangePlan struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=60000
 	ClockSpreadMs int32 `json:"clockSpreadMs,omitempty"`
-	// WrittenAt is when the operator wrote the plan, by its clock. Each agent reports how long
-	// the plan took to reach it (status.liveChange.planReachedMs), and the operator sets T0's lead
-	// from those: T0 reaches the agents the same way.
+	// WrittenAt is when the operator wrote the cluster's plan, by its clock. Each agent reports
+	// how long the plan took to reach it (status.liveChange.planReachedMs), and the operator sets
+	// T0's lead from those: T0 reaches the agents the same way. A node's own plan has none.
 	// +optional
 	WrittenAt *metav1.MicroTime `json:"writtenAt,omitempty"`
 	// T0 is set once every node passed its preconditions: the agent runs its steps from then.
@@ -296,10 +296,12 @@ type LiveChangeReport struct {
 	// (positive: the node is ahead).
 	// +optional
 	ClockOffsetMicros *int64 `json:"clockOffsetMicros,omitempty"`
-	// PlanReachedMs is how long after the operator wrote the plan (spec writtenAt) the agent had
-	// it, in milliseconds of the operator's clock, by the measured clock offset. Absent when the
-	// clock was not measured, or the agent started after the plan was written. The operator sets
-	// T0 twice the slowest 1 % of these ahead, at least --change-lead.
+	// PlanReachedMs is how long after the operator wrote the plan (its writtenAt) the agent took
+	// it up, in milliseconds of the operator's clock, by the measured clock offset. Absent when
+	// the clock was not measured, the agent's first pass came after the plan was written, or the
+	// plan came while the agent still checked the one it replaced. Once half the nodes answered
+	// it, the operator sets T0 twice the slowest 1 % of these ahead: at least --change-lead, at
+	// most 30 s (or --change-lead, if more).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	PlanReachedMs *int32 `json:"planReachedMs,omitempty"`

@@ -438,6 +438,7 @@ func (a *Agent) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, e
 	if plan != nil {
 		return a.liveChange(ctx, &nns, plan)
 	}
+	a.reported.noPlan()
 	step, opID := NextStep(&nns)
 	logger := log.FromContext(ctx).WithValues("node", a.Node, "operation", opID, "step", step)
 	now := metav1.Now()

@@ -34,6 +34,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 		// The cache has not caught up with this agent's own report yet: look again soon.
 		return ctrl.Result{RequeueAfter: staleLook}, nil
 	}
+	seen := a.reported.firstSeen(plan.ID, a.now())
 	if (rep == nil || rep.ID != plan.ID) && plan.Rollback {
 		// A rollback puts back the values the node had: nothing to check first.
 		logger.Info("rolling back the change's steps", "t0", plan.T0)
@@ -46,7 +47,6 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 		return ctrl.Result{}, err
 	}
 	if rep == nil || rep.ID != plan.ID {
-		seen := a.reported.firstSeen(plan.ID, a.now())
 		checking, withdrawn := a.whilePlanned(ctx, plan.ID)
 		r := a.preconditions(checking, plan)
 		if withdrawn() {

@@ -213,7 +213,8 @@ func nodeWithAgent(t *testing.T, node string) (stop func()) {
 // TestTheAnswerSaysHowLongThePlanTookToArrive: the agent answers a plan with
 // how long after its writtenAt the plan reached it, on the operator's clock;
 // a plan written before the agent started reached it by its start, not by
-// its watch, and gets no such measure.
+// its watch, and gets no such measure. That the measure ends when the agent
+// took the plan up, not when it answered, is TestAPlanIsSeenOnce's.
 func TestTheAnswerSaysHowLongThePlanTookToArrive(t *testing.T) {
 	testenv.Require(t, envMissing)
 	ctx := context.Background()

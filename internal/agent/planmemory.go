@@ -37,10 +37,14 @@ func (m *planMemory) firstSeen(id string, now time.Time) time.Time {
 		if m.checkWithdrawn {
 			m.seenAt = time.Time{}
 		}
-		m.checkWithdrawn = false
 	}
+	m.checkWithdrawn = false
 	return m.seenAt
 }
+
+// noPlan records that the node has no plan: a check withdrawn by an abort
+// held no plan up.
+func (m *planMemory) noPlan() { m.checkWithdrawn = false }
 
 // withdrawnDuringCheck records that a precondition check ended with its plan withdrawn.
 func (m *planMemory) withdrawnDuringCheck() { m.checkWithdrawn = true }

@@ -75,4 +75,14 @@ func TestAPlanIsSeenOnce(t *testing.T) {
 	if got := m.firstSeen("mtu-3-1", t0.Add(time.Minute)); !got.Equal(t0.Add(time.Minute)) {
 		t.Errorf("mtu-3-1 after a check that ended normally: seen at %v, want %v", got, t0.Add(time.Minute))
 	}
+	m.withdrawnDuringCheck() // an abort: no plan follows
+	m.noPlan()
+	if got := m.firstSeen("mtu-4-1", t0.Add(time.Hour)); !got.Equal(t0.Add(time.Hour)) {
+		t.Errorf("mtu-4-1, long after an aborted check: seen at %v, want %v", got, t0.Add(time.Hour))
+	}
+	m.withdrawnDuringCheck()
+	m.firstSeen("mtu-4-1", t0.Add(time.Hour+time.Second)) // taken up again after its check was withdrawn
+	if got := m.firstSeen("mtu-5-1", t0.Add(2*time.Hour)); !got.Equal(t0.Add(2 * time.Hour)) {
+		t.Errorf("mtu-5-1: seen at %v, want %v: the withdrawal was the plan taken up again's, not this one's", got, t0.Add(2*time.Hour))
+	}
 }

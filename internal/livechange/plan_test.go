@@ -110,6 +110,7 @@ func TestLead(t *testing.T) {
 		{"too few measured: no less than before anything was", 2 * time.Second, 5000, ms(100, 100, 100), 7 * time.Second},
 		{"too few measured, and slower than that", 2 * time.Second, 5000, ms(4000, 100), 8 * time.Second},
 		{"half measured is enough", 2 * time.Second, 5000, fast(2500), 2 * time.Second},
+		{"one short of half is not", 2 * time.Second, 5000, fast(2499), 7 * time.Second},
 	} {
 		if got := Lead(c.floor, c.nodes, c.reached); got != c.want {
 			t.Errorf("%s: lead %s, want %s", c.name, got, c.want)
