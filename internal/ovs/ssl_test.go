@@ -121,8 +121,10 @@ func TestOVNSSLRefusesUntrustedPeers(t *testing.T) {
 			if err != nil && c.tls == &foreignClient && !strings.Contains(err.Error(), c.want) {
 				// Under TLS 1.3 the database checks the client's certificate after the client's
 				// side of the handshake: the refusal may reach the client as its alert, or as
-				// the connection the database dropped under its first write.
-				if strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "EOF") {
+				// the connection the database dropped under its first write, or before the
+				// client's OVSDB session read anything ("not connected", seen on a loaded machine).
+				if strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "EOF") ||
+					strings.Contains(err.Error(), "not connected") {
 					t.Logf("refused: %v; the database's log: %s", err, lastLine(nb.Log()))
 					return
 				}
