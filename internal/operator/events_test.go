@@ -115,6 +115,11 @@ func TestDrainsAndZonesIgnoreALiveChangesStatusButNotTheSpec(t *testing.T) {
 	if !networkSpecChanged(cn, edited) {
 		t.Error("an edit of the spec (the drain policy) did not wake them")
 	}
+	nudged := cn.DeepCopy()
+	nudged.Annotations = map[string]string{"example.com/look-again": "1"}
+	if !networkSpecChanged(cn, nudged) {
+		t.Error("an annotation did not wake them")
+	}
 	deleted := cn.DeepCopy()
 	deleted.DeletionTimestamp = ptr.To(metav1.Now())
 	if !networkSpecChanged(cn, deleted) {
