@@ -11,11 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/testenv"
@@ -225,18 +224,8 @@ func TestTheAnswerSaysHowLongThePlanTookToArrive(t *testing.T) {
 	answer := func(id string, writtenAt time.Time) *v1alpha1.LiveChangeReport {
 		t.Helper()
 		plan := &v1alpha1.LiveChangePlan{ID: id, Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, TimeURL: up, WrittenAt: ptr.To(metav1.NewMicroTime(writtenAt))}
-		nns := v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NetshiftNodeStateSpec{LiveChange: plan}}
-		err := c.Create(ctx, &nns)
-		if apierrors.IsAlreadyExists(err) {
-			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				if err := c.Get(ctx, client.ObjectKey{Name: node}, &nns); err != nil {
-					return err
-				}
-				nns.Spec.LiveChange = plan
-				return c.Update(ctx, &nns)
-			})
-		}
-		if err != nil {
+		nns := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}}
+		if _, err := controllerutil.CreateOrUpdate(ctx, c, nns, func() error { nns.Spec.LiveChange = plan; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		got := waitNodeState(t, node, "the answer to "+id, func(n *v1alpha1.NetshiftNodeState) bool {

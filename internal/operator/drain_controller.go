@@ -71,7 +71,7 @@ func (r *DrainReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager
 		Named("drain").
 		Watches(&v1alpha1.NetshiftNodeState{}, all, builder.WithPredicates(onUpdate(stateChangedBeyondALiveChange))).
 		Watches(&v1alpha1.NetshiftNodePool{}, all).
-		Watches(&v1alpha1.NetshiftNetwork{}, all, builder.WithPredicates(onUpdate(networkSpecChanged))).
+		Watches(&v1alpha1.NetshiftNetwork{}, all, builder.WithPredicates(onUpdate(networkChangedBeyondItsStatus))).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(onUpdate(drainNodeChanged))).
 		Watches(&corev1.Pod{}, all, builder.WithPredicates(onUpdate(drainPodChanged))).
 		Complete(r)

@@ -61,12 +61,12 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// networkSpecChanged says whether a NetshiftNetwork update can matter to a
+// networkChangedBeyondItsStatus says whether a NetshiftNetwork update can matter to a
 // drain or a zone move: its spec (the drain policy; the zones' conditions
 // carry its generation), its annotations (what a person sets to have it looked
 // at again) or its deletion; not the status a live change writes at every
 // step, on which each pass would read every node again.
-func networkSpecChanged(old, updated *v1alpha1.NetshiftNetwork) bool {
+func networkChangedBeyondItsStatus(old, updated *v1alpha1.NetshiftNetwork) bool {
 	return old.Generation != updated.Generation || !old.DeletionTimestamp.Equal(updated.DeletionTimestamp) ||
 		!equality.Semantic.DeepEqual(old.Annotations, updated.Annotations)
 }

@@ -106,23 +106,23 @@ func TestDrainsAndZonesIgnoreALiveChangesStatusButNotTheSpec(t *testing.T) {
 	cn := &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: "cluster", Generation: 3}}
 	progressed := cn.DeepCopy()
 	progressed.Status.Change = &v1alpha1.NetworkChange{ID: "mtu-3-1", Phase: v1alpha1.PhasePreconditions, Ready: 2000}
-	if networkSpecChanged(cn, progressed) {
+	if networkChangedBeyondItsStatus(cn, progressed) {
 		t.Error("a live change's progress woke the drain and zone controllers: every node read again for each status write")
 	}
 	edited := cn.DeepCopy()
 	edited.Generation = 4
 	edited.Spec.Drain.Disabled = true
-	if !networkSpecChanged(cn, edited) {
+	if !networkChangedBeyondItsStatus(cn, edited) {
 		t.Error("an edit of the spec (the drain policy) did not wake them")
 	}
 	nudged := cn.DeepCopy()
 	nudged.Annotations = map[string]string{"example.com/look-again": "1"}
-	if !networkSpecChanged(cn, nudged) {
+	if !networkChangedBeyondItsStatus(cn, nudged) {
 		t.Error("an annotation did not wake them")
 	}
 	deleted := cn.DeepCopy()
 	deleted.DeletionTimestamp = ptr.To(metav1.Now())
-	if !networkSpecChanged(cn, deleted) {
+	if !networkChangedBeyondItsStatus(cn, deleted) {
 		t.Error("the network's deletion did not wake them")
 	}
 }

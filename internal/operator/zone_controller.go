@@ -97,7 +97,7 @@ func (r *ZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, all, builder.WithPredicates(pluginPods)).
 		Watches(&v1alpha1.NetshiftNodeState{}, all, builder.WithPredicates(onUpdate(stateChangedBeyondALiveChange))).
 		Watches(&v1alpha1.NetshiftNodePool{}, all).
-		Watches(&v1alpha1.NetshiftNetwork{}, all, builder.WithPredicates(onUpdate(networkSpecChanged)))
+		Watches(&v1alpha1.NetshiftNetwork{}, all, builder.WithPredicates(onUpdate(networkChangedBeyondItsStatus)))
 	if r.Enabled && r.Plugin.Central != "" {
 		// Only an operator that moves zones may read the plugin's Deployment
 		// (config/components/ovn-zones grants it); a cluster without
