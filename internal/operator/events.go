@@ -30,17 +30,26 @@ func withoutALiveChange(s *v1alpha1.NetshiftNodeState) *v1alpha1.NetshiftNodeSta
 }
 
 // drainNodeChanged says whether a Node update can matter to a drain: its
-// labels (pool membership), its spec (the cordon), its deletion or its
-// readiness; not a heartbeat.
+// labels (pool membership), its cordon or its deletion. Not a heartbeat, not
+// its readiness (no drain decision reads it; its pods' own updates say what a
+// drain waits for) and not the taints kube-controller-manager sets and lifts
+// as a node's conditions come and go: at thousands of nodes those flip by
+// the hundred during a live change, and each would cost a pass.
 func drainNodeChanged(old, updated *corev1.Node) bool {
-	return !equality.Semantic.DeepEqual(old.Labels, updated.Labels) || !equality.Semantic.DeepEqual(old.Spec, updated.Spec) ||
-		!old.DeletionTimestamp.Equal(updated.DeletionTimestamp) || nodeReady(old) != nodeReady(updated)
+	return !equality.Semantic.DeepEqual(old.Labels, updated.Labels) || old.Spec.Unschedulable != updated.Spec.Unschedulable ||
+		!old.DeletionTimestamp.Equal(updated.DeletionTimestamp)
 }
 
-// zoneNodeChanged says whether a Node update can matter to a zone move: what
-// matters to a drain, and the zone the network plugin says the node is in.
-func zoneNodeChanged(old, updated *corev1.Node) bool {
-	return drainNodeChanged(old, updated) || old.Annotations[zones.ZoneAnnotation] != updated.Annotations[zones.ZoneAnnotation]
+// zoneNodeChanged says whether a Node update can matter to the zone
+// controller: what matters to a drain and the zone the network plugin says the
+// node is in; where it moves zones (moves), the node's readiness too, since a
+// node that is down is not moved. One that only reports writes nothing that
+// readiness changes.
+func zoneNodeChanged(moves bool) func(old, updated *corev1.Node) bool {
+	return func(old, updated *corev1.Node) bool {
+		return drainNodeChanged(old, updated) || old.Annotations[zones.ZoneAnnotation] != updated.Annotations[zones.ZoneAnnotation] ||
+			(moves && nodeReady(old) != nodeReady(updated))
+	}
 }
 
 // drainPodChanged says whether a Pod update can matter to a drain: where it

@@ -47,13 +47,18 @@ func TestDrainIgnoresHeartbeatsAndPodStatusChurn(t *testing.T) {
 	if drainNodeChanged(ready(corev1.ConditionTrue, 1), ready(corev1.ConditionTrue, 2)) {
 		t.Error("a heartbeat woke the drain controller")
 	}
-	if !drainNodeChanged(ready(corev1.ConditionTrue, 1), ready(corev1.ConditionFalse, 2)) {
-		t.Error("a node going NotReady did not wake it")
+	if drainNodeChanged(ready(corev1.ConditionTrue, 1), ready(corev1.ConditionFalse, 2)) {
+		t.Error("a node going NotReady woke it, though no drain decision reads readiness")
 	}
 	cordoned := ready(corev1.ConditionTrue, 1)
 	cordoned.Spec.Unschedulable = true
 	if !drainNodeChanged(ready(corev1.ConditionTrue, 1), cordoned) {
 		t.Error("a cordon did not wake it")
+	}
+	untainted, tainted := ready(corev1.ConditionTrue, 1), ready(corev1.ConditionTrue, 1)
+	tainted.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+	if drainNodeChanged(tainted, untainted) {
+		t.Error("kube-controller-manager lifting a not-ready taint woke it")
 	}
 	relabelled := ready(corev1.ConditionTrue, 1)
 	relabelled.Labels["pool"] = "b"
@@ -89,16 +94,25 @@ func TestZonesIgnoreHeartbeatsButNotAZoneMoved(t *testing.T) {
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
 				LastHeartbeatTime: metav1.Unix(beat, 0)}}}}
 	}
-	if zoneNodeChanged(node("global", 1), node("global", 2)) {
-		t.Error("a heartbeat woke the zone controller")
-	}
-	if !zoneNodeChanged(node("global", 1), node("n1", 1)) {
-		t.Error("the plugin recording the node in its new zone did not wake the zone controller: the move would not finish")
-	}
-	cordoned := node("global", 1)
-	cordoned.Spec.Unschedulable = true
-	if !zoneNodeChanged(node("global", 1), cordoned) {
-		t.Error("a cordon did not wake the zone controller")
+	for _, moves := range []bool{true, false} {
+		changed := zoneNodeChanged(moves)
+		if changed(node("global", 1), node("global", 2)) {
+			t.Errorf("moves %v: a heartbeat woke the zone controller", moves)
+		}
+		if !changed(node("global", 1), node("n1", 1)) {
+			t.Errorf("moves %v: the plugin recording the node in its new zone did not wake the zone controller: the move would not finish", moves)
+		}
+		cordoned := node("global", 1)
+		cordoned.Spec.Unschedulable = true
+		if !changed(node("global", 1), cordoned) {
+			t.Errorf("moves %v: a cordon did not wake the zone controller", moves)
+		}
+		down := node("global", 1)
+		down.Status.Conditions[0].Status = corev1.ConditionUnknown
+		if changed(node("global", 1), down) != moves || changed(down, node("global", 1)) != moves {
+			t.Errorf("moves %v: a node going down or back woke the zone controller %v, want %v (a node down is not moved; one that only reports writes nothing readiness changes)",
+				moves, !moves, moves)
+		}
 	}
 }
 

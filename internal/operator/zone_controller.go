@@ -92,7 +92,7 @@ func (r *ZoneReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return o.GetNamespace() == r.Plugin.Namespace && o.GetName() == r.Plugin.Central
 	})
 	b := ctrl.NewControllerManagedBy(mgr).Named("zones").
-		Watches(&corev1.Node{}, all, builder.WithPredicates(onUpdate(zoneNodeChanged))).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(onUpdate(zoneNodeChanged(r.Enabled)))).
 		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(ourConfigMap)).
 		Watches(&corev1.Pod{}, all, builder.WithPredicates(pluginPods)).
 		Watches(&v1alpha1.NetshiftNodeState{}, all, builder.WithPredicates(onUpdate(stateChangedBeyondALiveChange))).

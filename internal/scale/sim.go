@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -295,35 +297,65 @@ func (s *sim) setUp(ctx context.Context, o Options) error {
 	return s.waitObserved(ctx)
 }
 
-// waitObserved waits until every agent reported its node's network and the operator recorded it applied.
+// waitObserved waits until every agent reported its node's network and the
+// operator recorded it applied and every node's pool: a change is measured on
+// a cluster netshift has taken up, as an operator makes one. It does not wait
+// for kube-controller-manager to lift the new nodes' not-ready taints, which
+// at its default rate takes minutes at thousands of nodes: it says how many
+// are left, whose writes go on during the change.
 func (s *sim) waitObserved(ctx context.Context) error {
-	deadline := time.Now().Add(5 * time.Minute)
+	const within = 5 * time.Minute
+	deadline := time.Now().Add(within)
 	for {
 		var states v1alpha1.NetshiftNodeStateList
-		observed := 0
+		observed, pooled := 0, 0
 		if err := s.cluster.cp.Client.List(ctx, &states); err == nil {
 			for _, st := range states.Items {
 				if st.Status.Network != nil {
 					observed++
 				}
+				if st.Status.Pool != "" {
+					pooled++
+				}
 			}
 		}
 		var net v1alpha1.NetshiftNetwork
 		_ = s.cluster.cp.Client.Get(ctx, client.ObjectKey{Name: networkName}, &net)
-		if observed >= len(s.names) && net.Status.Applied != nil {
+		n := len(s.names)
+		if observed >= n && pooled >= n && net.Status.Applied != nil {
+			s.sayTainted(ctx)
 			return nil
 		}
+		progress := fmt.Sprintf("%d of %d agents reported their node's network (applied recorded: %v) and %d of %d nodes have their pool recorded",
+			observed, n, net.Status.Applied != nil, pooled, n)
 		if e := s.cluster.ended(); e != "" {
-			return fmt.Errorf("while %d agents reported: %s", observed, e)
+			return fmt.Errorf("while %s: %s", progress, e)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("after 5 minutes %d of %d agents reported their node's network (applied recorded: %v)", observed, len(s.names), net.Status.Applied != nil)
+			return fmt.Errorf("after %s, %s", within, progress)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(2 * time.Second):
 		}
+	}
+}
+
+// sayTainted says how many nodes still carry the not-ready taint.
+func (s *sim) sayTainted(ctx context.Context) {
+	var nodes corev1.NodeList
+	if err := s.cluster.cp.Client.List(ctx, &nodes); err != nil {
+		return
+	}
+	tainted := 0
+	for _, n := range nodes.Items {
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
+			tainted++
+		}
+	}
+	if tainted > 0 {
+		fmt.Fprintf(s.out, "scale: %d of %d nodes still carry the not-ready taint kube-controller-manager lifts at its own pace, during the change\n", tainted, len(nodes.Items))
 	}
 }
 
