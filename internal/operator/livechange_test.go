@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -142,6 +143,47 @@ func TestANewLeaderChecksThePreconditionsAgainstItsClock(t *testing.T) {
 	first.ID, first.TimeURL, first.WrittenAt = again.ID, again.TimeURL, again.WrittenAt
 	if !equality.Semantic.DeepEqual(first, again) || again.T0 != nil {
 		t.Errorf("the new attempt's plan %+v differs from the first's %+v by more than its ID, time endpoint and time written", again, first)
+	}
+}
+
+// TestAnAbortAskedWithNoLeaderIsHonouredByTheNext: the operator that planned
+// a change stops during its preconditions; the abort is asked while no
+// replica leads. The next leader aborts the change: it does not start the
+// change's next attempt (which a new leader does for a change it finds in its
+// preconditions, and which the abort, naming the first attempt, would not
+// cover), and it withdraws the cluster's plan, so no agent keeps preparing.
+func TestAnAbortAskedWithNoLeaderIsHonouredByTheNext(t *testing.T) {
+	cl := newCluster(t)
+	_, bound, stop := startReplica(t, cl, "http://replica-a.invalid/time")
+	timeEndpoint(t, bound)
+	cl.createNodes("k1", "k2") // no agents: nobody answers
+	cn := createNetwork(t, cl, 1450)
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
+	var plan v1alpha1.NetshiftChangePlan
+	cl.eventually(30*time.Second, "the first leader's plan", func() bool {
+		return cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan) == nil && plan.Spec.ID == "mtu-2-1"
+	})
+	stop()
+	cl.update(cn, func(o client.Object) { o.SetAnnotations(map[string]string{operator.AbortAnnotation: "mtu-2-1"}) })
+	_, bound, _ = startReplica(t, cl, "http://replica-b.invalid/time")
+	timeEndpoint(t, bound)
+	var ch *v1alpha1.NetworkChange
+	cl.eventually(30*time.Second, "the change aborted by the new leader", func() bool {
+		if err := cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn); err != nil {
+			return false
+		}
+		ch = cn.Status.Change
+		return ch != nil && !ch.Phase.Active()
+	}, func() string { return fmt.Sprintf("change %+v", ch) })
+	if ch.ID != "mtu-2-1" || ch.Attempt != 1 || ch.Phase != v1alpha1.PhaseAborted {
+		t.Errorf("change %s, attempt %d, phase %s (%s): want the first attempt aborted, no second one", ch.ID, ch.Attempt, ch.Phase, ch.Message)
+	}
+	err := cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan)
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the cluster's plan is still there (%v, plan %s): the agents would keep checking a change that was aborted", err, plan.Spec.ID)
+	}
+	if cn.Status.Applied == nil || cn.Status.Applied.MTU != 1450 {
+		t.Errorf("applied %+v after the abort: want MTU 1450 as before", cn.Status.Applied)
 	}
 }
 
