@@ -12,8 +12,9 @@ import (
 
 // The drain and zone controllers' passes read every node, state and pool: an
 // update that cannot change their decisions must not cost one. At thousands
-// of nodes a live change's reports, the kubelets' heartbeats and the pods'
-// status updates would otherwise keep them reading without end.
+// of nodes a live change's reports, the kubelets' heartbeats, nodes going
+// NotReady and back, kube-controller-manager's taints and the pods' status
+// updates would otherwise keep them reading without end.
 
 // stateChangedBeyondALiveChange says whether a NetshiftNodeState update can matter to a
 // drain or a zone move: anything but a live change's plan and report and the

@@ -109,9 +109,11 @@ func TestZonesIgnoreHeartbeatsButNotAZoneMoved(t *testing.T) {
 		}
 		down := node("global", 1)
 		down.Status.Conditions[0].Status = corev1.ConditionUnknown
-		if changed(node("global", 1), down) != moves || changed(down, node("global", 1)) != moves {
-			t.Errorf("moves %v: a node going down or back woke the zone controller %v, want %v (a node down is not moved; one that only reports writes nothing readiness changes)",
-				moves, !moves, moves)
+		for what, woke := range map[string]bool{"going down": changed(node("global", 1), down), "coming back": changed(down, node("global", 1))} {
+			if woke != moves {
+				t.Errorf("moves %v: a node %s woke the zone controller: %v, want %v (a node down is not moved; one that only reports writes nothing readiness changes)",
+					moves, what, woke, moves)
+			}
 		}
 	}
 }

@@ -274,7 +274,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return r, err
 }
 
-// setUp creates the Nodes, the NetshiftNetwork and the pools, and starts the agents.
+// setUp creates the Nodes (labelled for the drain's pools, which runDrain creates) and the
+// NetshiftNetwork, and starts the agents.
 func (s *sim) setUp(ctx context.Context, o Options) error {
 	pools := max(o.Pools, 1)
 	poolOf := func(i int) map[string]string { return map[string]string{poolLabel: fmt.Sprintf("pool-%02d", i%pools)} }
@@ -298,8 +299,9 @@ func (s *sim) setUp(ctx context.Context, o Options) error {
 }
 
 // waitObserved waits until every agent reported its node's network and the
-// operator recorded it applied and every node's pool: a change is measured on
-// a cluster netshift has taken up, as an operator makes one. It does not wait
+// operator recorded it applied and every node's pool (the implicit default
+// pool: the drain's come later): a scenario is measured on a cluster netshift
+// has taken up, as an operator starts one. It does not wait
 // for kube-controller-manager to lift the new nodes' not-ready taints, which
 // at its default rate takes minutes at thousands of nodes: it says how many
 // are left, whose writes go on during the change.
@@ -342,7 +344,8 @@ func (s *sim) waitObserved(ctx context.Context) error {
 	}
 }
 
-// sayTainted says how many nodes still carry the not-ready taint.
+// sayTainted says how many nodes still carry the not-ready taint: its lifting
+// goes on during the scenario, its writes counted among the API server's.
 func (s *sim) sayTainted(ctx context.Context) {
 	var nodes corev1.NodeList
 	if err := s.cluster.cp.Client.List(ctx, &nodes); err != nil {
@@ -355,7 +358,7 @@ func (s *sim) sayTainted(ctx context.Context) {
 		}
 	}
 	if tainted > 0 {
-		fmt.Fprintf(s.out, "scale: %d of %d nodes still carry the not-ready taint kube-controller-manager lifts at its own pace, during the change\n", tainted, len(nodes.Items))
+		fmt.Fprintf(s.out, "scale: %d of %d nodes still carry the not-ready taint, which kube-controller-manager goes on lifting at its own pace during the run\n", tainted, len(nodes.Items))
 	}
 }
 
