@@ -104,6 +104,19 @@ func startReplica(t *testing.T, cl *cluster, advertised string) (ctx context.Con
 	return ctx, bound, stop
 }
 
+// aChangeNobodyAnswers has replica A, advertising http://replica-a.invalid/time,
+// lead a cluster of two nodes with no agents, and asks their MTU from 1450 to
+// 1400: the change stays in its preconditions. stop ends replica A.
+func aChangeNobodyAnswers(t *testing.T) (cl *cluster, cn *v1alpha1.NetshiftNetwork, stop func()) {
+	cl = newCluster(t)
+	_, bound, stop := startReplica(t, cl, "http://replica-a.invalid/time")
+	timeEndpoint(t, bound)
+	cl.createNodes("k1", "k2")
+	cn = createNetwork(t, cl, 1450)
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
+	return cl, cn, stop
+}
+
 // TestANewLeaderChecksThePreconditionsAgainstItsClock: the operator that
 // planned a change stops during its preconditions, and another replica takes
 // the lease. The plan names the first one's time endpoint, which serves no
@@ -111,12 +124,7 @@ func startReplica(t *testing.T, cl *cluster, advertised string) (ctx context.Con
 // to the new leader's, on which T0 is set: the new leader starts the next
 // attempt of the same change, whose plan names its own endpoint.
 func TestANewLeaderChecksThePreconditionsAgainstItsClock(t *testing.T) {
-	cl := newCluster(t)
-	_, bound, stop := startReplica(t, cl, "http://replica-a.invalid/time")
-	timeEndpoint(t, bound)
-	cl.createNodes("k1", "k2") // no agents: nobody answers
-	cn := createNetwork(t, cl, 1450)
-	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
+	cl, cn, stop := aChangeNobodyAnswers(t)
 	var plan v1alpha1.NetshiftChangePlan
 	planned := func(what, timeURL string) v1alpha1.LiveChangePlan {
 		t.Helper()
@@ -127,7 +135,7 @@ func TestANewLeaderChecksThePreconditionsAgainstItsClock(t *testing.T) {
 	}
 	first := planned("the first leader's plan", "http://replica-a.invalid/time")
 	stop()
-	_, bound, _ = startReplica(t, cl, "http://replica-b.invalid/time")
+	_, bound, _ := startReplica(t, cl, "http://replica-b.invalid/time")
 	timeEndpoint(t, bound)
 	again := planned("the new leader's plan", "http://replica-b.invalid/time")
 	if err := cl.c.Get(cl.ctx, client.ObjectKeyFromObject(cn), cn); err != nil {
@@ -153,19 +161,14 @@ func TestANewLeaderChecksThePreconditionsAgainstItsClock(t *testing.T) {
 // preconditions, and which the abort, naming the first attempt, would not
 // cover), and it withdraws the cluster's plan, so no agent keeps preparing.
 func TestAnAbortAskedWithNoLeaderIsHonouredByTheNext(t *testing.T) {
-	cl := newCluster(t)
-	_, bound, stop := startReplica(t, cl, "http://replica-a.invalid/time")
-	timeEndpoint(t, bound)
-	cl.createNodes("k1", "k2") // no agents: nobody answers
-	cn := createNetwork(t, cl, 1450)
-	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
+	cl, cn, stop := aChangeNobodyAnswers(t)
 	var plan v1alpha1.NetshiftChangePlan
 	cl.eventually(30*time.Second, "the first leader's plan", func() bool {
 		return cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan) == nil && plan.Spec.ID == "mtu-2-1"
 	})
 	stop()
 	cl.update(cn, func(o client.Object) { o.SetAnnotations(map[string]string{operator.AbortAnnotation: "mtu-2-1"}) })
-	_, bound, _ = startReplica(t, cl, "http://replica-b.invalid/time")
+	_, bound, _ := startReplica(t, cl, "http://replica-b.invalid/time")
 	timeEndpoint(t, bound)
 	var ch *v1alpha1.NetworkChange
 	cl.eventually(30*time.Second, "the change aborted by the new leader", func() bool {
