@@ -202,7 +202,7 @@ var Rows = []Row{
 	{Area: AreaScale, What: "5,000 nodes' writes per node over 500 nodes'", Job: "scale", Of: m(mtuAt(5000), "writes/node"), Per: &Metric{mtuAt(500), "writes/node"}, Shown: "×", Target: AtMost(1.2)},
 	{Area: AreaScale, What: "the operator's peak memory, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "operator-peak-MiB"), Shown: "MiB", Target: Below(1024)},
 	{Area: AreaScale, What: "spec patch to every node's preconditions reported, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "preconditions-s"), Shown: "s"},
-	{Area: AreaScale, What: "T0's lead as the status first showed it, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "lead-s"), Shown: "s"},
+	{Area: AreaScale, What: "T0's lead as the cluster's plan or the status first showed it, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "lead-s"), Shown: "s"},
 	{Area: AreaScale, What: "T0 to Succeeded, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "t0-to-end-s"), Shown: "s"},
 	{Area: AreaScale, What: "how late the nodes' steps started, p99, 5,000 nodes (one process for every agent)", Job: "scale", Of: m(mtuAt(5000), "step-late-p99-ms"), Shown: "ms"},
 	{Area: AreaScale, What: "CPU of the change: the operator, 5,000 nodes", Job: "scale", Of: m(mtuAt(5000), "operator-cpu-s"), Shown: "s"},

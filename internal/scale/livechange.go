@@ -26,9 +26,14 @@ type ChangeReport struct {
 	Phase v1alpha1.ChangePhase `json:"phase"`
 	// Message is the change's last status message.
 	Message string `json:"message,omitempty"`
-	// PreconditionsSeconds is from the spec patch to the last node's precondition report.
+	// PreconditionsSeconds is from the spec patch to the last node's precondition report:
+	// to the last report this process's watch saw, or to when T0 was first seen (in the
+	// cluster's plan or the change's status) if sooner. The operator sets T0 only once
+	// every node answered, and on a busy API server the watch of thousands of states
+	// lags by seconds behind the operator's.
 	PreconditionsSeconds float64 `json:"preconditionsSeconds"`
-	// LeadSeconds is how far ahead of T0 the operator's T0 was first seen in its status.
+	// LeadSeconds is how far ahead of T0 the T0 was first seen: in the cluster's plan,
+	// which the operator writes first, or in the change's status.
 	LeadSeconds float64 `json:"leadSeconds"`
 	// T0ToEndSeconds is from T0 to the change's end (Succeeded, or however it ended).
 	T0ToEndSeconds float64 `json:"t0ToEndSeconds"`
@@ -143,6 +148,9 @@ func (s *sim) runChange(ctx context.Context, kind v1alpha1.ChangeKind, value int
 		r.T0ToEndSeconds = end.Sub(t0).Seconds()
 	}
 	if last := w.lastReport(); !last.IsZero() {
+		if !t0Seen.IsZero() && t0Seen.Before(last) {
+			last = t0Seen
+		}
 		r.PreconditionsSeconds = last.Sub(start).Seconds()
 	}
 	if err := s.countSteps(ctx, w.id(), r); err != nil {
@@ -260,6 +268,15 @@ func (s *sim) followChange(ctx context.Context, w *changeWatch, kind v1alpha1.Ch
 		ch := net.Status.Change
 		if ch != nil && w.id() == "" && ch.Kind == kind && ch.To == value {
 			w.setID(ch.ID)
+		}
+		if t0.IsZero() && w.id() != "" {
+			// The operator writes T0 into the cluster's plan before it records it in the
+			// change's status, which a busy API server can hold back by seconds.
+			var plan v1alpha1.NetshiftChangePlan
+			err := s.cluster.cp.Client.Get(ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan)
+			if err == nil && plan.Spec.ID == w.id() && plan.Spec.T0 != nil {
+				t0, t0Seen = plan.Spec.T0.Time, time.Now()
+			}
 		}
 		if ch != nil && ch.ID == w.id() {
 			if ch.T0 != nil && t0.IsZero() {

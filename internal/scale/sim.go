@@ -378,7 +378,7 @@ func (r *Report) WriteText(w io.Writer) {
 		if c.Message != "" {
 			fmt.Fprintf(w, " (%s)", clip(c.Message, 200))
 		}
-		fmt.Fprintf(w, "\n  spec patch to every precondition reported: %.2f s\n  T0 lead as first seen: %.2f s\n  T0 to the end: %.2f s\n  spec patch to the end: %.2f s\n",
+		fmt.Fprintf(w, "\n  spec patch to every precondition reported: %.2f s\n  T0 lead as first seen (plan or status): %.2f s\n  T0 to the end: %.2f s\n  spec patch to the end: %.2f s\n",
 			c.PreconditionsSeconds, c.LeadSeconds, c.T0ToEndSeconds, c.TotalSeconds)
 		fmt.Fprintf(w, "  steps run %d (and %d again), started late p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d over 100 ms\n", c.StepsRun, c.StepsAgain, c.StepLateMs[0], c.StepLateMs[1], c.StepLateMs[2], c.StepsLate)
 		fmt.Fprintf(w, "  nodes carrying the new value: %d of %d", c.Applied, c.Nodes)
