@@ -248,6 +248,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		fmt.Fprintf(o.Out, "scale: %v: the agents share the cores with the control plane at its priority\n", err)
 	}
 	defer restore()
+	defer relaxCollector()()
 	s := &sim{cluster: cl, nodes: map[string]*simnode.Node{}, out: o.Out}
 	for i := range o.Nodes {
 		name := fmt.Sprintf(nodeNameForm, i)
