@@ -64,7 +64,9 @@ type Row struct {
 	Shown  string
 	Target *Target
 	// Held says what holds the figure when a run misses its target: the page
-	// prints it under the area's table, only then.
+	// prints it under the area's table, only then. A {unit} in it is the
+	// median of what the row's benchmark (Of's) reported under that unit, so
+	// the page says how much of what held it in that run.
 	Held string
 }
 
@@ -83,11 +85,13 @@ func m(bench, unit string) Metric { return Metric{Bench: bench, Unit: unit} }
 
 // What holds the scale targets, where a run misses them.
 const (
-	heldByAPIServer = "the machine's 2 cores, in use throughout the change: the API server took the largest share, the simulated " +
-		"agents' process and the operator most of the rest (the CPU rows below). The API server serves every writer's writes " +
-		"(the change's own, the nodes' lease renewals and status) at a rate that falls as the cluster grows (the rows of writes " +
-		"it served a second, below); the change's own are 2 a node, 10,000 at 5,000 nodes, and at that rate they alone take " +
-		"most of the 60 s"
+	heldByAPIServer = "the machine's 2 cores, in use throughout the change's {patch-to-end-s} s: the API server took " +
+		"{apiserver-cpu-s} CPU-seconds, the simulated agents' process {agents-cpu-s}, the operator {operator-cpu-s}, etcd " +
+		"{etcd-cpu-s}, kube-controller-manager {kcm-cpu-s} and kwok {kwok-cpu-s}. The API server served {apiserver-writes/s} " +
+		"writes a second from every writer, per node: NetshiftNodeStates {nodestate-writes/node} (the change's own: the " +
+		"agent's precondition answer and its steps' report, and what was sent again), kwok's lease renewals " +
+		"{lease-writes/node} and Nodes {node-writes/node}. The change's own writes, 2 a node, go through at that rate " +
+		"and alone take most of the 60 s"
 	heldByGrowth = "the rate at which the API server serves writes falls as the cluster grows (the rows of writes it served a second, " +
 		"below: fewer at 5,000 nodes than at 500, on the same 2 cores), and each of the operator's passes reads every node"
 	heldByRetries = "the change's own writes are 2 a node (the agent's precondition answer and its steps' report; the plan, T0 " +

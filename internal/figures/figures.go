@@ -3,6 +3,7 @@ package figures
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -68,6 +69,7 @@ func Compute(rows []Row, jobs []Job, res Results) []Figure {
 	out := make([]Figure, 0, len(rows))
 	for _, r := range rows {
 		f := Figure{Row: r, Command: cmds[r.Job], Values: values(r, res)}
+		f.Held = fillHeld(r.Held, res[r.Of.Bench])
 		if f.Measured() {
 			sorted := slices.Sorted(slices.Values(f.Values))
 			f.Min, f.Max, f.Median = sorted[0], sorted[len(sorted)-1], median(sorted)
@@ -163,4 +165,19 @@ func Unnamed(rows []Row, res Results) map[string]map[string][]float64 {
 		}
 	}
 	return out
+}
+
+// heldUnit is a {unit} in a row's Held.
+var heldUnit = regexp.MustCompile(`\{([^{}\s]+)\}`)
+
+// fillHeld puts into held the median of each {unit} the benchmark reported,
+// "not measured" where it reported none.
+func fillHeld(held string, reported map[string][]float64) string {
+	return heldUnit.ReplaceAllStringFunc(held, func(ref string) string {
+		vs := reported[strings.Trim(ref, "{}")]
+		if len(vs) == 0 {
+			return "not measured"
+		}
+		return number(median(slices.Sorted(slices.Values(vs))))
+	})
 }

@@ -1,6 +1,7 @@
 package figures
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -166,6 +167,58 @@ func TestPageSaysWhatHoldsAMissedTarget(t *testing.T) {
 	for _, not := range []string{"held by met", "held by not run"} {
 		if strings.Contains(page, not) {
 			t.Errorf("the page says %q", not)
+		}
+	}
+}
+
+// TestWhatHoldsATargetCarriesTheRunsFigures: a {unit} in a row's Held becomes the median of
+// what the row's benchmark reported under it, on the page and in the JSON's figure.
+func TestWhatHoldsATargetCarriesTheRunsFigures(t *testing.T) {
+	rows := []Row{{Area: AreaScale, What: "change", Job: "scale", Of: m("BenchmarkX", "s"), Target: Below(60),
+		Held: "the API server took {cpu-s} CPU-seconds, {writes/s} writes a second, etcd {etcd-cpu-s}"}}
+	res := Results{"BenchmarkX": {"s": {70, 90, 80}, "cpu-s": {75.5, 74.25, 80}, "writes/s": {216}}}
+	figs := Compute(rows, Jobs, res)
+	want := "the API server took 75.5 CPU-seconds, 216 writes a second, etcd not measured"
+	if figs[0].Held != want {
+		t.Errorf("Held = %q, want %q", figs[0].Held, want)
+	}
+	if page := Page(Run{Cores: 2}, figs); !strings.Contains(page, "- change: "+want+".\n") {
+		t.Errorf("the page does not carry the run's figures in what holds the target:\n%s", page)
+	}
+}
+
+// TestWhatHoldsATargetNamesWhatItsBenchmarkReports: every {unit} in a row's Held is a metric its
+// benchmark reported in the committed run (docs/figures.json), so no page says "not measured"
+// for a name that was mistyped.
+func TestWhatHoldsATargetNamesWhatItsBenchmarkReports(t *testing.T) {
+	data, err := os.ReadFile("../../docs/figures.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run struct {
+		Figures      []Figure                        `json:"figures"`
+		OtherMetrics map[string]map[string][]float64 `json:"otherMetrics"`
+	}
+	if err := json.Unmarshal(data, &run); err != nil {
+		t.Fatal(err)
+	}
+	reported := map[Metric]bool{}
+	for _, f := range run.Figures {
+		reported[f.Of] = true
+		if f.Per != nil {
+			reported[*f.Per] = true
+		}
+	}
+	for bench, units := range run.OtherMetrics {
+		for unit := range units {
+			reported[Metric{bench, unit}] = true
+		}
+	}
+	for _, r := range Rows {
+		for _, ref := range heldUnit.FindAllStringSubmatch(r.Held, -1) {
+			if !reported[Metric{r.Of.Bench, ref[1]}] {
+				t.Errorf("row %q: what holds it names {%s}, which %s did not report", r.What, ref[1], r.Of.Bench)
+			}
 		}
 	}
 }
