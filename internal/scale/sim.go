@@ -243,12 +243,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer cl.stop()
 	// Only once the control plane, kwok and the operator run: a child takes its thread's nice.
-	restore, err := raiseAgentsPriority()
+	restoreNice, err := raiseAgentsPriority()
 	if err != nil {
 		fmt.Fprintf(o.Out, "scale: %v: the agents share the cores with the control plane at its priority\n", err)
 	}
-	defer restore()
-	defer relaxCollector()()
+	defer restoreNice()
+	restoreCollector := relaxCollector()
+	defer restoreCollector()
 	s := &sim{cluster: cl, nodes: map[string]*simnode.Node{}, out: o.Out}
 	for i := range o.Nodes {
 		name := fmt.Sprintf(nodeNameForm, i)
