@@ -171,12 +171,12 @@ func Unnamed(rows []Row, res Results) map[string]map[string][]float64 {
 var heldUnit = regexp.MustCompile(`\{([^{}\s]+)\}`)
 
 // fillHeld puts into held the median of each {unit} the benchmark reported,
-// "not measured" where it reported none.
+// "(not measured)" where it reported none.
 func fillHeld(held string, reported map[string][]float64) string {
 	return heldUnit.ReplaceAllStringFunc(held, func(ref string) string {
 		vs := reported[strings.Trim(ref, "{}")]
 		if len(vs) == 0 {
-			return "not measured"
+			return "(not measured)"
 		}
 		return number(median(slices.Sorted(slices.Values(vs))))
 	})

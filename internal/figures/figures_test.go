@@ -172,13 +172,14 @@ func TestPageSaysWhatHoldsAMissedTarget(t *testing.T) {
 }
 
 // TestWhatHoldsATargetCarriesTheRunsFigures: a {unit} in a row's Held becomes the median of
-// what the row's benchmark reported under it, on the page and in the JSON's figure.
+// what the row's benchmark reported under it (of an even count, the mean of the middle two), on
+// the page; an empty {} is left as written.
 func TestWhatHoldsATargetCarriesTheRunsFigures(t *testing.T) {
 	rows := []Row{{Area: AreaScale, What: "change", Job: "scale", Of: m("BenchmarkX", "s"), Target: Below(60),
-		Held: "the API server took {cpu-s} CPU-seconds, {writes/s} writes a second, etcd {etcd-cpu-s}"}}
-	res := Results{"BenchmarkX": {"s": {70, 90, 80}, "cpu-s": {75.5, 74.25, 80}, "writes/s": {216}}}
+		Held: "the API server took {cpu-s} CPU-seconds, {writes/s} writes a second, etcd {etcd-cpu-s}, kwok {kwok-cpu-s} {}"}}
+	res := Results{"BenchmarkX": {"s": {70, 90, 80}, "cpu-s": {75.5, 74.25, 80}, "writes/s": {216}, "kwok-cpu-s": {4, 1, 2, 3}}}
 	figs := Compute(rows, Jobs, res)
-	want := "the API server took 75.5 CPU-seconds, 216 writes a second, etcd not measured"
+	want := "the API server took 75.5 CPU-seconds, 216 writes a second, etcd (not measured), kwok 2.5 {}"
 	if figs[0].Held != want {
 		t.Errorf("Held = %q, want %q", figs[0].Held, want)
 	}
@@ -188,8 +189,9 @@ func TestWhatHoldsATargetCarriesTheRunsFigures(t *testing.T) {
 }
 
 // TestWhatHoldsATargetNamesWhatItsBenchmarkReports: every {unit} in a row's Held is a metric its
-// benchmark reported in the committed run (docs/figures.json), so no page says "not measured"
-// for a name that was mistyped.
+// benchmark reported in the committed run (docs/figures.json), so no page says "(not measured)"
+// for a name that was mistyped. A benchmark that reported nothing in that run (its job failed)
+// says nothing either way.
 func TestWhatHoldsATargetNamesWhatItsBenchmarkReports(t *testing.T) {
 	data, err := os.ReadFile("../../docs/figures.json")
 	if err != nil {
@@ -202,19 +204,21 @@ func TestWhatHoldsATargetNamesWhatItsBenchmarkReports(t *testing.T) {
 	if err := json.Unmarshal(data, &run); err != nil {
 		t.Fatal(err)
 	}
-	reported := map[Metric]bool{}
+	reported, ran := map[Metric]bool{}, map[string]bool{}
 	for _, f := range run.Figures {
-		reported[f.Of] = true
-		if f.Per != nil {
-			reported[*f.Per] = true
+		if len(f.Values) > 0 && f.Per == nil {
+			reported[f.Of], ran[f.Of.Bench] = true, true
 		}
 	}
 	for bench, units := range run.OtherMetrics {
 		for unit := range units {
-			reported[Metric{bench, unit}] = true
+			reported[Metric{bench, unit}], ran[bench] = true, true
 		}
 	}
 	for _, r := range Rows {
+		if !ran[r.Of.Bench] {
+			continue
+		}
 		for _, ref := range heldUnit.FindAllStringSubmatch(r.Held, -1) {
 			if !reported[Metric{r.Of.Bench, ref[1]}] {
 				t.Errorf("row %q: what holds it names {%s}, which %s did not report", r.What, ref[1], r.Of.Bench)

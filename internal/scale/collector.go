@@ -17,8 +17,8 @@ const agentsGCPercent = 400
 
 // agentsMemoryShare is the part of the machine's memory past which the
 // collector runs sooner than agentsGCPercent asks: the rest is the control
-// plane's, whose API server took 3.3 GiB at 5,000 nodes. At 5,000 nodes the
-// agents took 4.6 GiB at their peak, under half of 23.5 GiB; at 10,000 nodes
+// plane's, whose API server took 3.3 to 3.7 GiB at 5,000 nodes. At 5,000 nodes
+// the agents took 4.5 GiB at their peak, under half of 23.5 GiB; at 10,000 nodes
 // (not measured) the limit may bind, and the collector then runs about as
 // often as at the default target.
 const agentsMemoryShare = 2
