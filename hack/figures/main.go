@@ -88,11 +88,7 @@ func render(args []string) error {
 	if err := os.WriteFile(*page, []byte(figures.Page(run, figs)), 0o644); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(struct {
-		Run     figures.Run                     `json:"run"`
-		Figures []figures.Figure                `json:"figures"`
-		Other   map[string]map[string][]float64 `json:"otherMetrics"`
-	}{run, figs, figures.Unnamed(figures.Rows, res)}, "", "  ")
+	data, err := json.MarshalIndent(figures.Document{Run: run, Figures: figs, OtherMetrics: figures.Unnamed(figures.Rows, res)}, "", "  ")
 	if err != nil {
 		return err
 	}

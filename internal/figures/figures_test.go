@@ -197,10 +197,7 @@ func TestWhatHoldsATargetNamesWhatItsBenchmarkReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var run struct {
-		Figures      []Figure                        `json:"figures"`
-		OtherMetrics map[string]map[string][]float64 `json:"otherMetrics"`
-	}
+	var run Document
 	if err := json.Unmarshal(data, &run); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,14 @@ type Run struct {
 	Jobs   []JobRun `json:"jobs"`
 }
 
+// A Document is the figures' JSON: the run, its figures, and every metric
+// the benchmarks reported that no row names.
+type Document struct {
+	Run          Run                             `json:"run"`
+	Figures      []Figure                        `json:"figures"`
+	OtherMetrics map[string]map[string][]float64 `json:"otherMetrics"`
+}
+
 // A JobRun is how one job of the run went.
 type JobRun struct {
 	Name    string `json:"name"`
