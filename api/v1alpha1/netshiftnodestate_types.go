@@ -175,6 +175,16 @@ type LiveChangePlan struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=60000
 	ClockSpreadMs int32 `json:"clockSpreadMs,omitempty"`
+	// ReportSpreadMs is the window, in milliseconds, over which the agents report steps that
+	// succeeded, each at a moment of its own after its last step: every node runs its steps at
+	// T0, and thousands of reports written at once would overrun the API server's priority
+	// level for the agents, which answers the excess 429 and tells them all to try again at the
+	// same moment, later each time. A failed step is reported at once. The operator sets it
+	// from the number of nodes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=60000
+	ReportSpreadMs int32 `json:"reportSpreadMs,omitempty"`
 	// WrittenAt is when the operator wrote the cluster's plan, by its clock. Each agent reports
 	// how long the plan took to reach it (status.liveChange.planReachedMs), and the operator sets
 	// T0's lead from those: T0 reaches the agents the same way. A node's own plan has none.

@@ -109,7 +109,31 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 	}
 	held.release() // not across the report's write
 	a.doneAt[plan.ID] = a.now()
+	a.awaitReportTurn(ctx, plan)
 	return ctrl.Result{RequeueAfter: settleDelay}, a.reportSteps(ctx, nns, plan.ID, unreported, true)
+}
+
+// awaitReportTurn waits for the node's moment in the plan's report spread,
+// drawn at random, so that a cluster's agents, whose steps all ran at T0, do
+// not write their reports at once. A plan withdrawn or replaced meanwhile (a
+// rollback) ends the wait: what the steps did is reported before anything else.
+func (a *Agent) awaitReportTurn(ctx context.Context, plan *v1alpha1.LiveChangePlan) {
+	spread := time.Duration(plan.ReportSpreadMs) * time.Millisecond
+	if spread <= 0 {
+		return
+	}
+	wait := rand.N(spread)
+	if a.reportTurn != nil {
+		wait = a.reportTurn(spread)
+	}
+	watched, withdrawn := a.whilePlanned(ctx, plan.ID)
+	defer withdrawn()
+	turn := time.NewTimer(wait)
+	defer turn.Stop()
+	select {
+	case <-watched.Done():
+	case <-turn.C:
+	}
 }
 
 // reportBatchWindow is how far the next step may be for the steps run so far

@@ -12,11 +12,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/scheme"
 	"netshift.io/netshift/internal/testenv"
 )
 
@@ -243,4 +245,123 @@ func TestTheAnswerSaysHowLongThePlanTookToArrive(t *testing.T) {
 		t.Fatalf("answer %+v (reached %v): want it ready, with how long its plan took, no longer than since it was written", r, r.PlanReachedMs)
 	}
 	t.Logf("the plan reached the agent %d ms after it was written", *r.PlanReachedMs)
+}
+
+// TestStepsAreReportedAtTheNodesTurn: a node runs its steps at T0 and
+// reports them at its moment in the plan's report spread (here its end), so
+// that a cluster's agents do not all write at once; a failed step is
+// reported at once, and so are steps whose plan a rollback replaced while
+// their report waited.
+func TestStepsAreReportedAtTheNodesTurn(t *testing.T) {
+	testenv.Require(t, envMissing)
+	ctx := context.Background()
+	c := env.Client
+	clock := timeServer(t)
+	last := func(spread time.Duration) time.Duration { return spread }
+	step := v1alpha1.StepAction("TunnelPort")
+	for _, tc := range []struct {
+		name       string
+		spread     time.Duration
+		fail       bool
+		rollBack   bool
+		atLeast    time.Duration // after T0
+		within     time.Duration // after T0
+		wantFailed bool
+	}{
+		{name: "ran", spread: 3 * time.Second, atLeast: 3 * time.Second, within: 8 * time.Second},
+		{name: "failed", spread: time.Minute, fail: true, within: 5 * time.Second, wantFailed: true},
+		{name: "replaced", spread: time.Minute, rollBack: true, within: 8 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := "turn-" + tc.name
+			if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+				t.Fatal(err)
+			}
+			o := Options{Node: node, reportTurn: last}
+			// netshift's own step, which needs no network plugin on the node, or one made to fail.
+			steps := []v1alpha1.ScheduledStep{{Action: v1alpha1.StepNetworkConfig, Value: 6082}}
+			if tc.fail {
+				o.FailStepOnce = []v1alpha1.StepAction{step}
+				steps = []v1alpha1.ScheduledStep{{Action: step, Value: 6082}}
+			}
+			defer runAgent(t, o)()
+			plan := &v1alpha1.LiveChangePlan{ID: "geneve-7-" + tc.name, Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082,
+				TimeURL: clock, ReportSpreadMs: int32(tc.spread.Milliseconds()), Steps: steps,
+				Network: &v1alpha1.NodeNetworkConfig{MTU: 1400, Encapsulation: v1alpha1.EncapGeneve, TunnelPort: 6082}}
+			nns := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NetshiftNodeStateSpec{LiveChange: plan}}
+			if err := c.Create(ctx, nns); err != nil {
+				t.Fatal(err)
+			}
+			got := waitNodeState(t, node, "the plan answered", func(s *v1alpha1.NetshiftNodeState) bool { return s.Status.LiveChange != nil })
+			// Every version of the state, from here: a rollback's answer soon replaces the report.
+			w := watchNodeState(t, node, got.ResourceVersion)
+			t0 := time.Now().Add(time.Second)
+			got.Spec.LiveChange.T0 = ptr.To(metav1.NewMicroTime(t0))
+			if err := c.Update(ctx, got); err != nil {
+				t.Fatal(err)
+			}
+			if tc.rollBack {
+				time.Sleep(time.Until(t0) + time.Second) // the steps ran; their report waits for its turn
+				rollback := &v1alpha1.LiveChangePlan{ID: plan.ID + "-rollback", Kind: plan.Kind, From: 6082, To: 6081, Rollback: true,
+					T0: ptr.To(metav1.NewMicroTime(time.Now().Add(time.Hour)))}
+				if err := c.Get(ctx, client.ObjectKey{Name: node}, got); err != nil {
+					t.Fatal(err)
+				}
+				got.Spec.LiveChange = rollback
+				if err := c.Update(ctx, got); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, at := firstNodeState(t, w, "the steps reported", func(s *v1alpha1.NetshiftNodeState) bool {
+				r := s.Status.LiveChange
+				return r != nil && r.ID == plan.ID && r.Done
+			})
+			after := at.Sub(t0)
+			if after < tc.atLeast || after > tc.within {
+				t.Errorf("the steps reported %s after T0; want from %s to %s (spread %s)", after.Round(time.Millisecond), tc.atLeast, tc.within, tc.spread)
+			}
+			if got.Status.LiveChange.Failed != tc.wantFailed {
+				t.Errorf("report %+v: failed %v, want %v", got.Status.LiveChange, got.Status.LiveChange.Failed, tc.wantFailed)
+			}
+		})
+	}
+}
+
+// watchNodeState watches the node's state from resourceVersion on, until the test ends.
+func watchNodeState(t *testing.T, node, resourceVersion string) watch.Interface {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Admin, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &v1alpha1.NetshiftNodeStateList{},
+		client.MatchingFields{"metadata.name": node}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: resourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// firstNodeState is the first version of the node's state on w that is as ok says, and when
+// it arrived; it waits up to 90 s.
+func firstNodeState(t *testing.T, w watch.Interface, what string, ok func(*v1alpha1.NetshiftNodeState) bool) (*v1alpha1.NetshiftNodeState, time.Time) {
+	t.Helper()
+	timeout := time.After(90 * time.Second)
+	var last *v1alpha1.NetshiftNodeState
+	for {
+		select {
+		case ev, open := <-w.ResultChan():
+			if !open {
+				t.Fatalf("%s: the watch ended; the state's last status %+v", what, last)
+			}
+			if s, isState := ev.Object.(*v1alpha1.NetshiftNodeState); isState {
+				if last = s; ok(s) {
+					return s, time.Now()
+				}
+			}
+		case <-timeout:
+			t.Fatalf("%s: never; the state's last status %+v", what, last)
+		}
+	}
 }

@@ -70,10 +70,13 @@ func TestAnswered(t *testing.T) {
 	}
 }
 
-func TestClockSpread(t *testing.T) {
-	for nodes, want := range map[int]time.Duration{0: 0, 3: 12 * time.Millisecond, 1000: 4 * time.Second, 5000: 20 * time.Second, 100000: time.Minute} {
+func TestAgentsSpread(t *testing.T) {
+	for nodes, want := range map[int]time.Duration{0: 0, 3: 18 * time.Millisecond, 1000: 6 * time.Second, 5000: 30 * time.Second, 10000: time.Minute, 100000: time.Minute} {
 		if got := ClockSpread(nodes); got != want {
-			t.Errorf("%d nodes: %s, want %s", nodes, got, want)
+			t.Errorf("%d nodes: clock checks over %s, want %s", nodes, got, want)
+		}
+		if got := ReportSpread(nodes); got != want {
+			t.Errorf("%d nodes: reports over %s, want %s", nodes, got, want)
 		}
 	}
 }

@@ -602,7 +602,8 @@ func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.Net
 	}
 	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
 		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL,
-		ClockSpreadMs: int32(livechange.ClockSpread(nodes).Milliseconds()), WrittenAt: ptr.To(metav1.NewMicroTime(r.Now()))}
+		ClockSpreadMs: int32(livechange.ClockSpread(nodes).Milliseconds()), ReportSpreadMs: int32(livechange.ReportSpread(nodes).Milliseconds()),
+		WrittenAt: ptr.To(metav1.NewMicroTime(r.Now()))}
 	if err := r.setClusterPlan(ctx, plan); err != nil {
 		return err
 	}
