@@ -341,7 +341,8 @@ func TestManifestsApplyCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kubectl apply -k config/default: %v\n%s", err, out)
 	}
-	for _, want := range []string{"deployment.apps/netshift-operator", "daemonset.apps/netshift-agent", "validatingadmissionpolicy.admissionregistration.k8s.io/netshift-agent-own-node", "customresourcedefinition.apiextensions.k8s.io/netshiftnodepools.netshift.io"} {
+	for _, want := range []string{"deployment.apps/netshift-operator", "daemonset.apps/netshift-agent", "validatingadmissionpolicy.admissionregistration.k8s.io/netshift-agent-own-node",
+		"flowschema.flowcontrol.apiserver.k8s.io/netshift-agents", "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/netshift-agents", "customresourcedefinition.apiextensions.k8s.io/netshiftnodepools.netshift.io"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("kubectl output lacks %s:\n%s", want, out)
 		}

@@ -261,9 +261,10 @@ func (u uninstallRun) deleteObjects(ctx context.Context) error {
 // component's), in the order they are deleted.
 func installedObjects() ([]*unstructured.Unstructured, error) {
 	rank := map[string]int{"DaemonSet": 0, "Deployment": 0, "ValidatingAdmissionPolicyBinding": 1, "ValidatingAdmissionPolicy": 2,
+		"FlowSchema": 1, "PriorityLevelConfiguration": 2,
 		"RoleBinding": 3, "ClusterRoleBinding": 3, "Role": 4, "ClusterRole": 4, "ServiceAccount": 5, "Namespace": 6, "CustomResourceDefinition": 7}
 	var objs []*unstructured.Unstructured
-	for _, dir := range []string{"agent", "manager", "policy", "rbac", "components", "crd"} {
+	for _, dir := range []string{"agent", "manager", "policy", "flowcontrol", "rbac", "components", "crd"} {
 		sub, err := fs.Sub(config.Kustomize, dir)
 		if err != nil {
 			return nil, err
