@@ -30,11 +30,13 @@ type agents struct {
 	requests *apicount.Counter
 }
 
-// agentConfig is node's agent's identity (a per-node user in group netshift:agents, as the
-// lab's agents have) with a connection of its own: client-go shares one connection between
-// configs it can cache, and a real agent has its own.
+// agentConfig is node's agent's identity with a connection of its own. The identity is the
+// DaemonSet's: its ServiceAccount, with the node's name as a pod-bound token carries it, so
+// the API server's priority and fairness sees every agent as one flow, as on a real cluster.
+// The connection is its own because client-go shares one between configs it can cache, and
+// a real agent has its own.
 func (c *cluster) agentConfig(node string, counter *apicount.Counter) *rest.Config {
-	cfg := c.cp.As("netshift:agent:"+node, []string{"netshift:agents", "system:authenticated"}, nil)
+	cfg := c.cp.AgentConfig(node)
 	cfg.QPS, cfg.Burst = 20, 30 // a real agent's client-go defaults are 5 and 10; it rarely needs more
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	cfg.Dial = dialer.DialContext // its own: no shared transport
