@@ -90,8 +90,8 @@ type Agent struct {
 	gate *offGate
 	// reported is what this agent reported of each live change plan (see planMemory).
 	reported planMemory
-	// reportTurn is Options.reportTurn.
-	reportTurn func(spread time.Duration) time.Duration
+	// drawTurn is Options.drawTurn.
+	drawTurn func(spread time.Duration) time.Duration
 	// startedAt is when the agent's first pass ran, by its clock: a plan written before then
 	// reached it by its start, and its delay says nothing of how plans reach agents
 	// (PlanReachedMs).
@@ -149,9 +149,9 @@ type Options struct {
 	// FailStepOnce makes the first run of these steps fail, for tests of failure handling; a step
 	// listed twice fails twice (the change's run and its rollback's).
 	FailStepOnce []v1alpha1.StepAction
-	// reportTurn, when set, is the node's moment in a report spread (tests); otherwise drawn at
-	// random.
-	reportTurn func(spread time.Duration) time.Duration
+	// drawTurn, when set, is the node's moment in a window its agent shares with the cluster's
+	// (tests); otherwise drawn at random.
+	drawTurn func(spread time.Duration) time.Duration
 	// TunnelPortPath, when set (lab builds), may take the tunnel port step another way: the
 	// benchmark compares the OVSDB client netshift uses with the exec of ovs-vsctl it replaced.
 	TunnelPortPath nodenet.TunnelPortPath
@@ -339,7 +339,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		UnderlayInterface: o.UnderlayInterface, OperatorTimeURL: o.OperatorTimeURL, MaxClockSkew: o.MaxClockSkew,
 		now: func() time.Time { return time.Now().Add(o.ClockOffset) }, Reboot: o.Reboot, failSteps: map[v1alpha1.StepAction]int{},
 		doneAt: map[string]time.Time{}, settled: map[string]bool{}, Pods: o.Pods, IntegrationBridge: o.IntegrationBridge,
-		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, Host: o.Host, reader: mgr.GetAPIReader(), reportTurn: o.reportTurn}
+		NetworkConfig: o.NetworkConfig, BootIDFile: o.BootIDFile, Host: o.Host, reader: mgr.GetAPIReader(), drawTurn: o.drawTurn}
 	if o.Host != nil {
 		a.now = o.Host.Now
 	}

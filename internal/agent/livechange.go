@@ -110,29 +110,64 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 	held.release() // not across the report's write
 	a.doneAt[plan.ID] = a.now()
 	a.awaitReportTurn(ctx, plan)
+	if ctx.Err() != nil {
+		// The agent is stopping during its wait: what the steps did is written before it goes,
+		// or its next start would run them again.
+		stopping, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportWhenStopping)
+		defer cancel()
+		ctx = stopping
+	}
 	return ctrl.Result{RequeueAfter: settleDelay}, a.reportSteps(ctx, nns, plan.ID, unreported, true)
 }
 
+// reportWhenStopping is how long an agent stopping before its report's turn
+// tries to write it.
+const reportWhenStopping = 5 * time.Second
+
 // awaitReportTurn waits for the node's moment in the plan's report spread,
-// drawn at random, so that a cluster's agents, whose steps all ran at T0, do
-// not write their reports at once. A plan withdrawn or replaced meanwhile (a
-// rollback) ends the wait: what the steps did is reported before anything else.
+// so that a cluster's agents, whose steps all ran at T0, do not write their
+// reports at once. A plan withdrawn or replaced meanwhile (a rollback) ends
+// the wait: what the steps did is reported before anything else. The pods set
+// up just before the last step are aligned meanwhile, when they would have
+// been without the wait.
 func (a *Agent) awaitReportTurn(ctx context.Context, plan *v1alpha1.LiveChangePlan) {
 	spread := time.Duration(plan.ReportSpreadMs) * time.Millisecond
 	if spread <= 0 {
 		return
 	}
-	wait := rand.N(spread)
-	if a.reportTurn != nil {
-		wait = a.reportTurn(spread)
-	}
 	watched, withdrawn := a.whilePlanned(ctx, plan.ID)
 	defer withdrawn()
-	turn := time.NewTimer(wait)
-	defer turn.Stop()
+	turn := a.turn(spread)
+	if turn > settleDelay && plan.Network != nil && a.config() != nil {
+		if !pause(watched, settleDelay) {
+			return
+		}
+		if err := a.settleNow(watched, plan); err != nil {
+			log.FromContext(ctx).Error(err, "pods not aligned after the change; they are when its report is written", "node", a.Node, "change", plan.ID)
+		}
+		turn -= settleDelay
+	}
+	pause(watched, turn)
+}
+
+// turn is the node's moment in a window of spread that every agent of the
+// cluster entered at once, drawn at random.
+func (a *Agent) turn(spread time.Duration) time.Duration {
+	if a.drawTurn != nil {
+		return a.drawTurn(spread)
+	}
+	return rand.N(spread)
+}
+
+// pause waits d, or less if ctx ends first; it says whether d passed.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-watched.Done():
-	case <-turn.C:
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -324,18 +359,22 @@ func (a *Agent) settle(ctx context.Context, plan *v1alpha1.LiveChangePlan) (ctrl
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
+	return ctrl.Result{}, a.settleNow(ctx, plan)
+}
+
+func (a *Agent) settleNow(ctx context.Context, plan *v1alpha1.LiveChangePlan) error {
 	unlock, err := a.lockConfig(ctx)
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	defer unlock()
 	o, err := a.Plugin.Align(ctx, int(plan.Network.MTU))
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	a.settled[plan.ID] = true
 	log.FromContext(ctx).Info("pods aligned after the change", "node", a.Node, "change", plan.ID, "changed", o.Changed, "skipped", o.Skipped)
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // alignAfterBoot aligns the node's pods to mtu under the configuration's lock.
@@ -532,10 +571,7 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 	var lastErr error
 	if spread > 0 {
 		// Every agent of the cluster got the plan at once: each starts at its own moment.
-		select {
-		case <-time.After(rand.N(spread)):
-		case <-ctx.Done():
-		}
+		pause(ctx, a.turn(spread))
 	}
 	client := newClockClient()
 	defer client.CloseIdleConnections()

@@ -251,7 +251,7 @@ func TestTheAnswerSaysHowLongThePlanTookToArrive(t *testing.T) {
 // reports them at its moment in the plan's report spread (here its end), so
 // that a cluster's agents do not all write at once; a failed step is
 // reported at once, and so are steps whose plan a rollback replaced while
-// their report waited.
+// their report waited, or whose agent was stopping.
 func TestStepsAreReportedAtTheNodesTurn(t *testing.T) {
 	testenv.Require(t, envMissing)
 	ctx := context.Background()
@@ -263,28 +263,35 @@ func TestStepsAreReportedAtTheNodesTurn(t *testing.T) {
 		name       string
 		spread     time.Duration
 		fail       bool
-		rollBack   bool
+		interrupt  string        // a second after T0: "rollback" replaces the plan, "stop" stops the agent
 		atLeast    time.Duration // after T0
 		within     time.Duration // after T0
 		wantFailed bool
 	}{
 		{name: "ran", spread: 3 * time.Second, atLeast: 3 * time.Second, within: 8 * time.Second},
 		{name: "failed", spread: time.Minute, fail: true, within: 5 * time.Second, wantFailed: true},
-		{name: "replaced", spread: time.Minute, rollBack: true, within: 8 * time.Second},
+		// The agent looks at its plan 1, 3 and 7 s into the wait.
+		{name: "replaced", spread: time.Minute, interrupt: "rollback", within: 12 * time.Second},
+		{name: "stopping", spread: time.Minute, interrupt: "stop", within: 8 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			node := "turn-" + tc.name
 			if err := c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
 				t.Fatal(err)
 			}
-			o := Options{Node: node, reportTurn: last}
+			o := Options{Node: node, drawTurn: last}
 			// netshift's own step, which needs no network plugin on the node, or one made to fail.
 			steps := []v1alpha1.ScheduledStep{{Action: v1alpha1.StepNetworkConfig, Value: 6082}}
 			if tc.fail {
 				o.FailStepOnce = []v1alpha1.StepAction{step}
 				steps = []v1alpha1.ScheduledStep{{Action: step, Value: 6082}}
 			}
-			defer runAgent(t, o)()
+			stop, stopped := runAgent(t, o), false
+			defer func() {
+				if !stopped {
+					stop()
+				}
+			}()
 			plan := &v1alpha1.LiveChangePlan{ID: "geneve-7-" + tc.name, Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082,
 				TimeURL: clock, ReportSpreadMs: int32(tc.spread.Milliseconds()), Steps: steps,
 				Network: &v1alpha1.NodeNetworkConfig{MTU: 1400, Encapsulation: v1alpha1.EncapGeneve, TunnelPort: 6082}}
@@ -300,8 +307,14 @@ func TestStepsAreReportedAtTheNodesTurn(t *testing.T) {
 			if err := c.Update(ctx, got); err != nil {
 				t.Fatal(err)
 			}
-			if tc.rollBack {
+			if tc.interrupt != "" {
 				time.Sleep(time.Until(t0) + time.Second) // the steps ran; their report waits for its turn
+			}
+			if tc.interrupt == "stop" {
+				stop()
+				stopped = true
+			}
+			if tc.interrupt == "rollback" {
 				rollback := &v1alpha1.LiveChangePlan{ID: plan.ID + "-rollback", Kind: plan.Kind, From: 6082, To: 6081, Rollback: true,
 					T0: ptr.To(metav1.NewMicroTime(time.Now().Add(time.Hour)))}
 				if err := c.Get(ctx, client.ObjectKey{Name: node}, got); err != nil {

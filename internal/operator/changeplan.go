@@ -83,7 +83,9 @@ func (r *LiveChangeReconciler) keepOwnPlans(ctx context.Context, byNode map[stri
 		return err // gone already: a node without its plan is judged from its report alone
 	}
 	own := cluster.DeepCopy()
-	own.WrittenAt = nil // a node that comes back later would count the time it was away as the plan's delivery
+	// A node that comes back later would count the time it was away as the plan's delivery, and
+	// it comes back alone: nothing to spread its answers among.
+	own.WrittenAt, own.ClockSpreadMs, own.ReportSpreadMs = nil, 0, 0
 	return fanOut(ctx, missing, nil, func(ctx context.Context, n string) error { return r.setPlan(ctx, byNode[n], own.DeepCopy()) })
 }
 

@@ -134,7 +134,9 @@ func TestTheClockRunsAStepAtItsTimeByTheNodesOwnClock(t *testing.T) {
 	if err != nil || run.Outcome.Changed != 1 {
 		t.Fatalf("run %+v, %v", run, err)
 	}
-	if late := run.Began.Sub(at); late < 0 || late > 50*time.Millisecond {
+	// By the machine's clock the step's time is an hour ago: run on that clock it would begin at
+	// once, before its time. How late it may be on a loaded machine is not this test's to say.
+	if late := run.Began.Sub(at); late < 0 || late > 10*time.Second {
 		t.Errorf("the step began %s after its time", late)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
