@@ -29,17 +29,10 @@ const finalApproach = 50 * time.Millisecond
 // the agent's clock), or until ctx ends.
 func (a *Agent) untilFinalApproach(ctx context.Context, at time.Time) error {
 	wait := at.Sub(a.now()) - finalApproach
-	if wait <= 0 {
+	if wait <= 0 || pause(ctx, wait) {
 		return nil
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ctx.Err()
 }
 
 // sleepPrecisely blocks the calling goroutine for d on a monotonic timerfd
