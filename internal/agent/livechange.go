@@ -65,7 +65,7 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 		return ctrl.Result{}, err
 	}
 	// A node whose step failed is left as its steps left it, for the operator to roll back.
-	if rep.Done && !rep.Failed && plan.Network != nil && a.config() != nil && !a.settled[plan.ID] {
+	if rep.Done && !rep.Failed && a.unsettled(plan) {
 		return a.settle(ctx, plan)
 	}
 	if plan.T0 == nil || rep.Done || !rep.Ready {
@@ -138,7 +138,7 @@ func (a *Agent) awaitReportTurn(ctx context.Context, plan *v1alpha1.LiveChangePl
 	watched, withdrawn := a.whilePlanned(ctx, plan.ID)
 	defer withdrawn()
 	turn := a.turn(spread)
-	if turn > settleDelay && plan.Network != nil && a.config() != nil {
+	if turn > settleDelay && a.unsettled(plan) {
 		if !pause(watched, settleDelay) {
 			return
 		}
@@ -360,6 +360,12 @@ func (a *Agent) settle(ctx context.Context, plan *v1alpha1.LiveChangePlan) (ctrl
 		}
 	}
 	return ctrl.Result{}, a.settleNow(ctx, plan)
+}
+
+// unsettled says whether the node's pods are still to be aligned once after plan's steps: on a
+// node whose pods are set up from netshift's configuration, by a plan that writes it.
+func (a *Agent) unsettled(plan *v1alpha1.LiveChangePlan) bool {
+	return plan.Network != nil && a.config() != nil && !a.settled[plan.ID]
 }
 
 func (a *Agent) settleNow(ctx context.Context, plan *v1alpha1.LiveChangePlan) error {
