@@ -170,7 +170,8 @@ type LiveChangePlan struct {
 	// ClockSpreadMs is the window, in milliseconds, over which the agents start their clock
 	// check, each at a moment of its own in it: every agent gets the cluster's plan at once, and
 	// the operator's time endpoint would take all their round trips together, too slow to tell
-	// a clock within the allowed skew. The operator sets it from the number of nodes.
+	// a clock within the allowed skew. The operator sets it from the number of nodes and its
+	// --agent-write-spacing.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=60000
@@ -180,7 +181,7 @@ type LiveChangePlan struct {
 	// T0, and thousands of reports written at once would overrun the API server's priority
 	// level for the agents, which answers the excess 429 and tells them all to try again at the
 	// same moment, later each time. A failed step is reported at once. The operator sets it
-	// from the number of nodes.
+	// from the number of nodes and its --agent-write-spacing.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=60000

@@ -181,6 +181,7 @@ func TestCLIRefusesBadInput(t *testing.T) {
 		{[]string{"plan", "--nodes", samples + "example-nodes.yaml", "--pools", plusPercentPool}, `spec.maxParallel: "+50%" is not a count`, exitUsage},
 		{[]string{"operator", "--change-lead", "-1s"}, "--change-lead: -1s is outside 500ms..10m0s", exitUsage},
 		{[]string{"operator", "--step-spacing", "0"}, "--step-spacing: 0s is outside 1ms..10s", exitUsage},
+		{[]string{"operator", "--agent-write-spacing", "1s"}, "--agent-write-spacing: 1s is outside 1ms..100ms", exitUsage},
 		{[]string{"lab", "up", "--nodes", "0"}, "--nodes: 0 is outside 1..50", exitUsage},
 		{[]string{"lab", "up", "--mtu", "0"}, "--mtu: 0 is not a pod MTU", exitUsage},
 		{[]string{"demo", "--hold", "2h"}, "--hold: 2h0m0s is outside 0s..1m", exitUsage},

@@ -59,6 +59,7 @@ down.`,
 	f.IntVar(&o.PodsPerNode, "pods-per-node", o.PodsPerNode, "pods on each node for the drain (0..100)")
 	f.IntVar(&o.Pools, "pools", o.Pools, "node pools for the drain (1..100), of mixed priorities, each maxParallel 10%")
 	f.DurationVar(&o.WorkTime, "work-time", o.WorkTime, "how long each node's reconfiguration takes once drained (0s..1m; drain)")
+	f.DurationVar(&o.AgentWriteSpacing, "agent-write-spacing", 0, "the operator's --agent-write-spacing (1ms..100ms; 0: its default, 6ms; live changes)")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long the scenario may take")
 	f.StringVar(&o.Dir, "dir", "", "keep the run's files (the processes' and the agents' logs, etcd's data) in this new directory instead of removing them")
 	addOutputFlag(f, &output)

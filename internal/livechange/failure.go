@@ -47,8 +47,8 @@ func RebootOperationID(id string) string { return id + "-reboot" }
 // keeps every packet within the narrowest hop, the other way), timed from t0,
 // with network written last. A change without node steps (a Geneve port the
 // cluster holds in OVN's southbound database) has none to undo either. Its
-// reports are spread over the window of the nodes rolled back.
-func RollbackPlan(plan *v1alpha1.LiveChangePlan, t0 metav1.MicroTime, spacing time.Duration, network v1alpha1.NodeNetworkConfig, nodes int) *v1alpha1.LiveChangePlan {
+// reports are spread over reportSpread (ReportSpread of the nodes rolled back).
+func RollbackPlan(plan *v1alpha1.LiveChangePlan, t0 metav1.MicroTime, spacing time.Duration, network v1alpha1.NodeNetworkConfig, reportSpread time.Duration) *v1alpha1.LiveChangePlan {
 	var back []v1alpha1.StepAction
 	for _, s := range plan.Steps {
 		if s.Action != v1alpha1.StepNetworkConfig {
@@ -58,7 +58,7 @@ func RollbackPlan(plan *v1alpha1.LiveChangePlan, t0 metav1.MicroTime, spacing ti
 	slices.Reverse(back)
 	return &v1alpha1.LiveChangePlan{ID: RollbackID(plan.ID), Kind: plan.Kind, From: plan.To, To: plan.From, Plugin: plan.Plugin,
 		UnderlayMTU: plan.UnderlayMTU, Encapsulation: plan.Encapsulation, Rollback: true, T0: &t0, Network: &network,
-		Steps: timed(back, plan.From, spacing), ReportSpreadMs: int32(ReportSpread(nodes).Milliseconds())}
+		Steps: timed(back, plan.From, spacing), ReportSpreadMs: int32(reportSpread.Milliseconds())}
 }
 
 // RollbackOutcome is where a rollback stands and what follows it.

@@ -41,7 +41,7 @@ func TestRollbackPlan(t *testing.T) {
 	down := &v1alpha1.LiveChangePlan{ID: "mtu-3-1", Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, Encapsulation: v1alpha1.EncapVXLAN,
 		Steps: Schedule(Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, NodeSteps: true}, ovsSteps, 100*time.Millisecond)}
 	down.ReportSpreadMs = 30000 // a change of 5,000 nodes
-	back := RollbackPlan(down, t0, 100*time.Millisecond, old, 10)
+	back := RollbackPlan(down, t0, 100*time.Millisecond, old, ReportSpread(10, DefaultAgentWriteSpacing))
 	if back.ID != "mtu-3-1-rollback" || !back.Rollback || back.From != 1350 || back.To != 1450 || !back.T0.Equal(&t0) || *back.Network != old {
 		t.Fatalf("rollback plan = %+v", back)
 	}
@@ -59,14 +59,14 @@ func TestRollbackPlan(t *testing.T) {
 	}
 	portChange := Change{Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790, NodeSteps: true}
 	port := RollbackPlan(&v1alpha1.LiveChangePlan{ID: "vxlanport-4-1", Kind: v1alpha1.ChangeVXLANPort, From: 4789, To: 4790,
-		Steps: Schedule(portChange, ovsSteps, time.Second)}, t0, time.Second, old, 1)
+		Steps: Schedule(portChange, ovsSteps, time.Second)}, t0, time.Second, old, 0)
 	if got := actions(port.Steps); !reflect.DeepEqual(got, []string{"TunnelPort", "NetworkConfig"}) || port.Steps[0].Value != 4789 {
 		t.Fatalf("rollback of a port change = %+v", port.Steps)
 	}
 	// A Geneve port set in OVN's southbound database has no node step: its rollback has none either.
 	southbound := Change{Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082}
 	sb := RollbackPlan(&v1alpha1.LiveChangePlan{ID: "geneveport-5-1", Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082,
-		Steps: Schedule(southbound, ovsSteps, time.Second)}, t0, time.Second, old, 1)
+		Steps: Schedule(southbound, ovsSteps, time.Second)}, t0, time.Second, old, 0)
 	if got := actions(sb.Steps); !reflect.DeepEqual(got, []string{"NetworkConfig"}) {
 		t.Fatalf("rollback of a southbound port change = %+v", sb.Steps)
 	}

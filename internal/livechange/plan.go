@@ -36,31 +36,40 @@ func OwnPlanOutdated(own *v1alpha1.LiveChangePlan, id string) bool {
 	return own != nil && own.ID != id && own.ID != RollbackID(id)
 }
 
-// ClockSpread is the window over which the agents of a cluster of nodes
-// nodes start their clock checks, each at a moment of its own (each check ends
-// in the report of the node's preconditions). Every agent gets the cluster's
-// plan at once; at 5,000 simulated nodes checking together, some agents'
-// round trips stayed too slow to tell for 25 s, at 1,000 (and at the pace the
-// per-node plans of earlier releases reached the agents) they did not.
-func ClockSpread(nodes int) time.Duration { return agentsSpread(nodes) }
-
-// ReportSpread is the window over which the agents of a cluster of nodes
-// nodes report the steps they ran at T0, each at a moment of its own. The
-// agents of a DaemonSet share one ServiceAccount, so the API server's
-// priority and fairness queues all their requests as one flow: at 5,000
-// simulated nodes reporting together it answered most of them 429 and told
-// them to try again a second later, then two, up to 32 s, all at the same
-// moment, and the change took 143 s from T0 to its end.
-func ReportSpread(nodes int) time.Duration { return agentsSpread(nodes) }
-
-// agentsSpread paces the agents' answers to an event that reaches them all at
-// once: about 167 a second, within a minute. The agents' priority level
+// DefaultAgentWriteSpacing is the time a node the agents' answers to a
+// change are spread over (the operator's --agent-write-spacing): about 167
+// writes a second from every agent together. The agents' priority level
 // (config/flowcontrol) queues what the API server cannot take at once, for at
 // most 15 s; at 5,000 simulated nodes on two cores the API server served
-// about 130 writes a second, and at 200 answers a second (5 ms a node) some
-// waited longer than that and were answered 429.
-func agentsSpread(nodes int) time.Duration {
-	return min(time.Duration(nodes)*6*time.Millisecond, time.Minute)
+// about 130 writes a second on a slow day, and at 200 answers a second (5 ms
+// a node) some waited longer than that and were answered 429.
+const DefaultAgentWriteSpacing = 6 * time.Millisecond
+
+// ClockSpread is the window over which the agents of a cluster of nodes
+// nodes start their clock checks, each at a moment of its own (each check ends
+// in the report of the node's preconditions), perNode apart on average. Every
+// agent gets the cluster's plan at once; at 5,000 simulated nodes checking
+// together, some agents' round trips stayed too slow to tell for 25 s, at
+// 1,000 (and at the pace the per-node plans of earlier releases reached the
+// agents) they did not.
+func ClockSpread(nodes int, perNode time.Duration) time.Duration { return agentsSpread(nodes, perNode) }
+
+// ReportSpread is the window over which the agents of a cluster of nodes
+// nodes report the steps they ran at T0, each at a moment of its own, perNode
+// apart on average. The agents of a DaemonSet share one ServiceAccount, so
+// the API server's priority and fairness queues all their requests as one
+// flow: at 5,000 simulated nodes reporting together it answered most of them
+// 429 and told them to try again a second later, then two, up to 32 s, all at
+// the same moment, and the change took 143 s from T0 to its end.
+func ReportSpread(nodes int, perNode time.Duration) time.Duration {
+	return agentsSpread(nodes, perNode)
+}
+
+// agentsSpread paces the agents' answers to an event that reaches them all at
+// once, within a minute: past 10,000 nodes at the default spacing the API
+// server's queue, not the window, paces them.
+func agentsSpread(nodes int, perNode time.Duration) time.Duration {
+	return min(time.Duration(nodes)*perNode, time.Minute)
 }
 
 // Lead is how far ahead of its write T0 is set, for a change of nodes nodes

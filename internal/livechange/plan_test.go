@@ -71,12 +71,25 @@ func TestAnswered(t *testing.T) {
 }
 
 func TestAgentsSpread(t *testing.T) {
-	for nodes, want := range map[int]time.Duration{0: 0, 3: 18 * time.Millisecond, 1000: 6 * time.Second, 5000: 30 * time.Second, 10000: time.Minute, 100000: time.Minute} {
-		if got := ClockSpread(nodes); got != want {
-			t.Errorf("%d nodes: clock checks over %s, want %s", nodes, got, want)
+	for _, c := range []struct {
+		nodes   int
+		perNode time.Duration
+		want    time.Duration
+	}{
+		{0, DefaultAgentWriteSpacing, 0},
+		{3, DefaultAgentWriteSpacing, 18 * time.Millisecond},
+		{1000, DefaultAgentWriteSpacing, 6 * time.Second},
+		{5000, DefaultAgentWriteSpacing, 30 * time.Second},
+		{10000, DefaultAgentWriteSpacing, time.Minute},
+		{100000, DefaultAgentWriteSpacing, time.Minute},
+		{5000, time.Millisecond, 5 * time.Second}, // a control plane that serves 1,000 writes a second
+		{5000, 100 * time.Millisecond, time.Minute},
+	} {
+		if got := ClockSpread(c.nodes, c.perNode); got != c.want {
+			t.Errorf("%d nodes %s apart: clock checks over %s, want %s", c.nodes, c.perNode, got, c.want)
 		}
-		if got := ReportSpread(nodes); got != want {
-			t.Errorf("%d nodes: reports over %s, want %s", nodes, got, want)
+		if got := ReportSpread(c.nodes, c.perNode); got != c.want {
+			t.Errorf("%d nodes %s apart: reports over %s, want %s", c.nodes, c.perNode, got, c.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -57,6 +58,10 @@ type LiveChangeReconciler struct {
 	Lead time.Duration
 	// Spacing is the time between a node's steps.
 	Spacing time.Duration
+	// AgentWriteSpacing is the time a node over which the agents spread their answers to the
+	// plan and their steps' reports, so together they send the API server no more writes a
+	// second than it serves (zero: livechange.DefaultAgentWriteSpacing).
+	AgentWriteSpacing time.Duration
 	// RetryAfter is how long after failed preconditions a change is tried again.
 	RetryAfter time.Duration
 	// Ledger serializes the change's holds with the drains' and the zone moves'.
@@ -593,6 +598,14 @@ func (r *LiveChangeReconciler) abort(ctx context.Context, ch *v1alpha1.NetworkCh
 // arriving and no deadline sooner.
 const activeHeartbeat = time.Second
 
+// writeSpacing is the time a node the agents spread their answers over.
+func (r *LiveChangeReconciler) writeSpacing() time.Duration {
+	return cmp.Or(r.AgentWriteSpacing, livechange.DefaultAgentWriteSpacing)
+}
+
+// spreadMs is a window as the plan carries it.
+func spreadMs(d time.Duration) int32 { return int32(d.Milliseconds()) }
+
 // planCluster writes change ch's plan for every node of the cluster's nodes
 // (its preconditions: no T0 yet) unless the cluster has it already.
 func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted, nodes int) error {
@@ -602,8 +615,8 @@ func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.Net
 	}
 	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
 		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL,
-		ClockSpreadMs: int32(livechange.ClockSpread(nodes).Milliseconds()), ReportSpreadMs: int32(livechange.ReportSpread(nodes).Milliseconds()),
-		WrittenAt: ptr.To(metav1.NewMicroTime(r.Now()))}
+		WrittenAt: ptr.To(metav1.NewMicroTime(r.Now())), ClockSpreadMs: spreadMs(livechange.ClockSpread(nodes, r.writeSpacing())),
+		ReportSpreadMs: spreadMs(livechange.ReportSpread(nodes, r.writeSpacing()))}
 	if err := r.setClusterPlan(ctx, plan); err != nil {
 		return err
 	}

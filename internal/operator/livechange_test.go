@@ -84,15 +84,19 @@ func startOperator(t *testing.T, cl *cluster) (ctx context.Context, bound chan s
 }
 
 // startReplica runs an operator replica advertising its time endpoint at
-// advertised ("": none) until stop, or the test's end.
-func startReplica(t *testing.T, cl *cluster, advertised string) (ctx context.Context, bound chan string, stop func()) {
+// advertised ("": none) until stop, or the test's end; set changes its options.
+func startReplica(t *testing.T, cl *cluster, advertised string, set ...func(*operator.Options)) (ctx context.Context, bound chan string, stop func()) {
 	t.Helper()
 	bound = make(chan string, 1)
 	ctx, cancel := context.WithCancel(cl.ctx)
-	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0",
+	o := operator.Options{MetricsAddr: "0", HealthAddr: "0",
 		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: operator.Namespace,
 		EvictionRetry: 200 * time.Millisecond, Registry: prometheus.NewRegistry(), ManyInProcess: true,
-		TimeAddr: "127.0.0.1:0", TimeBound: bound, TimeAdvertiseURL: advertised, ChangeRetry: time.Hour})
+		TimeAddr: "127.0.0.1:0", TimeBound: bound, TimeAdvertiseURL: advertised, ChangeRetry: time.Hour}
+	for _, f := range set {
+		f(&o)
+	}
+	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), o)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -187,6 +191,33 @@ func TestAnAbortAskedWithNoLeaderIsHonouredByTheNext(t *testing.T) {
 	}
 	if cn.Status.Applied == nil || cn.Status.Applied.MTU != 1450 {
 		t.Errorf("applied %+v after the abort: want MTU 1450 as before", cn.Status.Applied)
+	}
+}
+
+// TestTheAgentsAnswersAreSpreadAsAsked: the cluster's plan spreads the
+// agents' clock checks (which end in their answers) and their steps' reports
+// over --agent-write-spacing a node: 6 ms by default, less for a control plane
+// that serves more writes a second.
+func TestTheAgentsAnswersAreSpreadAsAsked(t *testing.T) {
+	for _, c := range []struct {
+		spacing time.Duration // 0: the default
+		wantMs  int32
+	}{{0, 3 * 6}, {2 * time.Millisecond, 3 * 2}} {
+		t.Run(c.spacing.String(), func(t *testing.T) {
+			cl := newCluster(t)
+			startReplica(t, cl, "", func(o *operator.Options) { o.AgentWriteSpacing = c.spacing })
+			cl.createNodes("k1", "k2", "k3")
+			cn := createNetwork(t, cl, 1450)
+			cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
+			var plan v1alpha1.NetshiftChangePlan
+			cl.eventually(30*time.Second, "the cluster's plan", func() bool {
+				return cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan) == nil
+			})
+			if plan.Spec.ClockSpreadMs != c.wantMs || plan.Spec.ReportSpreadMs != c.wantMs {
+				t.Errorf("--agent-write-spacing %s, 3 nodes: clock checks over %d ms and reports over %d ms, want %d ms each",
+					c.spacing, plan.Spec.ClockSpreadMs, plan.Spec.ReportSpreadMs, c.wantMs)
+			}
+		})
 	}
 }
 

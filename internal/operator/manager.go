@@ -24,6 +24,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/netplugin/plugins"
 	"netshift.io/netshift/internal/ovs"
@@ -54,6 +55,8 @@ type Options struct {
 	ChangeLead time.Duration
 	// StepSpacing is the time between a node's steps in a live change.
 	StepSpacing time.Duration
+	// AgentWriteSpacing is the time a node the agents' answers to a live change are spread over.
+	AgentWriteSpacing time.Duration
 	// TimeAddr serves the leader's clock at /time for the agents' clock check; "0" disables it.
 	TimeAddr string
 	// TimeAdvertiseURL is the URL at which agents reach this operator's /time endpoint when it
@@ -137,7 +140,8 @@ func DefaultOptions() Options {
 		LeaderElection: true, LeaderElectionID: "netshift-operator", LeaderElectionNS: Namespace,
 		EvictionRetry: 5 * time.Second, AdmissionSettle: rollout.DefaultSettle,
 		ChangeLead: 2 * time.Second, StepSpacing: 100 * time.Millisecond, TimeAddr: ":8082",
-		AnswerTimeout: 30 * time.Second, SouthboundResync: 30 * time.Second, ChangeRetry: 15 * time.Second,
+		AgentWriteSpacing: livechange.DefaultAgentWriteSpacing, AnswerTimeout: 30 * time.Second,
+		SouthboundResync: 30 * time.Second, ChangeRetry: 15 * time.Second,
 		NetworkPlugin: plugins.Default, ZoneCentralReplicas: 1, ZoneMoveTimeout: 5 * time.Minute,
 	}
 }
@@ -274,7 +278,7 @@ func (o Options) cached(zoneObjects *netplugin.Zones) map[client.Object]cache.By
 // setupLiveChange adds the live change controller, zero options taking their defaults.
 func setupLiveChange(mgr ctrl.Manager, o Options, plugin netplugin.Cluster, ledger *Ledger) error {
 	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now, Ledger: ledger,
-		Lead: cmp.Or(o.ChangeLead, 2*time.Second), Spacing: cmp.Or(o.StepSpacing, 100*time.Millisecond),
+		Lead: cmp.Or(o.ChangeLead, 2*time.Second), Spacing: cmp.Or(o.StepSpacing, 100*time.Millisecond), AgentWriteSpacing: o.AgentWriteSpacing,
 		RetryAfter: cmp.Or(o.ChangeRetry, 15*time.Second), AnswerTimeout: cmp.Or(o.AnswerTimeout, 30*time.Second),
 		SouthboundResync: cmp.Or(o.SouthboundResync, 30*time.Second), TimeURL: o.TimeAdvertiseURL, Plugin: plugin}
 	if err := lc.SetupWithManager(mgr); err != nil {

@@ -18,6 +18,8 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.ChangeLead = 0 }, "--change-lead: 0s is outside 500ms..10m0s"},
 		{func(o *Options) { o.StepSpacing = -time.Millisecond }, "--step-spacing: -1ms is outside 1ms..10s"},
 		{func(o *Options) { o.StepSpacing = 0 }, "--step-spacing: 0s is outside 1ms..10s"},
+		{func(o *Options) { o.AgentWriteSpacing = 0 }, "--agent-write-spacing: 0s is outside 1ms..100ms"},
+		{func(o *Options) { o.AgentWriteSpacing = time.Second }, "--agent-write-spacing: 1s is outside 1ms..100ms"},
 		{func(o *Options) { o.EvictionRetry = 0 }, "--eviction-retry: 0s is outside 100ms..10m0s"},
 		{func(o *Options) { o.AdmissionSettle = 2 * time.Minute }, "--admission-settle: 2m0s is outside 0s..1m0s"},
 		{func(o *Options) { o.AnswerTimeout = 0 }, "--answer-timeout: 0s is outside 1s..10m0s"},

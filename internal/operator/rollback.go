@@ -115,7 +115,8 @@ func (r *LiveChangeReconciler) planRollback(ctx context.Context, cn *v1alpha1.Ne
 		if plan == nil || plan.ID != ch.ID {
 			return nil // no plan of the change reached it: nothing to roll back
 		}
-		if err := r.setPlan(ctx, nns, livechange.RollbackPlan(plan, ch.Rollback.T0, r.Spacing, network, len(ch.Rollback.Nodes))); err != nil {
+		if err := r.setPlan(ctx, nns, livechange.RollbackPlan(plan, ch.Rollback.T0, r.Spacing, network,
+			livechange.ReportSpread(len(ch.Rollback.Nodes), r.writeSpacing()))); err != nil {
 			return err
 		}
 		log.FromContext(ctx).Info("rolling back", "node", n, "change", ch.ID, "t0", ch.Rollback.T0.Time)

@@ -70,7 +70,7 @@ func KwokBinary() (string, error) {
 // startCluster starts the control plane (with kube-controller-manager and
 // kube-scheduler), kwok and the operator (netshift, this binary's operator
 // command). Stop it with stop, which removes dir's contents too.
-func startCluster(ctx context.Context, dir, netshift string, out io.Writer) (*cluster, error) {
+func startCluster(ctx context.Context, dir, netshift string, writeSpacing time.Duration, out io.Writer) (*cluster, error) {
 	kwok, err := KwokBinary()
 	if err != nil {
 		return nil, err
@@ -120,9 +120,13 @@ func startCluster(ctx context.Context, dir, netshift string, out io.Writer) (*cl
 		return nil, err
 	}
 	c.metricsURL = "http://" + metricsAddr + "/metrics"
-	if err := c.start("operator", netshift, "operator", "--kubeconfig", opKubeconfig, "--leader-elect=false",
+	args = []string{"operator", "--kubeconfig", opKubeconfig, "--leader-elect=false",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--time-bind-address", timeAddr,
-		"--time-advertise-url", c.timeURL); err != nil {
+		"--time-advertise-url", c.timeURL}
+	if writeSpacing != 0 {
+		args = append(args, "--agent-write-spacing", writeSpacing.String())
+	}
+	if err := c.start("operator", netshift, args...); err != nil {
 		c.stop()
 		return nil, err
 	}

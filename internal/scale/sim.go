@@ -41,6 +41,8 @@ type Options struct {
 	PodsPerNode, Pools int
 	// WorkTime is how long each node's reconfiguration takes once drained (drain only).
 	WorkTime time.Duration
+	// AgentWriteSpacing is the operator's --agent-write-spacing (0: its default).
+	AgentWriteSpacing time.Duration
 	// Netshift is the netshift binary whose operator command runs the operator.
 	Netshift string
 	// Dir holds the cluster's files while it runs (default: a temporary directory, removed after).
@@ -67,6 +69,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--pools %d: must be from 1 to 100", o.Pools)
 	case o.WorkTime < 0 || o.WorkTime > time.Minute:
 		return fmt.Errorf("--work-time %s: must be from 0s to 1m", o.WorkTime)
+	case o.AgentWriteSpacing != 0 && (o.AgentWriteSpacing < time.Millisecond || o.AgentWriteSpacing > 100*time.Millisecond):
+		return fmt.Errorf("--agent-write-spacing %s: must be from 1ms to 100ms (0: the operator's default)", o.AgentWriteSpacing)
 	}
 	return nil
 }
@@ -237,7 +241,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		dir = d
 	}
 	began := time.Now()
-	cl, err := startCluster(ctx, dir, o.Netshift, o.Out)
+	cl, err := startCluster(ctx, dir, o.Netshift, o.AgentWriteSpacing, o.Out)
 	if err != nil {
 		return nil, err
 	}

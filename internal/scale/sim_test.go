@@ -28,6 +28,7 @@ func TestBadOptionsNameTheFlagAndItsRange(t *testing.T) {
 		{func(o *Options) { o.Pools = 0 }, "--pools 0: must be from 1 to 100"},
 		{func(o *Options) { o.PodsPerNode = 101 }, "--pods-per-node 101: must be from 0 to 100"},
 		{func(o *Options) { o.WorkTime = 2 * time.Minute }, "--work-time 2m0s: must be from 0s to 1m"},
+		{func(o *Options) { o.AgentWriteSpacing = time.Second }, "--agent-write-spacing 1s: must be from 1ms to 100ms"},
 	} {
 		o := good
 		tc.change(&o)
