@@ -58,7 +58,7 @@ func RollbackPlan(plan *v1alpha1.LiveChangePlan, t0 metav1.MicroTime, spacing ti
 	slices.Reverse(back)
 	return &v1alpha1.LiveChangePlan{ID: RollbackID(plan.ID), Kind: plan.Kind, From: plan.To, To: plan.From, Plugin: plan.Plugin,
 		UnderlayMTU: plan.UnderlayMTU, Encapsulation: plan.Encapsulation, Rollback: true, T0: &t0, Network: &network,
-		Steps: timed(back, plan.From, spacing), ReportSpreadMs: int32(reportSpread.Milliseconds())}
+		Steps: timed(back, plan.From, spacing), ReportSpreadMs: WindowMs(reportSpread)}
 }
 
 // RollbackOutcome is where a rollback stands and what follows it.

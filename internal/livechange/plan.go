@@ -45,6 +45,13 @@ func OwnPlanOutdated(own *v1alpha1.LiveChangePlan, id string) bool {
 // a node) some waited longer than that and were answered 429.
 const DefaultAgentWriteSpacing = 6 * time.Millisecond
 
+// MinAgentWriteSpacing and MaxAgentWriteSpacing bound --agent-write-spacing:
+// 1,000 writes a second at most, and at most a minute for 600 nodes.
+const (
+	MinAgentWriteSpacing = time.Millisecond
+	MaxAgentWriteSpacing = 100 * time.Millisecond
+)
+
 // ClockSpread is the window over which the agents of a cluster of nodes
 // nodes start their clock checks, each at a moment of its own (each check ends
 // in the report of the node's preconditions), perNode apart on average. Every
@@ -71,6 +78,9 @@ func ReportSpread(nodes int, perNode time.Duration) time.Duration {
 func agentsSpread(nodes int, perNode time.Duration) time.Duration {
 	return min(time.Duration(nodes)*perNode, time.Minute)
 }
+
+// WindowMs is a window as a plan carries it.
+func WindowMs(d time.Duration) int32 { return int32(d.Milliseconds()) }
 
 // Lead is how far ahead of its write T0 is set, for a change of nodes nodes
 // whose agents took reached each to have the plan after the operator wrote it

@@ -603,9 +603,6 @@ func (r *LiveChangeReconciler) writeSpacing() time.Duration {
 	return cmp.Or(r.AgentWriteSpacing, livechange.DefaultAgentWriteSpacing)
 }
 
-// spreadMs is a window as the plan carries it.
-func spreadMs(d time.Duration) int32 { return int32(d.Milliseconds()) }
-
 // planCluster writes change ch's plan for every node of the cluster's nodes
 // (its preconditions: no T0 yet) unless the cluster has it already.
 func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted, nodes int) error {
@@ -615,8 +612,8 @@ func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.Net
 	}
 	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
 		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL,
-		WrittenAt: ptr.To(metav1.NewMicroTime(r.Now())), ClockSpreadMs: spreadMs(livechange.ClockSpread(nodes, r.writeSpacing())),
-		ReportSpreadMs: spreadMs(livechange.ReportSpread(nodes, r.writeSpacing()))}
+		WrittenAt: ptr.To(metav1.NewMicroTime(r.Now())), ClockSpreadMs: livechange.WindowMs(livechange.ClockSpread(nodes, r.writeSpacing())),
+		ReportSpreadMs: livechange.WindowMs(livechange.ReportSpread(nodes, r.writeSpacing()))}
 	if err := r.setClusterPlan(ctx, plan); err != nil {
 		return err
 	}

@@ -55,7 +55,8 @@ type Options struct {
 	ChangeLead time.Duration
 	// StepSpacing is the time between a node's steps in a live change.
 	StepSpacing time.Duration
-	// AgentWriteSpacing is the time a node the agents' answers to a live change are spread over.
+	// AgentWriteSpacing is the time a node over which a live change's agents spread their answers
+	// to its plan, and again their steps' reports.
 	AgentWriteSpacing time.Duration
 	// TimeAddr serves the leader's clock at /time for the agents' clock check; "0" disables it.
 	TimeAddr string

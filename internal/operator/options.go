@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/netplugin/plugins"
 )
 
@@ -26,7 +27,7 @@ func (o Options) Validate() error {
 		{"--admission-settle", o.AdmissionSettle, 0, time.Minute},
 		{"--change-lead", o.ChangeLead, 500 * time.Millisecond, 10 * time.Minute},
 		{"--step-spacing", o.StepSpacing, time.Millisecond, 10 * time.Second},
-		{"--agent-write-spacing", o.AgentWriteSpacing, time.Millisecond, 100 * time.Millisecond},
+		{"--agent-write-spacing", o.AgentWriteSpacing, livechange.MinAgentWriteSpacing, livechange.MaxAgentWriteSpacing},
 		{"--answer-timeout", o.AnswerTimeout, time.Second, 10 * time.Minute},
 		{"--southbound-resync", o.SouthboundResync, time.Second, time.Hour},
 		{"--change-retry", o.ChangeRetry, time.Second, time.Hour},

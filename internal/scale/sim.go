@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/apicount"
+	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/simnode"
 )
 
@@ -69,8 +71,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--pools %d: must be from 1 to 100", o.Pools)
 	case o.WorkTime < 0 || o.WorkTime > time.Minute:
 		return fmt.Errorf("--work-time %s: must be from 0s to 1m", o.WorkTime)
-	case o.AgentWriteSpacing != 0 && (o.AgentWriteSpacing < time.Millisecond || o.AgentWriteSpacing > 100*time.Millisecond):
-		return fmt.Errorf("--agent-write-spacing %s: must be from 1ms to 100ms (0: the operator's default)", o.AgentWriteSpacing)
+	case o.AgentWriteSpacing != 0 && (o.AgentWriteSpacing < livechange.MinAgentWriteSpacing || o.AgentWriteSpacing > livechange.MaxAgentWriteSpacing):
+		return fmt.Errorf("--agent-write-spacing %s: must be from %s to %s (0: the operator's default)", o.AgentWriteSpacing,
+			livechange.MinAgentWriteSpacing, livechange.MaxAgentWriteSpacing)
 	}
 	return nil
 }
@@ -79,6 +82,8 @@ func (o Options) Validate() error {
 type Report struct {
 	Nodes int    `json:"nodes"`
 	Run   string `json:"run"`
+	// AgentWriteSpacing is the operator's --agent-write-spacing in the run, as a duration.
+	AgentWriteSpacing string `json:"agentWriteSpacing"`
 	// SetUpSeconds is how long the cluster took to come up (control plane, kwok, Nodes, agents).
 	SetUpSeconds float64       `json:"setUpSeconds"`
 	Change       *ChangeReport `json:"change,omitempty"`
@@ -267,7 +272,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer s.agents.stopAll()
-	r := &Report{Nodes: o.Nodes, Run: o.Run, SetUpSeconds: time.Since(began).Seconds()}
+	r := &Report{Nodes: o.Nodes, Run: o.Run, SetUpSeconds: time.Since(began).Seconds(),
+		AgentWriteSpacing: cmp.Or(o.AgentWriteSpacing, livechange.DefaultAgentWriteSpacing).String()}
 	fmt.Fprintf(o.Out, "scale: %d nodes up in %s\n", o.Nodes, time.Since(began).Round(time.Second))
 	switch o.Run {
 	case RunMTU:
