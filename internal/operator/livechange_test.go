@@ -206,19 +206,27 @@ func TestTheAgentsAnswersAreSpreadAsAsked(t *testing.T) {
 		t.Run(c.spacing.String(), func(t *testing.T) {
 			cl := newCluster(t)
 			startReplica(t, cl, "", func(o *operator.Options) { o.AgentWriteSpacing = c.spacing })
-			cl.createNodes("k1", "k2", "k3")
-			cn := createNetwork(t, cl, 1450)
-			cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
-			var plan v1alpha1.NetshiftChangePlan
-			cl.eventually(30*time.Second, "the cluster's plan", func() bool {
-				return cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan) == nil
-			})
+			_, plan := planAnMTUChange(t, cl, "k1", "k2", "k3")
 			if plan.Spec.ClockSpreadMs != c.wantMs || plan.Spec.ReportSpreadMs != c.wantMs {
 				t.Errorf("--agent-write-spacing %s, 3 nodes: clock checks over %d ms and reports over %d ms, want %d ms each",
 					c.spacing, plan.Spec.ClockSpreadMs, plan.Spec.ReportSpreadMs, c.wantMs)
 			}
 		})
 	}
+}
+
+// planAnMTUChange creates nodes with no agents and asks their MTU from 1450 to
+// 1400, and returns the network and the cluster's plan once the operator wrote it.
+func planAnMTUChange(t *testing.T, cl *cluster, nodes ...string) (*v1alpha1.NetshiftNetwork, v1alpha1.NetshiftChangePlan) {
+	t.Helper()
+	cl.createNodes(nodes...)
+	cn := createNetwork(t, cl, 1450)
+	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
+	var plan v1alpha1.NetshiftChangePlan
+	cl.eventually(30*time.Second, "the cluster's plan", func() bool {
+		return cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan) == nil
+	})
+	return cn, plan
 }
 
 // TestT0IsAsFarAheadAsThePlanTookToArrive: every node answers with how long
@@ -230,13 +238,7 @@ func TestT0IsAsFarAheadAsThePlanTookToArrive(t *testing.T) {
 	cl := newCluster(t)
 	startOperator(t, cl)
 	nodes := map[string]int32{"k1": 120, "k2": 1600, "k3": 300}
-	cl.createNodes("k1", "k2", "k3")
-	cn := createNetwork(t, cl, 1450)
-	cl.update(cn, func(o client.Object) { o.(*v1alpha1.NetshiftNetwork).Spec.MTU = ptr.To[int32](1400) })
-	var plan v1alpha1.NetshiftChangePlan
-	cl.eventually(30*time.Second, "the cluster's plan", func() bool {
-		return cl.c.Get(cl.ctx, client.ObjectKey{Name: v1alpha1.NetshiftChangePlanName}, &plan) == nil
-	})
+	cn, plan := planAnMTUChange(t, cl, "k1", "k2", "k3")
 	if plan.Spec.WrittenAt == nil {
 		t.Fatalf("the plan %+v carries no time it was written: the agents cannot measure how long it took to reach them", plan.Spec)
 	}
