@@ -120,13 +120,9 @@ func startCluster(ctx context.Context, dir, netshift string, writeSpacing time.D
 		return nil, err
 	}
 	c.metricsURL = "http://" + metricsAddr + "/metrics"
-	args = []string{"operator", "--kubeconfig", opKubeconfig, "--leader-elect=false",
+	if err := c.start("operator", netshift, "operator", "--kubeconfig", opKubeconfig, "--leader-elect=false",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0", "--time-bind-address", timeAddr,
-		"--time-advertise-url", c.timeURL}
-	if writeSpacing != 0 {
-		args = append(args, "--agent-write-spacing", writeSpacing.String())
-	}
-	if err := c.start("operator", netshift, args...); err != nil {
+		"--time-advertise-url", c.timeURL, "--agent-write-spacing", writeSpacing.String()); err != nil {
 		c.stop()
 		return nil, err
 	}

@@ -246,7 +246,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		dir = d
 	}
 	began := time.Now()
-	cl, err := startCluster(ctx, dir, o.Netshift, o.AgentWriteSpacing, o.Out)
+	spacing := cmp.Or(o.AgentWriteSpacing, livechange.DefaultAgentWriteSpacing)
+	cl, err := startCluster(ctx, dir, o.Netshift, spacing, o.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +274,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	defer s.agents.stopAll()
 	r := &Report{Nodes: o.Nodes, Run: o.Run, SetUpSeconds: time.Since(began).Seconds(),
-		AgentWriteSpacing: cmp.Or(o.AgentWriteSpacing, livechange.DefaultAgentWriteSpacing).String()}
+		AgentWriteSpacing: spacing.String()}
 	fmt.Fprintf(o.Out, "scale: %d nodes up in %s\n", o.Nodes, time.Since(began).Round(time.Second))
 	switch o.Run {
 	case RunMTU:
