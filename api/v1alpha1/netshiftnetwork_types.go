@@ -156,6 +156,17 @@ type NetshiftNetworkSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	OnFailure FailurePolicy `json:"onFailure,omitempty"`
+	// DownNodeGrace is how long a node may be NotReady before a live change goes ahead without
+	// it: a duration from "0s" to "24h" written as Go does, e.g. "1m". A node down longer (powered
+	// off, being replaced) is not waited for: it is named in status.change.down and, once Ready
+	// again, brought to status.applied by a catch-up of its own before it is dropped from that
+	// list. A node that blinks for less is waited for as any other.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="downNodeGrace must be a duration from 0s to 24h, e.g. \"1m\""
+	DownNodeGrace *metav1.Duration `json:"downNodeGrace,omitempty"`
 	// DryRun asks for a live change to be checked and not made: every node checks its
 	// preconditions and reports what its steps would change; nothing on a node is touched and no
 	// node is cordoned. The result is status.change (dryRun true, phase Checked) and each node's
@@ -315,6 +326,25 @@ type NetworkChange struct {
 	// +optional
 	// +listType=atomic
 	Rebooting []string `json:"rebooting,omitempty"`
+	// Outside are the nodes no agent can run on (not Linux, or outside the agent DaemonSet's
+	// placement): no change is for them, and they hold none back.
+	// +optional
+	// +listType=atomic
+	Outside []string `json:"outside,omitempty"`
+	// Down are the nodes this change (or an earlier one) went ahead without: NotReady past
+	// spec.downNodeGrace, or silent past T0 and then down. They hold no change back. Each is
+	// brought to status.applied by a catch-up of its own (a plan named catchup-...) once it is
+	// Ready again, within its NetshiftNodePool's limit, and leaves this list when its agent
+	// reports the applied values.
+	// +optional
+	// +listType=atomic
+	Down []string `json:"down,omitempty"`
+	// Late are the nodes whose step report came after the change's deadline: silent for a while
+	// (their agent stopped, or the control plane away), they ran their steps late. A change whose
+	// every node has applied it is Succeeded, late nodes included.
+	// +optional
+	// +listType=atomic
+	Late []string `json:"late,omitempty"`
 	// Generation is the NetshiftNetwork's metadata.generation that asked for the change: a change
 	// that failed in its steps is asked again only by a later edit of the spec.
 	// +optional

@@ -359,6 +359,11 @@ func (in *NetshiftNetworkSpec) DeepCopyInto(out *NetshiftNetworkSpec) {
 	out.Underlay = in.Underlay
 	in.Drain.DeepCopyInto(&out.Drain)
 	in.OnFailure.DeepCopyInto(&out.OnFailure)
+	if in.DownNodeGrace != nil {
+		in, out := &in.DownNodeGrace, &out.DownNodeGrace
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.DryRun != nil {
 		in, out := &in.DryRun, &out.DryRun
 		*out = new(DryRunRequest)
@@ -708,6 +713,21 @@ func (in *NetworkChange) DeepCopyInto(out *NetworkChange) {
 	}
 	if in.Rebooting != nil {
 		in, out := &in.Rebooting, &out.Rebooting
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.Outside != nil {
+		in, out := &in.Outside, &out.Outside
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.Down != nil {
+		in, out := &in.Down, &out.Down
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.Late != nil {
+		in, out := &in.Late, &out.Late
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"time"
 
@@ -53,7 +54,27 @@ func (h linuxHost) LinkWithAddress(ip net.IP) (string, error) {
 
 func (h linuxHost) UDPPortUser(port int) (string, error) { return udpPortUser(h.a.NodeNetns, port) }
 func (h linuxHost) BootID() (string, error)              { return h.a.bootID() }
-func (h linuxHost) ClockSynced() (bool, error)           { return kernelClockSynced() }
+
+// IPv6Holder looks at every pod's interfaces, then at their node ends.
+func (h linuxHost) IPv6Holder(ctx context.Context) (string, error) {
+	pods, _, err := h.a.Pods.PodNetworks(ctx)
+	if err != nil {
+		return "", fmt.Errorf("list the node's pods: %w", err)
+	}
+	for _, p := range pods {
+		held, err := netdev.HasIPv6(p.Netns, p.Interfaces)
+		if err == nil && held != "" {
+			return fmt.Sprintf("pod %s %s", p.Pod, held), nil
+		}
+		if err == nil && len(p.HostInterfaces) > 0 {
+			if held, err = netdev.HasIPv6(h.a.NodeNetns, p.HostInterfaces); err == nil && held != "" {
+				return fmt.Sprintf("pod %s's node end %s", p.Pod, held), nil
+			}
+		}
+	}
+	return "", nil
+}
+func (h linuxHost) ClockSynced() (bool, error) { return kernelClockSynced() }
 
 func (h linuxHost) Config() nodehost.Config {
 	if h.a.NetworkConfig == "" {

@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -75,6 +76,14 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 	for _, s := range rep.Steps {
 		done[s.Action] = true // a restarted agent does not repeat a step it reported
 	}
+	if len(done) == 0 {
+		if standing, err := a.confirmStanding(ctx, plan); err != nil || !standing {
+			if err == nil {
+				logger.Info("the plan was withdrawn before T0 (read past the cache): no step is run")
+			}
+			return ctrl.Result{}, err
+		}
+	}
 	// Steps close together are reported together, after the last of them: a
 	// report is a write that every watcher of the node's state answers, and
 	// the CPU that costs is taken from the datapaths in the very moments the
@@ -119,6 +128,55 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 	}
 	return ctrl.Result{RequeueAfter: settleDelay}, a.reportSteps(ctx, nns, plan.ID, unreported, true)
 }
+
+// confirmStanding reads the cluster's plan past the agent's cache at the
+// node's moment in the plan's confirm window before T0, and says whether it
+// still stands (the same change, the same T0). An abort is accepted only
+// before that window, so a watch that brings the abort late cannot make the
+// node run a step of it. With no answer it asks again until one comes: a
+// step run late is caught up with, a step of an aborted change would split
+// the node from the others. A node's own plan (a rollback, a late node's
+// copy, a catch-up) cannot be aborted, and has no window.
+func (a *Agent) confirmStanding(ctx context.Context, plan *v1alpha1.LiveChangePlan) (bool, error) {
+	window := time.Duration(plan.ConfirmWindowMs) * time.Millisecond
+	if window <= 0 || plan.Rollback || plan.T0 == nil || a.reader == nil {
+		return true, nil
+	}
+	at := plan.T0.Add(-window).Add(a.turn(max(window-confirmBeforeT0, time.Millisecond)))
+	if wait := at.Sub(a.now()); wait > 0 && !pause(ctx, wait) {
+		return false, ctx.Err()
+	}
+	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
+	for try := 0; ; try++ {
+		var cp v1alpha1.NetshiftChangePlan
+		rctx, cancel := context.WithTimeout(ctx, confirmTimeout)
+		err := a.reader.Get(rctx, types.NamespacedName{Name: v1alpha1.NetshiftChangePlanName}, &cp)
+		cancel()
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case err == nil:
+			return cp.Spec.ID == plan.ID && cp.Spec.T0 != nil && cp.Spec.T0.Equal(plan.T0), nil
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		}
+		if try == 0 || try%10 == 0 {
+			logger.Info("cannot confirm the plan before its first step; asking again (the steps wait)", "error", err.Error())
+		}
+		if !pause(ctx, confirmRetry) {
+			return false, ctx.Err()
+		}
+	}
+}
+
+// The confirming read: it ends confirmBeforeT0 before T0 at the latest,
+// each try waits confirmTimeout for its answer, and a failed try is made
+// again confirmRetry later.
+const (
+	confirmBeforeT0 = 50 * time.Millisecond
+	confirmTimeout  = 2 * time.Second
+	confirmRetry    = 200 * time.Millisecond
+)
 
 // reportWhenStopping is how long an agent stopping before its report's turn
 // tries to write it.
@@ -470,6 +528,12 @@ func (a *Agent) preconditions(ctx context.Context, plan *v1alpha1.LiveChangePlan
 			f.Problems = append(f.Problems, problem)
 		case unchecked != "":
 			f.Warnings = append(f.Warnings, unchecked)
+		}
+		if plan.To < netdev.IPv6MinMTU {
+			holder, err := a.host().IPv6Holder(ctx)
+			if problem := livechange.IPv6Problem(plan.To, holder, err); problem != "" {
+				f.Problems = append(f.Problems, problem)
+			}
 		}
 	case v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort:
 		if owner, err := a.host().UDPPortUser(int(plan.To)); err != nil {

@@ -247,26 +247,54 @@ func Evaluate(phase v1alpha1.ChangePhase, reports map[string]*v1alpha1.LiveChang
 			p.Message = "checking preconditions; waiting for " + listed(waiting, ", ")
 		}
 	case v1alpha1.PhaseScheduled:
-		late := len(waiting) > 0 && !d.Steps.IsZero() && now.After(d.Steps)
-		switch {
-		case len(waiting) > 0 && !late:
-			p.Message = "applying; waiting for " + listed(waiting, ", ")
-		case len(failedNodes) > 0 && policy.Action != v1alpha1.FailureNone:
-			p.rollBack(nodes, failedNodes, failed, waiting, policy)
-		case late:
-			p.Failed += int32(len(waiting))
-			p.Silent, p.Held = waiting, failedNodes
-			p.Phase, p.Message = v1alpha1.PhaseFailed, "no step report from "+listed(append(waiting, failed...), ", ")+
-				" (the other nodes applied theirs at T0)"
-		case len(failed) > 0:
-			p.Held = failedNodes
-			p.Phase, p.Message = v1alpha1.PhaseFailed, "steps failed: "+listed(failed, "; ")+
-				"; the nodes stay cordoned for a person (spec.onFailure.action None)"
-		default:
-			p.Phase, p.Message = v1alpha1.PhaseSucceeded, "every node applied every step"
-		}
+		p.scheduled(nodes, failedNodes, failed, waiting, problems, reports, now, d, policy)
 	}
 	return p
+}
+
+// scheduled decides a change past T0. A rollback starts as soon as its
+// outcome is decided (more nodes failed than the policy allows: nodes still
+// to report cannot undo that), silent nodes joining it when they come back;
+// otherwise the change waits for every node's report until the deadline. A
+// node that joined after T0 and failed its preconditions touched nothing and
+// is held for a person: the change does not succeed without it.
+func (p *Progress) scheduled(nodes, failedNodes, failed, waiting, problems []string, reports map[string]*v1alpha1.LiveChangeReport,
+	now time.Time, d Deadlines, policy Policy) {
+	late := len(waiting) > 0 && !d.Steps.IsZero() && now.After(d.Steps)
+	decided := int32(len(failedNodes)) > policy.MaxFailed
+	joined := problemNodes(reports)
+	switch {
+	case len(failedNodes) > 0 && policy.Action != v1alpha1.FailureNone && (decided || len(waiting) == 0 || late):
+		p.rollBack(nodes, failedNodes, failed, waiting, policy)
+	case len(waiting) > 0 && !late:
+		p.Message = "applying; waiting for " + listed(waiting, ", ")
+	case late:
+		p.Failed += int32(len(waiting))
+		p.Silent, p.Held = waiting, append(failedNodes, joined...)
+		p.Phase, p.Message = v1alpha1.PhaseFailed, "no step report from "+listed(append(waiting, failed...), ", ")+
+			" (the other nodes applied theirs at T0)"
+	case len(failed) > 0:
+		p.Held = append(failedNodes, joined...)
+		p.Phase, p.Message = v1alpha1.PhaseFailed, "steps failed: "+listed(failed, "; ")+
+			"; the nodes stay cordoned for a person (spec.onFailure.action None)"
+	case len(problems) > 0:
+		p.Held = joined
+		p.Phase, p.Message = v1alpha1.PhaseFailed, "joined after T0 and failed their preconditions, touching nothing; held cordoned for a person: "+
+			listed(problems, "; ")
+	default:
+		p.Phase, p.Message = v1alpha1.PhaseSucceeded, "every node applied every step"
+	}
+}
+
+// problemNodes are the nodes whose report names failed preconditions.
+func problemNodes(reports map[string]*v1alpha1.LiveChangeReport) []string {
+	var out []string
+	for _, n := range sortedNodes(reports) {
+		if r := reports[n]; r != nil && len(r.Problems) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // rollBack decides the rollback after failed steps: the failed nodes alone

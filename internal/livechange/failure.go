@@ -175,8 +175,11 @@ func CaughtUp(nns *v1alpha1.NetshiftNodeState, ch *v1alpha1.NetworkChange) (done
 	if rep.Failed {
 		return true, true, "came back and failed a step: " + firstError(rep)
 	}
-	if rep.ID == ch.ID {
+	switch {
+	case rep.ID == ch.ID:
 		return true, false, "came back and ran its steps late"
+	case ch.Phase == v1alpha1.PhaseAborted:
+		return true, false, "rolled back the steps it ran after the abort"
 	}
 	return true, false, "came back and ran its rollback late"
 }

@@ -1,6 +1,7 @@
 package livechange
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -139,4 +140,37 @@ func PlanReached(writtenAt *metav1.MicroTime, seen, started time.Time, offsetMic
 	}
 	ms := int32(min(max(seen.Add(-offset).Sub(writtenAt.Time), 0).Milliseconds(), math.MaxInt32))
 	return &ms
+}
+
+// ConfirmWindow is the time before T0 in which each agent confirms, past
+// its cache, that the cluster's plan still stands before it runs its first
+// step: at a moment of its own in it, so that a cluster's reads are spread
+// (0.1 ms a node, at least 400 ms). A watch that lags cannot then run a step
+// of a change aborted before the window.
+func ConfirmWindow(nodes int) time.Duration {
+	return max(400*time.Millisecond, time.Duration(nodes)*100*time.Microsecond)
+}
+
+// AbortDeadline is how long before T0 an abort is still accepted: before
+// the first confirming read, with 100 ms to spare for its write.
+func AbortDeadline(nodes int) time.Duration { return ConfirmWindow(nodes) + 100*time.Millisecond }
+
+// ipv6MinMTU is IPv6's least link MTU (RFC 8200).
+const ipv6MinMTU = 1280
+
+// IPv6Problem says why MTU to cannot be set on a node where holder (a pod
+// interface or its node end, "" for none) has an IPv6 address: below 1280
+// the kernel turns IPv6 off on the link and removes its addresses. A node
+// whose pods could not be looked at (err) cannot take it either.
+func IPv6Problem(to int32, holder string, err error) string {
+	switch {
+	case to >= ipv6MinMTU:
+		return ""
+	case err != nil:
+		return fmt.Sprintf("MTU %d is below IPv6's least MTU of %d, and the node's pods could not be checked for IPv6: %v", to, ipv6MinMTU, err)
+	case holder != "":
+		return fmt.Sprintf("MTU %d is below IPv6's least MTU of %d, and %s has IPv6: the kernel would remove its IPv6 addresses; keep spec.mtu at %d or more while pods have IPv6",
+			to, ipv6MinMTU, holder, ipv6MinMTU)
+	}
+	return ""
 }

@@ -50,7 +50,9 @@ func (h *Handle) where(link string) string {
 	return link + " in " + h.netns
 }
 
-// SetMTU sets a link's MTU; setting the MTU it already has is a no-op.
+// SetMTU sets a link's MTU; setting the MTU it already has is a no-op. The
+// IPv6 addresses the kernel removes when it takes the link below IPv6's
+// least MTU are put back when a later call takes it to or above it again.
 func (h *Handle) SetMTU(link string, mtu int) error {
 	l, err := h.h.LinkByName(link)
 	if err != nil {
@@ -59,10 +61,13 @@ func (h *Handle) SetMTU(link string, mtu int) error {
 	if l.Attrs().MTU == mtu {
 		return nil
 	}
+	if err := h.keepIPv6Before(l, mtu); err != nil {
+		return fmt.Errorf("set MTU %d on %s: %w", mtu, h.where(link), err)
+	}
 	if err := h.h.LinkSetMTU(l, mtu); err != nil {
 		return fmt.Errorf("set MTU %d on %s: %w", mtu, h.where(link), err)
 	}
-	return nil
+	return h.restoreIPv6After(l, mtu)
 }
 
 // MTU reads a link's MTU.

@@ -29,6 +29,9 @@ type Host interface {
 	LinkWithAddress(ip net.IP) (string, error)
 	// UDPPortUser says which socket holds UDP port on the node ("" when it is free).
 	UDPPortUser(port int) (string, error)
+	// IPv6Holder names a pod interface, or its node end, that holds an IPv6 address other than
+	// a link-local one ("" when none does): an MTU under IPv6's least would remove it.
+	IPv6Holder(ctx context.Context) (string, error)
 	// BootID is the node's boot ID: it changes when the node reboots.
 	BootID() (string, error)
 	// ClockSynced says whether the node's kernel counts its clock synchronized (NTP).

@@ -85,7 +85,7 @@ func (r *LiveChangeReconciler) keepOwnPlans(ctx context.Context, byNode map[stri
 	own := cluster.DeepCopy()
 	// A node that comes back later would count the time it was away as the plan's delivery, and
 	// it comes back alone: nothing to spread its answers among.
-	own.WrittenAt, own.ClockSpreadMs, own.ReportSpreadMs = nil, 0, 0
+	own.WrittenAt, own.ClockSpreadMs, own.ReportSpreadMs, own.ConfirmWindowMs = nil, 0, 0, 0
 	return fanOut(ctx, missing, nil, func(ctx context.Context, n string) error { return r.setPlan(ctx, byNode[n], own.DeepCopy()) })
 }
 

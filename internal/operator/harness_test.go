@@ -162,6 +162,7 @@ func (cl *cluster) createNodes(names ...string) {
 		if err := cl.c.Create(cl.ctx, node); err != nil {
 			cl.t.Fatal(err)
 		}
+		cl.setReady(n, true, time.Now())
 	}
 	cl.eventually(30*time.Second, "a NetshiftNodeState for every node", func() bool {
 		for _, n := range names {
@@ -456,4 +457,26 @@ func (cl *cluster) waitPasses(n int) {
 	// A pass in progress now may have read the state before the event: it does not count.
 	want := passes() + float64(n) + 1
 	cl.eventually(30*time.Second, fmt.Sprintf("%d drain passes", n), func() bool { return passes() >= want })
+}
+
+// setReady sets node n's Ready condition, as its kubelet (or, once it is
+// silent, the node lifecycle controller) would, changed at since.
+func (cl *cluster) setReady(n string, ready bool, since time.Time) {
+	cl.t.Helper()
+	status := corev1.ConditionTrue
+	if !ready {
+		status = corev1.ConditionUnknown
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var node corev1.Node
+		if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: n}, &node); err != nil {
+			return err
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "Test",
+			LastHeartbeatTime: metav1.NewTime(since), LastTransitionTime: metav1.NewTime(since)}}
+		return cl.c.Status().Update(cl.ctx, &node)
+	})
+	if err != nil {
+		cl.t.Fatalf("node %s: set Ready %v: %v", n, ready, err)
+	}
 }

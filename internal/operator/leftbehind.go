@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +17,7 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/livechange"
+	"netshift.io/netshift/internal/rollout"
 )
 
 // leftBehind is where a node a change left behind stands after a pass.
@@ -44,14 +47,13 @@ func (r *LiveChangeReconciler) leaveBehind(ctx context.Context, nodes []corev1.N
 	if err := r.finish(ctx, nodes, byNode, ch.ID, slices.Concat(ch.Converging, ch.Held)...); err != nil {
 		return err
 	}
-	cordoned := ch.Held
-	if (livechange.Change{Kind: ch.Kind}).CordonsSilentNodes() {
-		cordoned = slices.Concat(ch.Converging, ch.Held)
-	}
-	for _, n := range cordoned {
+	for _, n := range ch.Held {
 		if err := r.holdNode(ctx, n, ch.ID); err != nil {
 			return err
 		}
+	}
+	if err := r.cordonSilent(ctx, ch); err != nil {
+		return err
 	}
 	if err := r.removePlans(ctx, byNode, ch.Held); err != nil {
 		return err
@@ -78,6 +80,7 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, spec v1alpha1.Netsh
 	policy := livechange.PolicyFromSpec(spec.OnFailure, 0)
 	network := livechange.NodeConfig(*st.Applied, livechange.FromSpec(spec).Encapsulation)
 	next := map[leftBehind][]string{}
+	grace := downNodeGrace(spec)
 	for _, name := range slices.Concat(ch.Converging, ch.Held, ch.Rebooting) {
 		var nns v1alpha1.NetshiftNodeState
 		var node corev1.Node
@@ -90,6 +93,15 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, spec v1alpha1.Netsh
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &node); err != nil {
 			return err
 		}
+		if slices.Contains(ch.Converging, name) && isDown(&node, r.Now(), grace) {
+			// Silent, and now down: it catches up when it is back, and holds no change back meanwhile.
+			if err := r.finish(ctx, []corev1.Node{node}, map[string]*v1alpha1.NetshiftNodeState{name: &nns}, ch.ID); err != nil {
+				return fmt.Errorf("node %s: %w", name, err)
+			}
+			ch.Down = livechange.Behind(ch.Down, []string{name})
+			ch.Message += fmt.Sprintf("; node %s is down: it catches up when it is back", name)
+			continue
+		}
 		now, what, err := r.convergeNode(ctx, ch, &nns, &node, policy, network)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
@@ -97,16 +109,89 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, spec v1alpha1.Netsh
 		if what != "" {
 			ch.Message += fmt.Sprintf("; node %s %s", name, what)
 		}
+		if now == inStep && slices.Contains(ch.Converging, name) && nns.Status.LiveChange != nil && nns.Status.LiveChange.ID == ch.ID {
+			ch.Late = livechange.Behind(ch.Late, []string{name})
+		}
 		if now != inStep {
 			next[now] = append(next[now], name)
 		}
 	}
 	ch.Converging, ch.Held, ch.Rebooting = next[silent], next[held], next[rebooting]
 	ch.Failed = int32(len(ch.Converging) + len(ch.Held) + len(ch.Rebooting))
-	if ch.Phase == v1alpha1.PhaseFailed && ch.Rollback != nil && ch.Rollback.All && ch.Failed == 0 {
-		// The last node left behind by a stopped change is back at the old values.
+	r.settled(st)
+	return r.cordonSilent(ctx, ch)
+}
+
+// settled ends a change whose last node left behind is back in step: one
+// stopped everywhere is RolledBack; one that went on is Succeeded, its late
+// nodes named, since every node now carries it (status.applied follows).
+func (r *LiveChangeReconciler) settled(st *v1alpha1.NetshiftNetworkStatus) {
+	ch := st.Change
+	if ch.Phase != v1alpha1.PhaseFailed || ch.Failed > 0 {
+		return
+	}
+	switch {
+	case ch.Rollback != nil && ch.Rollback.All:
 		ch.Phase = v1alpha1.PhaseRolledBack
 		ch.Message += "; every node is back at the values from before the change"
+	case ch.T0 != nil && !strings.HasPrefix(ch.Southbound, "Failed"):
+		applied := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To}.Apply(*st.Applied)
+		st.Applied = &applied
+		ch.Phase = v1alpha1.PhaseSucceeded
+		ch.Message = "every node applied every step"
+		if len(ch.Late) > 0 {
+			ch.Message += fmt.Sprintf(", %s late (silent past the deadline, they ran their steps when they came back)", strings.Join(ch.Late, ", "))
+		}
+	}
+}
+
+// isDown says whether the node has been NotReady for grace or longer.
+func isDown(n *corev1.Node, now time.Time, grace time.Duration) bool {
+	ready, since := readiness(n)
+	return !ready && now.Sub(since) >= grace
+}
+
+// cordonSilent cordons the silent nodes of an MTU change (a pod set up there
+// would get the MTU the others' paths may no longer carry) within their
+// pools' limits: the nodes this change holds already count, and the others
+// wait for a slot, named in the message. A node that is not Ready needs none:
+// the node lifecycle controller's taints keep pods off it.
+func (r *LiveChangeReconciler) cordonSilent(ctx context.Context, ch *v1alpha1.NetworkChange) error {
+	if len(ch.Converging) == 0 || !(livechange.Change{Kind: ch.Kind}).CordonsSilentNodes() {
+		return nil
+	}
+	nodes, states, m, err := r.poolsView(ctx)
+	if err != nil {
+		return err
+	}
+	byName := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	var holding, want []string
+	for i := range states.Items {
+		if h, ok := hold.Of(states.Items[i].Status, v1alpha1.HoldLiveChange); ok && h.ID == ch.ID {
+			holding = append(holding, states.Items[i].Name)
+		}
+	}
+	for _, n := range ch.Converging {
+		if node := byName[n]; node != nil && !slices.Contains(holding, n) {
+			if ready, _ := readiness(node); ready {
+				want = append(want, n)
+			}
+		}
+	}
+	allowed := m.Allow(want, holding)
+	for _, n := range allowed {
+		if err := r.holdNode(ctx, n, ch.ID); err != nil {
+			return err
+		}
+	}
+	if waiting := len(want) - len(allowed); waiting > 0 {
+		note := fmt.Sprintf("; %d silent nodes wait for their pools' maxParallel to be cordoned", waiting)
+		if !strings.Contains(ch.Message, note) {
+			ch.Message += note
+		}
 	}
 	return nil
 }
@@ -233,4 +318,19 @@ func isControlPlane(n *corev1.Node) bool {
 func operationOver(nns *v1alpha1.NetshiftNodeState, id string) bool {
 	st := nns.Status
 	return st.SyncOperation == id && (st.SyncStatus == v1alpha1.SyncSucceeded || st.SyncStatus == v1alpha1.SyncFailed)
+}
+
+// poolsView reads, from the cache, the nodes, their states and which pool
+// owns each node with its limit.
+func (r *LiveChangeReconciler) poolsView(ctx context.Context) (*corev1.NodeList, *v1alpha1.NetshiftNodeStateList, rollout.Membership, error) {
+	var nodes corev1.NodeList
+	var states v1alpha1.NetshiftNodeStateList
+	var pools v1alpha1.NetshiftNodePoolList
+	for _, l := range []client.ObjectList{&nodes, &states, &pools} {
+		if err := r.Client.List(ctx, l); err != nil {
+			return nil, nil, rollout.Membership{}, err
+		}
+	}
+	m, _ := MembershipHolding(nodes.Items, pools.Items)
+	return &nodes, &states, m, nil
 }

@@ -31,8 +31,9 @@ import (
 // AbortAnnotation on NetshiftNetwork asks to abort the change it names (`netshift abort`).
 const AbortAnnotation = "netshift.io/abort"
 
-// abortMargin is how long before T0 an abort is still accepted: every agent
-// must see its plan gone before its first step.
+// abortMargin is what T0's lead keeps beyond the abort's deadline
+// (livechange.AbortDeadline): time to write the abort before the agents'
+// confirming reads begin.
 const abortMargin = 500 * time.Millisecond
 
 // Condition types of NetshiftNetwork (api/v1alpha1 defines them).
@@ -77,6 +78,11 @@ type LiveChangeReconciler struct {
 	SouthboundResync time.Duration
 	// TimeURL is this operator's /time endpoint as agents reach it, given to them in their plans.
 	TimeURL string
+	// Placement says which nodes run the agent: a change is for no other node.
+	Placement *AgentPlacement
+	// heardAt is when this reconciler last read the NetshiftNetwork: a control plane away for
+	// longer than heardGap is time no agent could be heard in.
+	heardAt time.Time
 	// listening is when this reconciler first ran (as the leader).
 	listening time.Time
 	// waitingFor is why the NetshiftNetwork was last not created, logged once each.
@@ -147,6 +153,7 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.heard(ctx)
 	before := cn.DeepCopy()
 	wanted := livechange.FromSpec(cn.Spec)
 	st := &cn.Status
@@ -171,7 +178,23 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if err := r.converge(ctx, cn.Spec, st); err != nil {
 			return ctrl.Result{}, err
 		}
+		if err := r.catchUp(ctx, &cn); err != nil {
+			return ctrl.Result{}, err
+		}
+		requeue = catchUpLook
 	default:
+		if err := r.revertAfterAbort(ctx, &cn); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.catchUp(ctx, &cn); err != nil {
+			return ctrl.Result{}, err
+		}
+		if st.Change != nil && len(st.Change.Down) > 0 {
+			requeue = catchUpLook
+		}
+		if st.Change != nil && len(st.Change.Converging) > 0 {
+			break // an aborted change's steps that ran anyway are rolled back first
+		}
 		if c, ok := livechange.DryRun(cn.Spec, cn.Generation, *st.Applied, st.Change); ok {
 			requeue = r.startDryRun(ctx, &cn, c)
 			break
@@ -222,8 +245,17 @@ func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.Net
 	started := metav1.NewTime(r.Now())
 	st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhasePreconditions,
 		Message: "checking preconditions on every node", Attempt: attempt, StartedAt: &started, Generation: cn.Generation,
-		Steps: r.stepsOf(cn, c)}
+		Steps: r.stepsOf(cn, c), Down: downOf(st.Change)}
 	return 100 * time.Millisecond
+}
+
+// downOf are the nodes the last change left down, still to catch up: the
+// next change goes ahead without them too.
+func downOf(last *v1alpha1.NetworkChange) []string {
+	if last == nil {
+		return nil
+	}
+	return slices.Clone(last.Down)
 }
 
 // createFromNodes creates the NetshiftNetwork from what every node's agent
@@ -396,9 +428,9 @@ func (r *LiveChangeReconciler) advanceDryRun(ctx context.Context, ch *v1alpha1.N
 
 // collectReports reads every node and its state, gives the cluster the
 // change's plan while it checks its preconditions, takes away a node's own
-// plan of an earlier change (it would hide the cluster's), and returns each
-// node's report of this change (nil where none yet).
-func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.NetworkChange, wanted livechange.Wanted) (
+// plan of an earlier change (it would hide the cluster's), and returns the
+// report of this change of each node it is for (nil where none yet).
+func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.NetworkChange, spec v1alpha1.NetshiftNetworkSpec) (
 	*corev1.NodeList, map[string]*v1alpha1.NetshiftNodeState, map[string]*v1alpha1.LiveChangeReport, error) {
 	// From the cache: every agent's report is an event that brings a pass here, and a pass
 	// that listed thousands of nodes past the cache would cost the API server more than the
@@ -417,32 +449,50 @@ func (r *LiveChangeReconciler) collectReports(ctx context.Context, ch *v1alpha1.
 	for i := range states.Items {
 		byNode[states.Items[i].Name] = &states.Items[i]
 	}
+	taking := r.taking(ctx, nodes.Items, ch, spec)
+	ch.Outside, ch.Down = taking.Outside, taking.Down
 	reports := map[string]*v1alpha1.LiveChangeReport{}
 	var outdated []string
-	for _, n := range nodes.Items {
-		nns, ok := byNode[n.Name]
+	for _, name := range taking.In {
+		nns, ok := byNode[name]
 		if !ok {
-			reports[n.Name] = nil // its state is not created yet: wait
+			reports[name] = nil // its state is not created yet: wait
 			continue
 		}
 		if livechange.OwnPlanOutdated(nns.Spec.LiveChange, ch.ID) {
-			outdated = append(outdated, n.Name)
+			outdated = append(outdated, name)
 		}
 		if rep := nns.Status.LiveChange; rep != nil && rep.ID == ch.ID {
-			reports[n.Name] = rep
+			reports[name] = rep
 		} else {
-			reports[n.Name] = nil
+			reports[name] = nil
 		}
 	}
 	if err := fanOut(ctx, outdated, nil, func(ctx context.Context, name string) error { return r.setPlan(ctx, byNode[name], nil) }); err != nil {
 		return nil, nil, nil, err
 	}
 	if ch.Phase == v1alpha1.PhasePreconditions {
-		if err := r.planCluster(ctx, ch, wanted, len(nodes.Items)); err != nil {
+		if err := r.planCluster(ctx, ch, livechange.FromSpec(spec), len(taking.In)); err != nil {
 			return nil, nil, nil, err
 		}
 	}
 	return &nodes, byNode, reports, nil
+}
+
+// taking is which nodes change ch is for: those that run the agent and are
+// not down (NotReady past spec.downNodeGrace) nor still behind an earlier
+// change. A node once down stays out of the change: it catches up after.
+func (r *LiveChangeReconciler) taking(ctx context.Context, nodes []corev1.Node, ch *v1alpha1.NetworkChange, spec v1alpha1.NetshiftNetworkSpec) livechange.Taking {
+	now := r.Now()
+	return livechange.WhoTakesPart(r.Placement.Facts(ctx, nodes, now), now, downNodeGrace(spec), ch.Down)
+}
+
+// downNodeGrace is spec.downNodeGrace, or its default.
+func downNodeGrace(spec v1alpha1.NetshiftNetworkSpec) time.Duration {
+	if spec.DownNodeGrace == nil {
+		return livechange.DefaultDownNodeGrace
+	}
+	return spec.DownNodeGrace.Duration
 }
 
 // deadlines are when a silent agent is judged silent: AnswerTimeout after
@@ -489,11 +539,11 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 			return 100 * time.Millisecond, err // the next pass plans the new attempt
 		}
 	}
-	nodes, byNode, reports, err := r.collectReports(ctx, ch, livechange.FromSpec(cn.Spec))
+	nodes, byNode, reports, err := r.collectReports(ctx, ch, cn.Spec)
 	if err != nil {
 		return 0, err
 	}
-	ch.Nodes = int32(len(nodes.Items))
+	ch.Nodes = int32(len(reports))
 	if cn.Annotations[AbortAnnotation] == ch.ID {
 		if aborted, err := r.abort(ctx, ch, nodes.Items, byNode); aborted || err != nil {
 			return 0, err
@@ -514,14 +564,14 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 			ch.Southbound = "Done"
 		}
 	}
-	p := livechange.Evaluate(ch.Phase, reports, now, d, livechange.PolicyFromSpec(cn.Spec.OnFailure, len(nodes.Items)))
+	p := livechange.Evaluate(ch.Phase, reports, now, d, livechange.PolicyFromSpec(cn.Spec.OnFailure, len(reports)))
 	if p.Phase == v1alpha1.PhaseSucceeded && strings.HasPrefix(ch.Southbound, "Failed") {
 		p.Phase, p.Message = v1alpha1.PhaseFailed, "southbound Encap records: "+ch.Southbound
 	}
 	ch.Ready, ch.Applied, ch.Failed, ch.Message = p.Ready, p.Applied, p.Failed, p.Message
 	switch {
 	case ch.Phase == v1alpha1.PhasePreconditions && p.Phase == v1alpha1.PhaseScheduled:
-		lead, err := r.schedule(ctx, cn, nodes.Items, reports)
+		lead, err := r.schedule(ctx, cn, reports)
 		if err != nil {
 			return 0, err
 		}
@@ -539,9 +589,10 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 			return 0, err
 		}
 	case p.Phase == v1alpha1.PhaseFailed:
-		if ch.Phase == v1alpha1.PhaseScheduled && p.Applied > 0 {
-			// Past T0 the nodes that applied their steps run the new value: it is what is applied
-			// now; the failed nodes are named in Degraded.
+		if ch.Phase == v1alpha1.PhaseScheduled && (p.Applied > 0 || len(p.Silent) > 0) {
+			// Past T0 the nodes that applied their steps run the new value, and the silent ones
+			// converge to it when they come back: it is what is applied now; the nodes not there
+			// yet are named (converging, held), the failed ones in Degraded too.
 			applied := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To}.Apply(*cn.Status.Applied)
 			cn.Status.Applied = &applied
 		}
@@ -583,7 +634,7 @@ func (r *LiveChangeReconciler) abort(ctx context.Context, ch *v1alpha1.NetworkCh
 		}
 		withdrawn = plan == nil || plan.ID != ch.ID
 	}
-	if ch.Phase != v1alpha1.PhasePreconditions && !withdrawn && (ch.T0 == nil || ch.T0.Sub(r.Now()) <= abortMargin) {
+	if ch.Phase != v1alpha1.PhasePreconditions && !withdrawn && (ch.T0 == nil || ch.T0.Sub(r.Now()) <= livechange.AbortDeadline(int(ch.Nodes))) {
 		ch.Message = "abort refused: T0 has passed (or is too close); edit the value back to change it again"
 		return false, nil
 	}
@@ -613,7 +664,8 @@ func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.Net
 	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
 		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL,
 		WrittenAt: ptr.To(metav1.NewMicroTime(r.Now())), ClockSpreadMs: livechange.WindowMs(livechange.ClockSpread(nodes, r.writeSpacing())),
-		ReportSpreadMs: livechange.WindowMs(livechange.ReportSpread(nodes, r.writeSpacing()))}
+		ReportSpreadMs:  livechange.WindowMs(livechange.ReportSpread(nodes, r.writeSpacing())),
+		ConfirmWindowMs: livechange.WindowMs(livechange.ConfirmWindow(nodes))}
 	if err := r.setClusterPlan(ctx, plan); err != nil {
 		return err
 	}
@@ -659,7 +711,7 @@ func (r *LiveChangeReconciler) setPlan(ctx context.Context, nns *v1alpha1.Netshi
 // ahead as the nodes' reports say the plan took to reach them allows
 // (livechange.Lead). No node is cordoned: during an MTU change's steps each
 // agent holds its node's pod set-ups off itself.
-func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.NetshiftNetwork, nodes []corev1.Node, reports map[string]*v1alpha1.LiveChangeReport) (time.Duration, error) {
+func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.NetshiftNetwork, reports map[string]*v1alpha1.LiveChangeReport) (time.Duration, error) {
 	ch := cn.Status.Change
 	c := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To, NodeSteps: true}
 	plan, err := r.clusterPlan(ctx)
@@ -670,8 +722,8 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Netshi
 		return 0, fmt.Errorf("the cluster's live change plan is %s, not %s's: not scheduled", planID(plan), ch.ID)
 	}
 	reached := planReached(reports, ch.ID)
-	lead := livechange.Lead(r.Lead, len(nodes), reached)
-	log.FromContext(ctx).Info("T0's lead", "lead", lead, "nodesThatMeasured", len(reached), "nodes", len(nodes))
+	lead := max(livechange.Lead(r.Lead, len(reports), reached), livechange.AbortDeadline(len(reports))+abortMargin)
+	log.FromContext(ctx).Info("T0's lead", "lead", lead, "nodesThatMeasured", len(reached), "nodes", len(reports))
 	t0 := metav1.NewMicroTime(r.Now().Add(lead))
 	ch.T0 = &t0
 	if r.Plugin.TunnelPortRecord(ch.Kind) != nil {
@@ -886,6 +938,10 @@ func (r *LiveChangeReconciler) setConditions(cn *v1alpha1.NetshiftNetwork) {
 		set(CondProgressing, metav1.ConditionFalse, v1alpha1.ReasonChangeFailed, ch.Message)
 		set(CondDegraded, metav1.ConditionTrue, v1alpha1.ReasonChangeFailed, fmt.Sprintf("%s from %d to %d failed: %s", ch.ID, ch.From, ch.To, ch.Message))
 		set(CondUpgradeable, metav1.ConditionTrue, v1alpha1.ReasonAsExpected, "")
+	case ch != nil && ch.Phase == v1alpha1.PhaseAborted && len(ch.Converging) > 0:
+		set(CondProgressing, metav1.ConditionTrue, v1alpha1.ReasonChangePrefix+string(ch.Phase), ch.Message)
+		set(CondDegraded, metav1.ConditionTrue, v1alpha1.ReasonChangePrefix+string(ch.Phase), ch.Message)
+		set(CondUpgradeable, metav1.ConditionFalse, v1alpha1.ReasonChangeInProgress, ch.Message)
 	case ch != nil && ch.Phase == v1alpha1.PhaseRolledBack && r.stillWanted(cn):
 		msg := fmt.Sprintf("%s from %d to %d was rolled back: %s. The spec still asks for %d: set it back to %d, or fix the cause and ask again (set %d, then %d)",
 			ch.ID, ch.From, ch.To, ch.Message, ch.To, ch.From, ch.From, ch.To)

@@ -416,6 +416,7 @@ func TestTheNetworkIsCreatedFromTheNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	cl.setReady("o3", false, time.Now())
 	cl.update(cl.node("o4"), func(o client.Object) { o.SetLabels(map[string]string{corev1.LabelOSStable: "windows"}) })
 	report := func(node string, mtu int32) {
 		t.Helper()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -95,6 +97,9 @@ type Options struct {
 	// PortPools, when set, runs the Neutron port pools: the pool manager, its API and the pod
 	// controller (leader only).
 	PortPools *PortPoolOptions
+	// AgentDaemonSet is the agent's DaemonSet, as namespace/name: a live change is only for the
+	// Linux nodes its pods are placed on. Empty, or not found: every Linux node.
+	AgentDaemonSet string
 	// AnswerTimeout is how long a live change waits for a silent agent, before T0 (then it is
 	// cancelled, nothing touched) and after it (then it fails naming the node).
 	AnswerTimeout time.Duration
@@ -134,6 +139,15 @@ func (o Options) zoneObjects(plugin netplugin.Cluster) *netplugin.Zones {
 	return &objects
 }
 
+// agentDaemonSet is --agent-daemonset as a key (empty: none).
+func (o Options) agentDaemonSet() types.NamespacedName {
+	ns, name, ok := strings.Cut(o.AgentDaemonSet, "/")
+	if !ok {
+		return types.NamespacedName{}
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
 // DefaultOptions are the operator's defaults.
 func DefaultOptions() Options {
 	return Options{
@@ -144,6 +158,7 @@ func DefaultOptions() Options {
 		AgentWriteSpacing: livechange.DefaultAgentWriteSpacing, AnswerTimeout: 30 * time.Second,
 		SouthboundResync: 30 * time.Second, ChangeRetry: 15 * time.Second,
 		NetworkPlugin: plugins.Default, ZoneCentralReplicas: 1, ZoneMoveTimeout: 5 * time.Minute,
+		AgentDaemonSet: Namespace + "/netshift-agent",
 	}
 }
 
@@ -281,7 +296,8 @@ func setupLiveChange(mgr ctrl.Manager, o Options, plugin netplugin.Cluster, ledg
 	lc := &LiveChangeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Now: time.Now, Ledger: ledger,
 		Lead: cmp.Or(o.ChangeLead, 2*time.Second), Spacing: cmp.Or(o.StepSpacing, 100*time.Millisecond), AgentWriteSpacing: o.AgentWriteSpacing,
 		RetryAfter: cmp.Or(o.ChangeRetry, 15*time.Second), AnswerTimeout: cmp.Or(o.AnswerTimeout, 30*time.Second),
-		SouthboundResync: cmp.Or(o.SouthboundResync, 30*time.Second), TimeURL: o.TimeAdvertiseURL, Plugin: plugin}
+		SouthboundResync: cmp.Or(o.SouthboundResync, 30*time.Second), TimeURL: o.TimeAdvertiseURL, Plugin: plugin,
+		Placement: &AgentPlacement{Reader: mgr.GetAPIReader(), DaemonSet: o.agentDaemonSet()}}
 	if err := lc.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up live change controller: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/netplugin/plugins"
@@ -42,6 +43,12 @@ func (o Options) Validate() error {
 	}
 	if _, err := labels.Parse(o.ZonePluginPods); err != nil || (o.ZonePluginPods != "" && strings.TrimSpace(o.ZonePluginPods) == "") {
 		return fmt.Errorf("--zone-plugin-pods: %q is not a label selector (like app=ovnkube-node; empty: the network plugin's)", o.ZonePluginPods)
+	}
+	if o.AgentDaemonSet != "" {
+		ns, name, ok := strings.Cut(o.AgentDaemonSet, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return fmt.Errorf("--agent-daemonset: %q is not namespace/name (like netshift-system/netshift-agent; empty: every Linux node runs the agent)", o.AgentDaemonSet)
+		}
 	}
 	if o.NetworkPlugin != "" {
 		if err := plugins.Check(o.NetworkPlugin); err != nil {

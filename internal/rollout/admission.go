@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"slices"
 	"sort"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -82,4 +83,31 @@ func (m Membership) Waves(need []string) [][]string {
 		waves = append(waves, wave)
 	}
 	return waves
+}
+
+// Allow is which of want (nodes not out yet) may be taken out of service
+// now, in name order: in each pool as many as its limit leaves once holding
+// (its nodes out already for the same purpose) are counted. A node in no pool, or held (an invalid
+// pool might own it), is not allowed. It serves a live change's cordons of
+// silent nodes and its catch-ups of nodes that were down, which take no
+// drain slot but keep to the pools' limits all the same.
+func (m Membership) Allow(want, holding []string) []string {
+	held := map[string]int{}
+	for _, n := range holding {
+		if p, ok := m.Owner[n]; ok {
+			held[p]++
+		}
+	}
+	sorted := slices.Clone(want)
+	slices.Sort(sorted)
+	var out []string
+	for _, n := range sorted {
+		p, ok := m.Owner[n]
+		if !ok || m.Held[n] != "" || m.slots(p, held[p]) == 0 {
+			continue
+		}
+		held[p]++
+		out = append(out, n)
+	}
+	return out
 }

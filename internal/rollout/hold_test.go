@@ -3,6 +3,7 @@ package rollout
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -89,5 +90,22 @@ func TestResolveReportsLostTies(t *testing.T) {
 	want := map[string][]LostTie{"beta": {{Node: "B", Owner: "alpha"}}}
 	if !reflect.DeepEqual(m.LostTies, want) {
 		t.Errorf("lost ties %v, want %v", m.LostTies, want)
+	}
+}
+
+func TestAllowKeepsToEachPoolsLimit(t *testing.T) {
+	m := Membership{
+		Owner: map[string]string{"a1": "a", "a2": "a", "a3": "a", "b1": "b", "b2": "b", "d1": "default", "d2": "default", "x": "a"},
+		Limit: map[string]int{"a": 2, "b": 0, "default": 1},
+		Held:  map[string]string{"x": "an invalid pool might own it"},
+	}
+	// Pool a allows 2 and has a1 out: one more, the first by name; b has no limit; default's
+	// one is out already; a node in no pool and a held one are never allowed.
+	got := m.Allow([]string{"a3", "a2", "b2", "b1", "d2", "gone", "x"}, []string{"a1", "d1"})
+	if want := []string{"a2", "b1", "b2"}; !slices.Equal(got, want) {
+		t.Fatalf("Allow = %v, want %v", got, want)
+	}
+	if got := m.Allow([]string{"a3", "a2", "d2"}, nil); !slices.Equal(got, []string{"a2", "a3", "d2"}) {
+		t.Fatalf("with nothing out: %v", got)
 	}
 }

@@ -177,6 +177,9 @@ func (n *Node) LinkWithAddress(net.IP) (string, error) { return Underlay, nil }
 
 func (n *Node) UDPPortUser(int) (string, error) { return "", nil }
 
+// IPv6Holder: a simulated node's pods have no IPv6.
+func (n *Node) IPv6Holder(context.Context) (string, error) { return "", nil }
+
 func (n *Node) BootID() (string, error) { return n.boot, nil }
 
 func (n *Node) ClockSynced() (bool, error) { return true, nil }

@@ -1,0 +1,348 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/lab"
+	"netshift.io/netshift/internal/netdev"
+)
+
+// TestThreeNodeFaultLab: a cluster operator's bad day on a 3-node lab with
+// a pod per node, node-1's agent made to fail its first TunnelPort step: a
+// pod with IPv6, a node with no agent and a powered-off node, a rollback
+// with a silent node, an abort while a node's watch lags, and the API server
+// stopped across the report window.
+func TestThreeNodeFaultLab(t *testing.T) {
+	const name = "e2eft"
+	up(t, name, "--nodes", "3", "--pods-per-node", "1", "--agent-arg", "node-1:--fail-step-once=TunnelPort")
+	runSteps(t, name, []labStep{
+		{"AnMTUBelowIPv6sLeastIsRefusedWhileAPodHasIPv6", ipv6KeepsTheMTUAbove1280},
+		{"ANodeWithNoAgentAndAPoweredOffNodeHoldNothingBack", downNodesHoldNothingBack},
+		{"ADecidedRollbackStartsAtOnceBesideASilentNode", decidedRollbackBesideASilentNode},
+		{"NoNodeRunsAStepOfAnAbortedChange", abortWithALaggingWatch},
+		{"TheAPIServerStoppedAcrossTheReportWindow", apiServerAwayAcrossTheReportWindow},
+	})
+}
+
+// ipv6KeepsTheMTUAbove1280: node-1's pod gets a ULA IPv6 address beside its
+// IPv4 one. An MTU of 1200 (under IPv6's 1280, where the kernel removes a
+// link's IPv6 addresses) fails its preconditions on node-1, naming the pod,
+// and nothing changes: every pod keeps 1450 and the address stays.
+func ipv6KeepsTheMTUAbove1280(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
+	var pod lab.PodSpec
+	for _, p := range labPods(t, s) {
+		if p.Node == "node-1" {
+			pod = p
+		}
+	}
+	if out, err := exec.Command("nsenter", "--net="+pod.Netns, "ip", "addr", "add", "fd00:99::1/64", "dev", "eth0", "nodad").CombinedOutput(); err != nil {
+		t.Fatalf("add an IPv6 address to pod %s: %v: %s", pod.Name, err, out)
+	}
+	edit(t, c, `{"spec":{"mtu":1200}}`)
+	cn := waitChange(t, c)
+	ch := cn.Status.Change
+	if ch.Phase != v1alpha1.PhaseFailed || ch.T0 != nil || !strings.Contains(ch.Message, "below IPv6's least MTU of 1280") ||
+		!strings.Contains(ch.Message, "pod "+lab.PodNamespace+"/"+pod.Name) || cn.Status.Applied.MTU != 1450 {
+		t.Fatalf("change %+v, applied %+v: want its preconditions failed on node-1, naming pod %s and IPv6", ch, cn.Status.Applied, pod.Name)
+	}
+	edit(t, c, `{"spec":{"mtu":1450}}`)
+	if got := podMTUs(t, s); got[1450] != 3 {
+		t.Fatalf("pod MTUs %v after a refused change", got)
+	}
+	if held, err := netdev.HasIPv6(pod.Netns, []string{"eth0"}); err != nil || !strings.Contains(held, "fd00:99::1/64") {
+		t.Fatalf("pod %s's IPv6 address after the refused change: %q (%v)", pod.Name, held, err)
+	}
+	t.Logf("refused: %s", ch.Message)
+}
+
+// downNodesHoldNothingBack: a Node labelled Windows (no kubelet, no agent)
+// and node-3 powered off (its kubelet and agent stopped until the node
+// lifecycle controller marks it NotReady, past spec.downNodeGrace) do not
+// hold an MTU change back: it succeeds on node-1 and node-2, names win-1
+// outside and node-3 down, and cordons nothing. Powered on again, node-3
+// catches up by itself: every pod at 1350, nothing cordoned, the down list
+// empty.
+func downNodesHoldNothingBack(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
+	win := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-1", Labels: map[string]string{corev1.LabelOSStable: "windows"}}}
+	if err := c.Create(context.Background(), win); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Delete(context.Background(), win) }()
+	edit(t, c, `{"spec":{"downNodeGrace":"5s"}}`)
+	defer edit(t, c, `{"spec":{"downNodeGrace":"1m"}}`)
+	kubelet, agent := livePid(t, name, "kubelet:node-3"), livePid(t, name, "agent:node-3")
+	for _, pid := range []int{kubelet, agent} {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = syscall.Kill(pid, syscall.SIGCONT) }()
+	}
+	waitForWithin(t, "node-3 NotReady", 2*time.Minute, func() bool {
+		var n corev1.Node
+		return c.Get(context.Background(), client.ObjectKey{Name: "node-3"}, &n) == nil && !meta.IsStatusConditionTrue(nodeConditions(n), string(corev1.NodeReady))
+	})
+	edit(t, c, `{"spec":{"mtu":1350}}`)
+	cn := waitChange(t, c)
+	ch := cn.Status.Change
+	if ch.Phase != v1alpha1.PhaseSucceeded || cn.Status.Applied.MTU != 1350 || fmt.Sprint(ch.Outside) != "[win-1]" || fmt.Sprint(ch.Down) != "[node-3]" || ch.Nodes != 2 {
+		t.Fatalf("change %+v, applied %+v: want it Succeeded on node-1 and node-2, win-1 outside, node-3 down", ch, cn.Status.Applied)
+	}
+	for n, cordoned := range labNodes(t, c) {
+		if cordoned {
+			t.Errorf("node %s cordoned: a node that is down is kept free of pods by its taints, and takes no pool slot", n)
+		}
+	}
+	for _, p := range labPods(t, s) {
+		if want := map[bool]int{true: 1450, false: 1350}[p.Node == "node-3"]; podMTU(t, p) != want {
+			t.Errorf("pod %s on %s has MTU %d while node-3 is down, want %d", p.Name, p.Node, podMTU(t, p), want)
+		}
+	}
+	for _, pid := range []int{kubelet, agent} {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+	waitForWithin(t, "node-3 to catch up", 2*time.Minute, func() bool {
+		var cur v1alpha1.NetshiftNetwork
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cur) == nil && len(cur.Status.Change.Down) == 0
+	})
+	if got := podMTUs(t, s); got[1350] != 3 {
+		t.Fatalf("pod MTUs after node-3 caught up: %v", got)
+	}
+	for n, cordoned := range labNodes(t, c) {
+		if cordoned && n != "win-1" {
+			t.Errorf("node %s left cordoned", n)
+		}
+	}
+	everyPodReachesEveryOther(t, name)
+}
+
+func nodeConditions(n corev1.Node) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range n.Status.Conditions {
+		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status)})
+	}
+	return out
+}
+
+// decidedRollbackBesideASilentNode: a VXLAN port change 4789 -> 4790 in which
+// node-1's TunnelPort step fails (its agent's fault hook) while node-2's
+// agent is frozen from before T0. node-1's failure decides the outcome (no
+// node may fail): the rollback starts within seconds of T0, not after
+// node-2's report window, and node-3, which moved at T0, is back on 4789 at
+// once. Thawed, node-2 runs the rollback late; the change ends RolledBack,
+// every tunnel on 4789, nothing cordoned, and no long-lived connection broke.
+func decidedRollbackBesideASilentNode(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
+	agent2 := livePid(t, name, "agent:node-2")
+	var rollingBackAt, t0 time.Time
+	r := underProbe(t, name, func() {
+		edit(t, c, `{"spec":{"vxlanPort":4790}}`)
+		var cn v1alpha1.NetshiftNetwork
+		waitFor(t, "T0", func() bool {
+			return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
+		})
+		t0 = cn.Status.Change.T0.Time
+		if err := syscall.Kill(agent2, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = syscall.Kill(agent2, syscall.SIGCONT) }()
+		waitFor(t, "the rollback", func() bool {
+			if c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change.Phase == v1alpha1.PhaseRollingBack {
+				rollingBackAt = time.Now()
+				return true
+			}
+			return !cn.Status.Change.Phase.Active()
+		})
+		_ = syscall.Kill(agent2, syscall.SIGCONT)
+		waitForWithin(t, "the change to end", 3*time.Minute, func() bool {
+			return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && !cn.Status.Change.Phase.Active() &&
+				len(cn.Status.Change.Converging) == 0
+		})
+	})
+	if rollingBackAt.IsZero() || rollingBackAt.Sub(t0) > 10*time.Second {
+		t.Fatalf("the rollback began %s after T0: the outcome was decided by node-1's failure", rollingBackAt.Sub(t0))
+	}
+	cn := waitChange(t, c)
+	if ch := cn.Status.Change; ch.Phase != v1alpha1.PhaseRolledBack || cn.Status.Applied.VXLANPort != 4789 {
+		t.Fatalf("change %+v, applied %+v: want RolledBack", ch, cn.Status.Applied)
+	}
+	for _, n := range s.Topology.Nodes {
+		tunnels, err := switchTunnels(s.OVSDB(n.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tun := range tunnels {
+			if tun.DstPort != 4789 {
+				t.Errorf("node %s: tunnel %s on port %d, want 4789", n.Name, tun.Name, tun.DstPort)
+			}
+		}
+	}
+	for n, cordoned := range labNodes(t, c) {
+		if cordoned {
+			t.Errorf("node %s left cordoned", n)
+		}
+	}
+	noneBroken(t, "a rollback beside a silent node", r)
+	t.Logf("rollback began %s after T0; %s", rollingBackAt.Sub(t0).Round(time.Millisecond), cn.Status.Change.Message)
+	edit(t, c, `{"spec":{"vxlanPort":4789}}`)
+}
+
+// throttleAPIToNode slows what the API server sends node (a watch that
+// lags, as on a busy or distant control plane): an htb class of 16 kbit/s
+// on the underlay's port toward the node, for packets from the API server's
+// port. undo removes it.
+func throttleAPIToNode(t *testing.T, s *lab.State, node string) (undo func()) {
+	t.Helper()
+	u, err := url.Parse(kubeServer(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var port string
+	for _, n := range s.Topology.Nodes {
+		if n.Name == node {
+			port = n.UnderlayPort
+		}
+	}
+	tc := func(args ...string) error {
+		out, err := exec.Command("ip", append([]string{"netns", "exec", s.Topology.UnderlayNetns, "tc"}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("tc %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	for _, args := range [][]string{
+		{"qdisc", "add", "dev", port, "root", "handle", "1:", "htb", "default", "10"},
+		{"class", "add", "dev", port, "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"},
+		{"class", "add", "dev", port, "parent", "1:", "classid", "1:20", "htb", "rate", "16kbit", "ceil", "16kbit"},
+		{"filter", "add", "dev", port, "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "sport", u.Port(), "0xffff", "flowid", "1:20"},
+	} {
+		if err := tc(args...); err != nil {
+			_ = tc("qdisc", "del", "dev", port, "root")
+			t.Fatal(err)
+		}
+	}
+	return func() { _ = tc("qdisc", "del", "dev", port, "root") }
+}
+
+func kubeServer(t *testing.T, s *lab.State) string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		t.Fatalf("the lab's kubeconfig: %v", err)
+	}
+	return cfg.Host
+}
+
+// abortWithALaggingWatch: node-3's traffic from the API server is throttled,
+// so that its watch brings it plans and their withdrawal seconds late. A
+// VXLAN port change 4789 -> 4790 is aborted as soon as T0 is set. Whatever
+// node-3's cache still shows at T0, no node runs a step of the aborted
+// change: every tunnel stays on 4789, node-3's report names no step, and
+// the status says nothing was changed.
+func abortWithALaggingWatch(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
+	undo := throttleAPIToNode(t, s, "node-3")
+	defer undo()
+	edit(t, c, `{"spec":{"vxlanPort":4790}}`)
+	var cn v1alpha1.NetshiftNetwork
+	waitForWithin(t, "T0", 3*time.Minute, func() bool {
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
+	})
+	id, t0 := cn.Status.Change.ID, cn.Status.Change.T0.Time
+	out := mustNetshift(t, "--kubeconfig", s.Kubeconfig, "abort")
+	if !strings.Contains(out, "aborted before T0") {
+		t.Fatalf("abort %s (T0 in %s): %s", id, time.Until(t0).Round(time.Millisecond), out)
+	}
+	// Past T0 and long enough for node-3's lagging watch to have run whatever it would have.
+	time.Sleep(time.Until(t0) + 10*time.Second)
+	undo()
+	holdsFor(t, 5*time.Second, "no step of the aborted change on any node", func() error {
+		for _, n := range s.Topology.Nodes {
+			var nns v1alpha1.NetshiftNodeState
+			if err := c.Get(context.Background(), client.ObjectKey{Name: n.Name}, &nns); err != nil {
+				return err
+			}
+			if rep := nns.Status.LiveChange; rep != nil && rep.ID == id && len(rep.Steps) > 0 {
+				return fmt.Errorf("node %s ran %+v of aborted change %s", n.Name, rep.Steps, id)
+			}
+			tunnels, err := switchTunnels(s.OVSDB(n.Name))
+			if err != nil {
+				return err
+			}
+			for _, tun := range tunnels {
+				if tun.DstPort != 4789 {
+					return fmt.Errorf("node %s: tunnel %s on port %d", n.Name, tun.Name, tun.DstPort)
+				}
+			}
+		}
+		return nil
+	})
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn); err != nil {
+		t.Fatal(err)
+	}
+	if ch := cn.Status.Change; ch.Phase != v1alpha1.PhaseAborted || len(ch.Converging) != 0 || cn.Status.Applied.VXLANPort != 4789 ||
+		meta.IsStatusConditionTrue(cn.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
+		t.Fatalf("change %+v, applied %+v, conditions %+v", ch, cn.Status.Applied, cn.Status.Conditions)
+	}
+	everyPodReachesEveryOther(t, name)
+}
+
+// apiServerAwayAcrossTheReportWindow: the lab's kube-apiserver is stopped
+// just after T0 of an MTU change 1350 -> 1300, for longer than the operator's
+// answer timeout (30 s), and started again. The nodes ran their steps at T0
+// and report them once it answers: the change ends Succeeded, the applied
+// MTU is every pod's, no node is cordoned and Degraded is False.
+func apiServerAwayAcrossTheReportWindow(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
+	api := livePid(t, name, "kube-apiserver")
+	edit(t, c, `{"spec":{"mtu":1300}}`)
+	var cn v1alpha1.NetshiftNetwork
+	waitFor(t, "T0", func() bool {
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
+	})
+	time.Sleep(time.Until(cn.Status.Change.T0.Time) + 50*time.Millisecond)
+	if err := syscall.Kill(api, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(api, syscall.SIGCONT) }()
+	time.Sleep(40 * time.Second)
+	_ = syscall.Kill(api, syscall.SIGCONT)
+	var end v1alpha1.NetshiftNetwork
+	waitForWithin(t, "the change to end with every node in step", 4*time.Minute, func() bool {
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &end) == nil && end.Status.Change.ID == cn.Status.Change.ID &&
+			!end.Status.Change.Phase.Active() && len(end.Status.Change.Converging) == 0
+	})
+	ch := end.Status.Change
+	if ch.Phase != v1alpha1.PhaseSucceeded || end.Status.Applied.MTU != 1300 || meta.IsStatusConditionTrue(end.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
+		t.Fatalf("change %+v, applied %+v: want Succeeded at 1300, as every node is", ch, end.Status.Applied)
+	}
+	if got := podMTUs(t, s); got[1300] != 3 {
+		t.Fatalf("pod MTUs %v", got)
+	}
+	for n, cordoned := range labNodes(t, c) {
+		if cordoned {
+			t.Errorf("node %s left cordoned", n)
+		}
+	}
+	t.Logf("after the API server came back: %s", ch.Message)
+}
