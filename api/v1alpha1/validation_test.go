@@ -46,6 +46,15 @@ func netshiftNetwork(mutate func(*v1alpha1.NetshiftNetworkSpec)) *v1alpha1.Netsh
 
 // drainTimeout is a NetshiftNetwork whose drain timeout is written as given,
 // as kubectl would send it (a metav1.Duration could not carry "ten minutes").
+// downNodeGrace is a NetshiftNetwork whose spec.downNodeGrace is grace, as written.
+func downNodeGrace(grace string) client.Object {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "NetshiftNetwork",
+		"metadata": map[string]any{"name": v1alpha1.NetshiftNetworkName},
+		"spec":     map[string]any{"mtu": int64(1450), "downNodeGrace": grace},
+	}}
+}
+
 func drainTimeout(timeout string) client.Object {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "NetshiftNetwork",
@@ -103,6 +112,8 @@ func TestAPIServerRefusesBadInput(t *testing.T) {
 			[]string{"spec.drain.timeout", "should match"}},
 		{"drain timeout 0s", drainTimeout("0s"),
 			[]string{"spec.drain.timeout", "from 1s to 168h"}},
+		{"down node grace of two days", downNodeGrace("48h"), []string{"spec.downNodeGrace", "from 0s to 24h"}},
+		{"down node grace in words", downNodeGrace("a minute"), []string{"spec.downNodeGrace", "should match"}},
 		{"second NetshiftNetwork", &v1alpha1.NetshiftNetwork{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: v1alpha1.NetshiftNetworkSpec{MTU: ptr.To[int32](1450)}},
 			[]string{"metadata.name", `"cluster"`}},
 		{"unknown onTimeout", netshiftNetwork(func(s *v1alpha1.NetshiftNetworkSpec) { s.Drain.OnTimeout = "Panic" }), []string{"spec.drain.onTimeout", "Wait", "Fail"}},
@@ -171,6 +182,9 @@ func TestDefaults(t *testing.T) {
 	}
 	if cn.Spec.Drain.Timeout == nil || cn.Spec.Drain.Timeout.Duration.String() != "10m0s" || cn.Spec.Drain.OnTimeout != v1alpha1.DrainTimeoutWait {
 		t.Fatalf("drain defaults = %+v, want timeout 10m and onTimeout Wait", cn.Spec.Drain)
+	}
+	if cn.Spec.DownNodeGrace == nil || cn.Spec.DownNodeGrace.Duration.String() != "1m0s" {
+		t.Fatalf("downNodeGrace default = %v, want 1m", cn.Spec.DownNodeGrace)
 	}
 }
 

@@ -76,6 +76,18 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 	for _, s := range rep.Steps {
 		done[s.Action] = true // a restarted agent does not repeat a step it reported
 	}
+	if len(done) == 0 && !a.reported.answeredHere(plan.ID) {
+		// Restarted since it answered: the clock it measured then may not hold now.
+		if problem := a.clockStillAgrees(ctx, plan); problem != "" {
+			logger.Info("the node's clock no longer agrees with the operator's: no step is run", "problem", problem)
+			return ctrl.Result{}, a.reportDone(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
+				if s.LiveChange != nil && s.LiveChange.ID == plan.ID && len(s.LiveChange.Steps) == 0 {
+					s.LiveChange.Ready, s.LiveChange.Problems = false, append(s.LiveChange.Problems, problem)
+				}
+			})
+		}
+		a.reported.answer(plan.ID)
+	}
 	if len(done) == 0 {
 		if standing, err := a.confirmStanding(ctx, plan); err != nil || !standing {
 			if err == nil {
@@ -167,6 +179,42 @@ func (a *Agent) confirmStanding(ctx context.Context, plan *v1alpha1.LiveChangePl
 			return false, ctx.Err()
 		}
 	}
+}
+
+// clockStillAgrees measures the node's clock again, for an agent restarted
+// after its node answered a plan whose T0 is still ahead: it says why the
+// node cannot take its steps at T0 ("" when it can, or when there is no time
+// to tell before the plan's confirm window: a clock that cannot be measured
+// then is no reason to split the node from the others).
+func (a *Agent) clockStillAgrees(ctx context.Context, plan *v1alpha1.LiveChangePlan) string {
+	if plan.T0 == nil || plan.Rollback {
+		return ""
+	}
+	by := plan.T0.Add(-time.Duration(plan.ConfirmWindowMs)*time.Millisecond - confirmBeforeT0)
+	if !by.After(a.now()) {
+		return ""
+	}
+	timeURL := a.OperatorTimeURL
+	if timeURL == "" {
+		timeURL = plan.TimeURL
+	}
+	if timeURL == "" {
+		return ""
+	}
+	checking, cancel := context.WithDeadline(ctx, time.Now().Add(by.Sub(a.now())))
+	defer cancel()
+	client := newClockClient()
+	defer client.CloseIdleConnections()
+	samples, err := measureClock(checking, client, timeURL, 5, a.now)
+	if err != nil || len(samples) == 0 {
+		return ""
+	}
+	offset, bound, err := EstimateOffset(samples)
+	if err != nil || judgeClock(offset, bound, a.MaxClockSkew) != clockOff {
+		return ""
+	}
+	return fmt.Sprintf("restarted after answering, the node's clock now differs from the operator's by %s (± %s), more than the %s allowed: T0 would not be the same instant here",
+		offset.Round(time.Microsecond), bound.Round(time.Microsecond), a.MaxClockSkew)
 }
 
 // The confirming read: it ends confirmBeforeT0 before T0 at the latest,

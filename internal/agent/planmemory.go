@@ -67,6 +67,9 @@ func (m *planMemory) answer(id string) {
 	m.answered[id] = true
 }
 
+// answeredHere says whether this process answered plan id (a restarted agent has not).
+func (m *planMemory) answeredHere(id string) bool { return m.answered[id] }
+
 // ran records steps reported, and the node's part done when done.
 func (m *planMemory) ran(id string, results []v1alpha1.StepResult, done bool) {
 	m.init()

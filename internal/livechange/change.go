@@ -279,8 +279,8 @@ func (p *Progress) scheduled(nodes, failedNodes, failed, waiting, problems []str
 			"; the nodes stay cordoned for a person (spec.onFailure.action None)"
 	case len(problems) > 0:
 		p.Held = joined
-		p.Phase, p.Message = v1alpha1.PhaseFailed, "joined after T0 and failed their preconditions, touching nothing; held cordoned for a person: "+
-			listed(problems, "; ")
+		p.Phase, p.Message = v1alpha1.PhaseFailed, "failed their preconditions after T0 was set (joined late, or found their clock off when their agent restarted), "+
+			"touching nothing; held cordoned for a person: "+listed(problems, "; ")
 	default:
 		p.Phase, p.Message = v1alpha1.PhaseSucceeded, "every node applied every step"
 	}

@@ -162,7 +162,7 @@ func TestEvaluate(t *testing.T) {
 		{"a failure within the limit waits for every report", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": ready, "b": broken},
 			Policy{Action: v1alpha1.FailureRollback, MaxFailed: 1}, v1alpha1.PhaseScheduled, "waiting for a", nil, nil},
 		{"a node that joined after T0 and failed its preconditions is held, not counted as applied", v1alpha1.PhaseScheduled,
-			map[string]*v1alpha1.LiveChangeReport{"a": done, "b": bad}, rollback, v1alpha1.PhaseFailed, "joined after T0 and failed their preconditions", nil, []string{"b"}},
+			map[string]*v1alpha1.LiveChangeReport{"a": done, "b": bad}, rollback, v1alpha1.PhaseFailed, "failed their preconditions after T0 was set", nil, []string{"b"}},
 		{"all applied", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": done}, rollback, v1alpha1.PhaseSucceeded, "", nil, nil},
 		{"one failure past the limit of 0 rolls every node back", v1alpha1.PhaseScheduled, map[string]*v1alpha1.LiveChangeReport{"a": done, "b": broken}, rollback,
 			v1alpha1.PhaseRollingBack, "(spec.onFailure.maxFailedNodes: 0), 1 applied the change: stopping it", []string{"a", "b"}, nil},

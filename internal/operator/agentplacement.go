@@ -40,12 +40,12 @@ const placementRefresh = 30 * time.Second
 // Facts reads what a change needs to know of each node: whether an agent runs
 // there and whether it is Ready, since when.
 func (p *AgentPlacement) Facts(ctx context.Context, nodes []corev1.Node, now time.Time) []livechange.NodeFacts {
-	pod := p.template(ctx, now)
+	placed := placement(p.template(ctx, now))
 	facts := make([]livechange.NodeFacts, len(nodes))
 	for i := range nodes {
 		n := &nodes[i]
 		ready, since := readiness(n)
-		facts[i] = livechange.NodeFacts{Name: n.Name, RunsAgent: runsAgent(pod, n), Ready: ready, Since: since}
+		facts[i] = livechange.NodeFacts{Name: n.Name, RunsAgent: placed(n), Ready: ready, Since: since}
 	}
 	return facts
 }
@@ -87,26 +87,35 @@ func readiness(n *corev1.Node) (bool, time.Time) {
 	return false, n.CreationTimestamp.Time
 }
 
-// runsAgent says whether the agent's pod (nil: placed everywhere) runs on
-// node n: a Linux node, matching its node selector and required affinity,
+// placement says whether the agent's pod (nil: placed everywhere) runs on a
+// node: a Linux node, matching its node selector and required affinity,
 // with no NoSchedule or NoExecute taint it does not tolerate, counting the
-// tolerations the DaemonSet controller gives every daemon pod (a node not
-// ready, unreachable, cordoned or under pressure keeps its daemons).
-func runsAgent(pod *corev1.Pod, n *corev1.Node) bool {
-	if os := n.Labels[corev1.LabelOSStable]; os != "" && os != "linux" {
-		return false
-	}
+// tolerations the DaemonSet controller gives every daemon pod.
+func placement(pod *corev1.Pod) func(n *corev1.Node) bool {
 	if pod == nil {
-		return true
+		return isLinux
 	}
-	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(n); err != nil || !ok {
-		return false
-	}
+	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	tolerations := append(append([]corev1.Toleration(nil), pod.Spec.Tolerations...), daemonTolerations...)
-	_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, tolerations, func(t *corev1.Taint) bool {
+	schedulingTaint := func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}, false)
-	return !untolerated
+	}
+	return func(n *corev1.Node) bool {
+		if !isLinux(n) {
+			return false
+		}
+		if ok, err := affinity.Match(n); err != nil || !ok {
+			return false
+		}
+		_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, tolerations, schedulingTaint, false)
+		return !untolerated
+	}
+}
+
+// isLinux says whether the node runs Linux (or does not say).
+func isLinux(n *corev1.Node) bool {
+	os := n.Labels[corev1.LabelOSStable]
+	return os == "" || os == "linux"
 }
 
 // daemonTolerations are what the DaemonSet controller tolerates for every

@@ -22,8 +22,9 @@ const catchUpLook = 10 * time.Second
 // away) before the time is taken as time no agent could be heard in.
 const heardGap = 5 * time.Second
 
-// heard notes that the control plane answers. After a gap (the API server
-// stopped, the network to it cut) silent agents are judged only from now:
+// heard notes that the control plane answers. After a gap since the last
+// pass that ended well (the API server stopped, the network to it cut)
+// silent agents are judged only from now:
 // they could not report meanwhile, and a deadline that ran out while nobody
 // could answer would record a silence that was the control plane's.
 func (r *LiveChangeReconciler) heard(ctx context.Context) {

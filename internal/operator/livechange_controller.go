@@ -226,6 +226,7 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, fmt.Errorf("NetshiftNetwork %s: write status: %w", cn.Name, err)
 		}
 	}
+	r.heardAt = r.Now() // a long pass is time the agents were heard
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
@@ -778,8 +779,9 @@ func (r *LiveChangeReconciler) finish(ctx context.Context, nodes []corev1.Node, 
 		if nns == nil || slices.Contains(keep, n.Name) {
 			continue
 		}
-		// A plan written in a pass the cache does not show yet is removed too.
-		if nns.Spec.LiveChange != nil || r.wrote(nns, id) || r.wrote(nns, livechange.RollbackID(id)) {
+		// A plan written in a pass the cache does not show yet is removed too; a catch-up of a
+		// node that was down is not the change's, and runs on.
+		if own := nns.Spec.LiveChange; (own != nil && !livechange.IsCatchUp(own.ID)) || r.wrote(nns, id) || r.wrote(nns, livechange.RollbackID(id)) {
 			planned = append(planned, n.Name)
 		}
 	}

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
-	"netshift.io/netshift/internal/agent"
 	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/netplugin/ovsbridge"
@@ -271,16 +270,7 @@ func TestT0IsAsFarAheadAsThePlanTookToArrive(t *testing.T) {
 func startAgents(t *testing.T, ctx context.Context, timeAddr string, offsets map[string]time.Duration) {
 	t.Helper()
 	for node, offset := range offsets {
-		m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
-			OperatorTimeURL: "http://" + timeAddr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{},
-			NewPlugin: ofItsOwn})
-		if err != nil {
-			t.Fatal(err)
-		}
-		actx, acancel := context.WithCancel(ctx)
-		adone := make(chan struct{})
-		go func() { defer close(adone); _ = m.Start(actx) }()
-		t.Cleanup(func() { acancel(); <-adone })
+		startAgent(t, ctx, timeAddr, node, offset)
 	}
 }
 

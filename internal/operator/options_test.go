@@ -30,6 +30,8 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.ZonePluginPods = "app in" }, `--zone-plugin-pods: "app in" is not a label selector`},
 		{func(o *Options) { o.ZonePluginPods = "  " }, `--zone-plugin-pods: "  " is not a label selector`},
 		{func(o *Options) { o.NetworkPlugin = "calico" }, `--network-plugin: "calico" is not a network plugin netshift has a driver for (ovs-bridge, ovn-kubernetes)`},
+		{func(o *Options) { o.AgentDaemonSet = "netshift-agent" }, `--agent-daemonset: "netshift-agent" is not namespace/name`},
+		{func(o *Options) { o.AgentDaemonSet = "Bad NS/netshift-agent" }, `--agent-daemonset: "Bad NS/netshift-agent" is not namespace/name`},
 		{func(o *Options) { o.TimeAdvertiseURL = "10.0.0.1:8082" }, `--time-advertise-url: "10.0.0.1:8082" is not an http:// or https:// URL`},
 	} {
 		o := DefaultOptions()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/agent"
 	"netshift.io/netshift/internal/hold"
 	"netshift.io/netshift/internal/operator"
 )
@@ -282,4 +284,53 @@ func TestStepsOfAnAbortedChangeAreRolledBack(t *testing.T) {
 		cn.Status.Applied.MTU != 1450 {
 		t.Fatalf("change %+v, applied %+v", ch, cn.Status.Applied)
 	}
+}
+
+// TestAnAgentRestartedBeforeT0ChecksItsClockAgain: k1's agent (a real one)
+// answers an MTU change ready, T0 15 s ahead, and is restarted meanwhile on
+// a clock now 200 ms ahead of the operator's: it measures again before its
+// steps, answers the problem and runs none. k2 (answered here) applies the
+// change; it ends Failed, not Succeeded, with k1 held for a person and named.
+func TestAnAgentRestartedBeforeT0ChecksItsClockAgain(t *testing.T) {
+	cl := newCluster(t)
+	cl.wipe()
+	ctx, bound, _ := startReplica(t, cl, "", func(o *operator.Options) { o.ChangeLead = 15 * time.Second })
+	cl.createNodes("k1", "k2")
+	addr := timeEndpoint(t, bound)
+	stopK1 := startAgent(t, ctx, addr, "k1", 0)
+	createNetwork(t, cl, 1450)
+	cl.editMTU(1400)
+	cn := cl.waitChangeOf("the plan", func(cn *v1alpha1.NetshiftNetwork) bool { return cn.Status.Change.Phase == v1alpha1.PhasePreconditions })
+	id := cn.Status.Change.ID
+	cl.answerReady(id, "k2")
+	cn = cl.waitChangeOf("T0", func(cn *v1alpha1.NetshiftNetwork) bool { return cn.Status.Change.T0 != nil })
+	stopK1()
+	startAgent(t, ctx, addr, "k1", 200*time.Millisecond)
+	time.Sleep(time.Until(cn.Status.Change.T0.Time))
+	cl.report("k2", stepsDone(id), nil)
+	cn = cl.waitChangeOf("the change to end", func(cn *v1alpha1.NetshiftNetwork) bool { return !cn.Status.Change.Phase.Active() })
+	ch := cn.Status.Change
+	if ch.Phase != v1alpha1.PhaseFailed || !slices.Equal(ch.Held, []string{"k1"}) || !strings.Contains(ch.Message, "restarted after answering, the node's clock now differs") {
+		t.Fatalf("change %+v: want Failed, k1 held for its clock", ch)
+	}
+	var nns v1alpha1.NetshiftNodeState
+	if err := cl.c.Get(cl.ctx, client.ObjectKey{Name: "k1"}, &nns); err != nil || nns.Status.LiveChange == nil || len(nns.Status.LiveChange.Steps) != 0 {
+		t.Fatalf("k1's report %+v (%v): it must run no step", nns.Status.LiveChange, err)
+	}
+}
+
+// startAgent runs node's agent with its clock offset until stop or the test's end.
+func startAgent(t *testing.T, ctx context.Context, timeAddr, node string, offset time.Duration) (stop func()) {
+	t.Helper()
+	m, err := agent.NewManager(env.AgentConfig(node), agent.Options{Node: node, HealthAddr: "0", ManyInProcess: true,
+		OperatorTimeURL: "http://" + timeAddr + "/time", ClockOffset: offset, Pods: nodeWithoutPods{}, NewPlugin: ofItsOwn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Start(actx) }()
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return stop
 }

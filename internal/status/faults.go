@@ -61,6 +61,8 @@ func nodeFault(n Node, ch *Change) string {
 		return cmp.Or(n.LiveChange, "held for a person")
 	case ch != nil && slices.Contains(ch.Converging, n.Name):
 		return fmt.Sprintf("its agent did not report its part of change %s in time", ch.ID)
+	case ch != nil && slices.Contains(ch.Down, n.Name) && strings.Contains(n.LiveChange, markFailed):
+		return "catch-up: " + n.LiveChange
 	case strings.HasPrefix(n.LiveChange, markBlocked) || strings.Contains(n.LiveChange, markFailed):
 		return "change: " + n.LiveChange
 	case n.SyncStatus == string(v1alpha1.SyncFailed):

@@ -255,6 +255,10 @@ func liveChangeProgress(nns *v1alpha1.NetshiftNodeState, ch *Change) string {
 	}
 	reboot := livechange.RebootOperationID(ch.ID)
 	switch op := nns.Spec.Operation; {
+	case slices.Contains(ch.Outside, nns.Name):
+		return "outside: no agent runs there"
+	case slices.Contains(ch.Down, nns.Name):
+		return downProgress(nns)
 	case slices.Contains(ch.Rebooting, nns.Name):
 		return rebootProgress(nns, reboot)
 	case slices.Contains(ch.Held, nns.Name) && op != nil && op.ID == reboot:
@@ -292,6 +296,23 @@ func liveChangeProgress(nns *v1alpha1.NetshiftNodeState, ch *Change) string {
 		return fmt.Sprintf("%s%d/%d steps", what, len(rep.Steps), steps)
 	}
 	return "ready"
+}
+
+// downProgress is where a node the change went ahead without stands: down,
+// or catching up by a plan of its own.
+func downProgress(nns *v1alpha1.NetshiftNodeState) string {
+	plan, rep := nns.Spec.LiveChange, nns.Status.LiveChange
+	switch {
+	case plan == nil || !livechange.IsCatchUp(plan.ID):
+		return "down: catches up when it is back"
+	case rep == nil || rep.ID != plan.ID:
+		return fmt.Sprintf("back, catching up (%s %d -> %d): checking", plan.Kind, plan.From, plan.To)
+	case len(rep.Problems) > 0:
+		return fmt.Sprintf("back, catching up: %s: %s", markBlocked, strings.Join(rep.Problems, "; "))
+	case rep.Failed:
+		return fmt.Sprintf("back, catching up: %s: %s", markFailed, failedStep(rep))
+	}
+	return fmt.Sprintf("back, catching up (%s %d -> %d): %d/%d steps", plan.Kind, plan.From, plan.To, len(rep.Steps), len(plan.Steps))
 }
 
 // failedStep is the report's failed step and its error.

@@ -46,6 +46,11 @@ func TestLiveChangeProgress(t *testing.T) {
 		{"rolling back", rollingBack, &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Steps: one}, active, "rollback 1/3 steps"},
 		{"rolled back", rollingBack, &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Done: true}, active, "rollback done"},
 		{"its rollback failed", rollingBack, &v1alpha1.LiveChangeReport{ID: "c-rollback", Ready: true, Done: true, Failed: true, Steps: failed}, active, "rollback FAILED: PodMTU: no such device"},
+		{"outside", nil, nil, &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseScheduled, Outside: []string{"n"}}}, "outside: no agent runs there"},
+		{"down", scheduled, nil, &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseSucceeded, Down: []string{"n"}}}, "down: catches up when it is back"},
+		{"catching up", &v1alpha1.LiveChangePlan{ID: "catchup-mtu-1350", Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, T0: &t0, Steps: steps},
+			&v1alpha1.LiveChangeReport{ID: "catchup-mtu-1350", Ready: true, Steps: one},
+			&Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseSucceeded, Down: []string{"n"}}}, "back, catching up (MTU 1450 -> 1350): 1/3 steps"},
 		{"another node of an ended change", scheduled, &v1alpha1.LiveChangeReport{ID: "c", Done: true}, &Change{NetworkChange: v1alpha1.NetworkChange{ID: "c", Phase: v1alpha1.PhaseFailed, Converging: []string{"m"}}}, ""},
 	} {
 		nns := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: "n"}}

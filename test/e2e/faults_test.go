@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -35,6 +36,7 @@ func TestThreeNodeFaultLab(t *testing.T) {
 		{"ADecidedRollbackStartsAtOnceBesideASilentNode", decidedRollbackBesideASilentNode},
 		{"NoNodeRunsAStepOfAnAbortedChange", abortWithALaggingWatch},
 		{"TheAPIServerStoppedAcrossTheReportWindow", apiServerAwayAcrossTheReportWindow},
+		{"EveryAgentFrozenPastTheReportWindow", agentsFrozenPastTheReportWindow},
 	})
 }
 
@@ -155,17 +157,14 @@ func decidedRollbackBesideASilentNode(t *testing.T, name string) {
 	var rollingBackAt, t0 time.Time
 	r := underProbe(t, name, func() {
 		edit(t, c, `{"spec":{"vxlanPort":4790}}`)
-		var cn v1alpha1.NetshiftNetwork
-		waitFor(t, "T0", func() bool {
-			return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
-		})
+		cn := waitT0(t, c, v1alpha1.ChangeVXLANPort, 4790)
 		t0 = cn.Status.Change.T0.Time
 		if err := syscall.Kill(agent2, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 		defer func() { _ = syscall.Kill(agent2, syscall.SIGCONT) }()
 		waitFor(t, "the rollback", func() bool {
-			if c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change.Phase == v1alpha1.PhaseRollingBack {
+			if c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, cn) == nil && cn.Status.Change.Phase == v1alpha1.PhaseRollingBack {
 				rollingBackAt = time.Now()
 				return true
 			}
@@ -173,7 +172,7 @@ func decidedRollbackBesideASilentNode(t *testing.T, name string) {
 		})
 		_ = syscall.Kill(agent2, syscall.SIGCONT)
 		waitForWithin(t, "the change to end", 3*time.Minute, func() bool {
-			return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && !cn.Status.Change.Phase.Active() &&
+			return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, cn) == nil && !cn.Status.Change.Phase.Active() &&
 				len(cn.Status.Change.Converging) == 0
 		})
 	})
@@ -184,16 +183,8 @@ func decidedRollbackBesideASilentNode(t *testing.T, name string) {
 	if ch := cn.Status.Change; ch.Phase != v1alpha1.PhaseRolledBack || cn.Status.Applied.VXLANPort != 4789 {
 		t.Fatalf("change %+v, applied %+v: want RolledBack", ch, cn.Status.Applied)
 	}
-	for _, n := range s.Topology.Nodes {
-		tunnels, err := switchTunnels(s.OVSDB(n.Name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tun := range tunnels {
-			if tun.DstPort != 4789 {
-				t.Errorf("node %s: tunnel %s on port %d, want 4789", n.Name, tun.Name, tun.DstPort)
-			}
-		}
+	if err := tunnelsOn(s, 4789); err != nil {
+		t.Error(err)
 	}
 	for n, cordoned := range labNodes(t, c) {
 		if cordoned {
@@ -206,7 +197,7 @@ func decidedRollbackBesideASilentNode(t *testing.T, name string) {
 }
 
 // throttleAPIToNode slows what the API server sends node (a watch that
-// lags, as on a busy or distant control plane): an htb class of 16 kbit/s
+// lags, as on a busy or distant control plane): an htb class of 8 kbit/s
 // on the underlay's port toward the node, for packets from the API server's
 // port. undo removes it.
 func throttleAPIToNode(t *testing.T, s *lab.State, node string) (undo func()) {
@@ -231,7 +222,7 @@ func throttleAPIToNode(t *testing.T, s *lab.State, node string) (undo func()) {
 	for _, args := range [][]string{
 		{"qdisc", "add", "dev", port, "root", "handle", "1:", "htb", "default", "10"},
 		{"class", "add", "dev", port, "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"},
-		{"class", "add", "dev", port, "parent", "1:", "classid", "1:20", "htb", "rate", "16kbit", "ceil", "16kbit"},
+		{"class", "add", "dev", port, "parent", "1:", "classid", "1:20", "htb", "rate", "8kbit", "ceil", "8kbit"},
 		{"filter", "add", "dev", port, "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "sport", u.Port(), "0xffff", "flowid", "1:20"},
 	} {
 		if err := tc(args...); err != nil {
@@ -251,29 +242,41 @@ func kubeServer(t *testing.T, s *lab.State) string {
 	return cfg.Host
 }
 
-// abortWithALaggingWatch: node-3's traffic from the API server is throttled,
-// so that its watch brings it plans and their withdrawal seconds late. A
-// VXLAN port change 4789 -> 4790 is aborted as soon as T0 is set. Whatever
+// abortWithALaggingWatch: a VXLAN port change 4789 -> 4790 is scheduled;
+// then node-3's traffic from the API server is throttled, so that its watch
+// brings it the plan's withdrawal seconds late, and the change is aborted. Whatever
 // node-3's cache still shows at T0, no node runs a step of the aborted
 // change: every tunnel stays on 4789, node-3's report names no step, and
 // the status says nothing was changed.
 func abortWithALaggingWatch(t *testing.T, name string) {
 	s, _ := lab.LoadState(name)
 	c := labClient(t, name)
+	edit(t, c, `{"spec":{"vxlanPort":4790}}`)
+	cn := waitT0(t, c, v1alpha1.ChangeVXLANPort, 4790)
+	id, t0 := cn.Status.Change.ID, cn.Status.Change.T0.Time
 	undo := throttleAPIToNode(t, s, "node-3")
 	defer undo()
-	edit(t, c, `{"spec":{"vxlanPort":4790}}`)
-	var cn v1alpha1.NetshiftNetwork
-	waitForWithin(t, "T0", 3*time.Minute, func() bool {
-		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
-	})
-	id, t0 := cn.Status.Change.ID, cn.Status.Change.T0.Time
+	// 16 KB that node-3's watch of its own state must bring before anything after it: the
+	// abort's withdrawal then reaches node-3 some 16 s late, as behind a busy control plane.
+	filler := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: "node-3"}}
+	fill := func(v string) {
+		value := "null"
+		if v != "" {
+			value = fmt.Sprintf("%q", v)
+		}
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.netshift.io/backlog":%s}}}`, value)
+		if err := c.Patch(context.Background(), filler, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill(strings.Repeat("x", 16<<10))
+	defer fill("")
 	out := mustNetshift(t, "--kubeconfig", s.Kubeconfig, "abort")
 	if !strings.Contains(out, "aborted before T0") {
 		t.Fatalf("abort %s (T0 in %s): %s", id, time.Until(t0).Round(time.Millisecond), out)
 	}
-	// Past T0 and long enough for node-3's lagging watch to have run whatever it would have.
-	time.Sleep(time.Until(t0) + 10*time.Second)
+	// Past T0, by which node-3's cache still showed the plan.
+	time.Sleep(time.Until(t0) + 3*time.Second)
 	undo()
 	holdsFor(t, 5*time.Second, "no step of the aborted change on any node", func() error {
 		for _, n := range s.Topology.Nodes {
@@ -284,19 +287,10 @@ func abortWithALaggingWatch(t *testing.T, name string) {
 			if rep := nns.Status.LiveChange; rep != nil && rep.ID == id && len(rep.Steps) > 0 {
 				return fmt.Errorf("node %s ran %+v of aborted change %s", n.Name, rep.Steps, id)
 			}
-			tunnels, err := switchTunnels(s.OVSDB(n.Name))
-			if err != nil {
-				return err
-			}
-			for _, tun := range tunnels {
-				if tun.DstPort != 4789 {
-					return fmt.Errorf("node %s: tunnel %s on port %d", n.Name, tun.Name, tun.DstPort)
-				}
-			}
 		}
-		return nil
+		return tunnelsOn(s, 4789)
 	})
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, cn); err != nil {
 		t.Fatal(err)
 	}
 	if ch := cn.Status.Change; ch.Phase != v1alpha1.PhaseAborted || len(ch.Converging) != 0 || cn.Status.Applied.VXLANPort != 4789 ||
@@ -316,10 +310,7 @@ func apiServerAwayAcrossTheReportWindow(t *testing.T, name string) {
 	c := labClient(t, name)
 	api := livePid(t, name, "kube-apiserver")
 	edit(t, c, `{"spec":{"mtu":1300}}`)
-	var cn v1alpha1.NetshiftNetwork
-	waitFor(t, "T0", func() bool {
-		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil && cn.Status.Change.T0 != nil
-	})
+	cn := waitT0(t, c, v1alpha1.ChangeMTU, 1300)
 	time.Sleep(time.Until(cn.Status.Change.T0.Time) + 50*time.Millisecond)
 	if err := syscall.Kill(api, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -345,4 +336,100 @@ func apiServerAwayAcrossTheReportWindow(t *testing.T, name string) {
 		}
 	}
 	t.Logf("after the API server came back: %s", ch.Message)
+}
+
+// waitT0 waits for a change of kind to value to be scheduled (the last
+// change, ended, has a T0 too) and returns the network then.
+func waitT0(t *testing.T, c client.Client, kind v1alpha1.ChangeKind, to int32) *v1alpha1.NetshiftNetwork {
+	t.Helper()
+	var cn v1alpha1.NetshiftNetwork
+	waitForWithin(t, fmt.Sprintf("T0 of a %s change to %d", kind, to), 3*time.Minute, func() bool {
+		if c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) != nil || cn.Status.Change == nil {
+			return false
+		}
+		ch := cn.Status.Change
+		return ch.Kind == kind && ch.To == to && ch.Phase.Active() && ch.T0 != nil
+	})
+	return &cn
+}
+
+// tunnelsOn says which tunnel of a VXLAN lab's switches is not on port, if
+// any (one with no port of its own is on VXLAN's, 4789).
+func tunnelsOn(s *lab.State, port int) error {
+	for _, n := range s.Topology.Nodes {
+		tunnels, err := switchTunnels(s.OVSDB(n.Name))
+		if err != nil {
+			return err
+		}
+		for _, tun := range tunnels {
+			if cmp.Or(tun.DstPort, 4789) != port {
+				return fmt.Errorf("node %s: tunnel %s on port %d, want %d", n.Name, tun.Name, tun.DstPort, port)
+			}
+		}
+	}
+	return nil
+}
+
+// agentsFrozenPastTheReportWindow: every agent is frozen just after T0 of an
+// MTU change 1300 -> 1250 (what a control plane away looks like to them),
+// for longer than the answer timeout. The change ends Failed with the three
+// converging, status.applied already at 1250 (where they converge), and one
+// node cordoned at a time (the default pool allows one). Thawed (or
+// restarted by their kubelets' liveness probes), the agents report their
+// steps late: the change is Succeeded, naming them late, every pod at 1250,
+// nothing cordoned.
+func agentsFrozenPastTheReportWindow(t *testing.T, name string) {
+	s, _ := lab.LoadState(name)
+	c := labClient(t, name)
+	var agents []int
+	for _, n := range s.Topology.Nodes {
+		agents = append(agents, livePid(t, name, "agent:"+n.Name))
+	}
+	edit(t, c, `{"spec":{"mtu":1250}}`)
+	cn := waitT0(t, c, v1alpha1.ChangeMTU, 1250)
+	time.Sleep(time.Until(cn.Status.Change.T0.Time) + 50*time.Millisecond)
+	for _, pid := range agents {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+		defer func() { _ = syscall.Kill(pid, syscall.SIGCONT) }()
+	}
+	var failed v1alpha1.NetshiftNetwork
+	waitForWithin(t, "the change to give up on its silent nodes", 2*time.Minute, func() bool {
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &failed) == nil && failed.Status.Change.ID == cn.Status.Change.ID &&
+			!failed.Status.Change.Phase.Active()
+	})
+	if ch := failed.Status.Change; ch.Phase != v1alpha1.PhaseFailed || len(ch.Converging) != 3 || failed.Status.Applied.MTU != 1250 {
+		t.Fatalf("change %+v, applied %+v: want Failed, the three nodes converging to 1250, which is what is applied", ch, failed.Status.Applied)
+	}
+	time.Sleep(2 * time.Second) // the cordons of silent nodes
+	cordoned := 0
+	for _, on := range labNodes(t, c) {
+		if on {
+			cordoned++
+		}
+	}
+	if cordoned != 1 {
+		t.Errorf("%d nodes cordoned while silent: the default pool allows one at once", cordoned)
+	}
+	for _, pid := range agents {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+	var end v1alpha1.NetshiftNetwork
+	waitForWithin(t, "the change to succeed, late", 3*time.Minute, func() bool {
+		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &end) == nil && end.Status.Change.Phase == v1alpha1.PhaseSucceeded
+	})
+	if ch := end.Status.Change; len(ch.Late) != 3 || end.Status.Applied.MTU != 1250 || meta.IsStatusConditionTrue(end.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
+		t.Fatalf("change %+v, applied %+v", ch, end.Status.Applied)
+	}
+	if got := podMTUs(t, s); got[1250] != 3 {
+		t.Fatalf("pod MTUs %v", got)
+	}
+	waitFor(t, "no node cordoned", func() bool {
+		for _, on := range labNodes(t, c) {
+			if on {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("%s", end.Status.Change.Message)
 }

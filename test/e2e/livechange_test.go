@@ -781,16 +781,8 @@ func TestAFailedStepIsRolledBackLive(t *testing.T) {
 		node1.Status.LiveChange.ID != cn.Status.Change.ID+"-rollback" || node1.Status.LiveChange.Failed {
 		t.Fatalf("node-1's report %+v (%v): want its rollback done", node1.Status.LiveChange, err)
 	}
-	for _, n := range s.Topology.Nodes {
-		tunnels, err := switchTunnels(s.OVSDB(n.Name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, tun := range tunnels {
-			if tun.DstPort != 4789 {
-				t.Errorf("node %s: tunnel %s on port %d after the rollback, want 4789", n.Name, tun.Name, tun.DstPort)
-			}
-		}
+	if err := tunnelsOn(s, 4789); err != nil {
+		t.Errorf("after the rollback: %v", err)
 	}
 
 	edit(t, c, `{"spec":{"vxlanPort":4789}}`)
