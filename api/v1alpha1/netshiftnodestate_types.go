@@ -191,12 +191,18 @@ type LiveChangePlan struct {
 	// abort is accepted only before the window, so that no node runs a step of an aborted change
 	// however late its watch brings the abort. An agent that gets no answer by its step's time
 	// waits for one and runs its steps late if the plan stands. The operator sets it from the
-	// number of nodes (0.1 ms a node, at least 400); 0 in a node's own plan (a rollback, a
-	// catch-up: neither can be aborted).
+	// number of nodes (a tenth of --agent-write-spacing a node, at least 400); 0 in a node's own
+	// plan (a rollback, a catch-up: neither can be aborted).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=60000
 	ConfirmWindowMs int32 `json:"confirmWindowMs,omitempty"`
+	// Without are the nodes the cluster's plan is not for: down (NotReady past
+	// spec.downNodeGrace) or still to catch up with an earlier change. Their agents, should they
+	// run, leave it alone: the operator brings each to the applied values by a plan of its own.
+	// +optional
+	// +listType=atomic
+	Without []string `json:"without,omitempty"`
 	// WrittenAt is when the operator wrote the cluster's plan, by its clock. Each agent reports
 	// how long the plan took to reach it (status.liveChange.planReachedMs), and the operator sets
 	// T0's lead from those: T0 reaches the agents the same way. A node's own plan has none.

@@ -159,6 +159,11 @@ func (in *LiveChangePlan) DeepCopyInto(out *LiveChangePlan) {
 		*out = new(NodeNetworkConfig)
 		**out = **in
 	}
+	if in.Without != nil {
+		in, out := &in.Without, &out.Without
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.WrittenAt != nil {
 		in, out := &in.WrittenAt, &out.WrittenAt
 		*out = (*in).DeepCopy()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -72,29 +73,9 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 	if plan.T0 == nil || rep.Done || !rep.Ready {
 		return ctrl.Result{}, nil
 	}
-	done := map[v1alpha1.StepAction]bool{}
-	for _, s := range rep.Steps {
-		done[s.Action] = true // a restarted agent does not repeat a step it reported
-	}
-	if len(done) == 0 && !a.reported.answeredHere(plan.ID) {
-		// Restarted since it answered: the clock it measured then may not hold now.
-		if problem := a.clockStillAgrees(ctx, plan); problem != "" {
-			logger.Info("the node's clock no longer agrees with the operator's: no step is run", "problem", problem)
-			return ctrl.Result{}, a.reportDone(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
-				if s.LiveChange != nil && s.LiveChange.ID == plan.ID && len(s.LiveChange.Steps) == 0 {
-					s.LiveChange.Ready, s.LiveChange.Problems = false, append(s.LiveChange.Problems, problem)
-				}
-			})
-		}
-		a.reported.answer(plan.ID)
-	}
-	if len(done) == 0 {
-		if standing, err := a.confirmStanding(ctx, plan); err != nil || !standing {
-			if err == nil {
-				logger.Info("the plan was withdrawn before T0 (read past the cache): no step is run")
-			}
-			return ctrl.Result{}, err
-		}
+	done, take, err := a.stepsTaken(ctx, nns, plan, rep)
+	if !take || err != nil {
+		return ctrl.Result{}, err
 	}
 	// Steps close together are reported together, after the last of them: a
 	// report is a write that every watcher of the node's state answers, and
@@ -141,6 +122,46 @@ func (a *Agent) liveChange(ctx context.Context, nns *v1alpha1.NetshiftNodeState,
 	return ctrl.Result{RequeueAfter: settleDelay}, a.reportSteps(ctx, nns, plan.ID, unreported, true)
 }
 
+// stepsTaken are the steps of plan the node reported (a restarted agent
+// does not repeat them), and whether it takes the others: before its first,
+// beforeFirstStep says.
+func (a *Agent) stepsTaken(ctx context.Context, nns *v1alpha1.NetshiftNodeState, plan *v1alpha1.LiveChangePlan,
+	rep *v1alpha1.LiveChangeReport) (done map[v1alpha1.StepAction]bool, take bool, err error) {
+	done = map[v1alpha1.StepAction]bool{}
+	for _, s := range rep.Steps {
+		done[s.Action] = true
+	}
+	if len(done) > 0 {
+		return done, true, nil
+	}
+	take, err = a.beforeFirstStep(ctx, nns, plan)
+	return done, take, err
+}
+
+// beforeFirstStep says whether the node takes its first step of plan: an
+// agent restarted since it answered measures its clock again (a problem is
+// answered, and no step run), and every agent confirms past its cache that
+// the cluster's plan still stands.
+func (a *Agent) beforeFirstStep(ctx context.Context, nns *v1alpha1.NetshiftNodeState, plan *v1alpha1.LiveChangePlan) (bool, error) {
+	logger := log.FromContext(ctx).WithValues("node", a.Node, "change", plan.ID)
+	if !a.reported.answeredHere(plan.ID) {
+		if problem := a.clockStillAgrees(ctx, plan); problem != "" {
+			logger.Info("the node's clock no longer agrees with the operator's: no step is run", "problem", problem)
+			return false, a.reportDone(ctx, nns, func(s *v1alpha1.NetshiftNodeStateStatus) {
+				if s.LiveChange != nil && s.LiveChange.ID == plan.ID && len(s.LiveChange.Steps) == 0 {
+					s.LiveChange.Ready, s.LiveChange.Problems = false, append(s.LiveChange.Problems, problem)
+				}
+			})
+		}
+		a.reported.answer(plan.ID)
+	}
+	standing, err := a.confirmStanding(ctx, plan)
+	if err == nil && !standing {
+		logger.Info("the plan was withdrawn before T0 (read past the cache): no step is run")
+	}
+	return standing, err
+}
+
 // confirmStanding reads the cluster's plan past the agent's cache at the
 // node's moment in the plan's confirm window before T0, and says whether it
 // still stands (the same change, the same T0). An abort is accepted only
@@ -168,7 +189,7 @@ func (a *Agent) confirmStanding(ctx context.Context, plan *v1alpha1.LiveChangePl
 		case apierrors.IsNotFound(err):
 			return false, nil
 		case err == nil:
-			return cp.Spec.ID == plan.ID && cp.Spec.T0 != nil && cp.Spec.T0.Equal(plan.T0), nil
+			return cp.Spec.ID == plan.ID && cp.Spec.T0 != nil && cp.Spec.T0.Equal(plan.T0) && !slices.Contains(cp.Spec.Without, a.Node), nil
 		case ctx.Err() != nil:
 			return false, ctx.Err()
 		}

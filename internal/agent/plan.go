@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,9 @@ func (a *Agent) planOf(ctx context.Context, nns *v1alpha1.NetshiftNodeState) (*v
 	}
 	if err != nil {
 		return nil, fmt.Errorf("node %s: read the cluster's live change plan: %w", a.Node, err)
+	}
+	if slices.Contains(cp.Spec.Without, a.Node) {
+		return nil, nil // down, or behind: the operator catches the node up by a plan of its own
 	}
 	return livechange.PlanFor(nns.Spec.LiveChange, &cp.Spec, nns.Status.LiveChange), nil
 }

@@ -266,6 +266,11 @@ func (p *Progress) scheduled(nodes, failedNodes, failed, waiting, problems []str
 	switch {
 	case len(failedNodes) > 0 && policy.Action != v1alpha1.FailureNone && (decided || len(waiting) == 0 || late):
 		p.rollBack(nodes, failedNodes, failed, waiting, policy)
+		if !p.RollBackAll {
+			// Off the new value too: rolled back with the failed nodes (a rollback of no step
+			// changes nothing), then rebooted or held as they are.
+			p.RollBack = append(p.RollBack, joined...)
+		}
 	case len(waiting) > 0 && !late:
 		p.Message = "applying; waiting for " + listed(waiting, ", ")
 	case late:

@@ -144,16 +144,19 @@ func PlanReached(writtenAt *metav1.MicroTime, seen, started time.Time, offsetMic
 
 // ConfirmWindow is the time before T0 in which each agent confirms, past
 // its cache, that the cluster's plan still stands before it runs its first
-// step: at a moment of its own in it, so that a cluster's reads are spread
-// (0.1 ms a node, at least 400 ms). A watch that lags cannot then run a step
-// of a change aborted before the window.
-func ConfirmWindow(nodes int) time.Duration {
-	return max(400*time.Millisecond, time.Duration(nodes)*100*time.Microsecond)
+// step: at a moment of its own in it, so that a cluster's reads are spread,
+// a tenth of the agents' write spacing a node (a read costs the API server
+// less than a write), at least 400 ms. A watch that lags cannot then run a
+// step of a change aborted before the window.
+func ConfirmWindow(nodes int, writeSpacing time.Duration) time.Duration {
+	return max(400*time.Millisecond, time.Duration(nodes)*writeSpacing/10)
 }
 
-// AbortDeadline is how long before T0 an abort is still accepted: before
-// the first confirming read, with 100 ms to spare for its write.
-func AbortDeadline(nodes int) time.Duration { return ConfirmWindow(nodes) + 100*time.Millisecond }
+// AbortDeadline is how long before T0 an abort is still accepted, given the
+// plan's confirm window: before it, with 500 ms for the abort's own writes.
+func AbortDeadline(window time.Duration) time.Duration {
+	return max(window, 400*time.Millisecond) + 500*time.Millisecond
+}
 
 // ipv6MinMTU is IPv6's least link MTU (RFC 8200).
 const ipv6MinMTU = 1280

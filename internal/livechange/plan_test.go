@@ -168,3 +168,23 @@ func deref(p *int32) any {
 	}
 	return *p
 }
+
+func TestConfirmWindowAndAbortDeadline(t *testing.T) {
+	for _, c := range []struct {
+		nodes            int
+		spacing          time.Duration
+		window, deadline time.Duration
+	}{
+		{3, 6 * time.Millisecond, 400 * time.Millisecond, 900 * time.Millisecond},
+		{5000, 6 * time.Millisecond, 3 * time.Second, 3500 * time.Millisecond},
+		{10000, 2 * time.Millisecond, 2 * time.Second, 2500 * time.Millisecond},
+	} {
+		w := ConfirmWindow(c.nodes, c.spacing)
+		if w != c.window || AbortDeadline(w) != c.deadline {
+			t.Errorf("%d nodes at %s: window %s, abort until %s before T0; want %s and %s", c.nodes, c.spacing, w, AbortDeadline(w), c.window, c.deadline)
+		}
+	}
+	if AbortDeadline(0) != 900*time.Millisecond {
+		t.Errorf("a plan with no window (an older operator's): abort until %s before T0, want 900ms", AbortDeadline(0))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"netshift.io/netshift/api/v1alpha1"
@@ -69,6 +70,9 @@ func (r *LiveChangeReconciler) catchUp(ctx context.Context, cn *v1alpha1.Netshif
 		c := livechange.CatchingUp{Name: n}
 		if nns := byNode[n]; nns != nil {
 			c.Back, c.Observed, c.Plan, c.Report = f.Ready, nns.Status.Network, nns.Spec.LiveChange, nns.Status.LiveChange
+			if p, ok := r.planned.Load(n); c.Plan == nil && ok && p.(plannedAs).UID == nns.UID && livechange.IsCatchUp(p.(plannedAs).ID) {
+				c.Plan = &v1alpha1.LiveChangePlan{ID: p.(plannedAs).ID} // written, not in the cache yet
+			}
 		}
 		behind = append(behind, c)
 	}
@@ -96,7 +100,13 @@ func (r *LiveChangeReconciler) catchUp(ctx context.Context, cn *v1alpha1.Netshif
 		ch.Held = livechange.Behind(ch.Held, []string{n})
 		ch.Message = addNote(ch.Message, fmt.Sprintf("node %s could not catch up (%s): held cordoned for a person", n, d.Failed[n]))
 	}
-	for _, n := range m.Allow(sortedKeys(d.Start), d.Running) {
+	// A catch-up whose agent has not reported by --answer-timeout after its T0 keeps running, but
+	// no longer holds its pool's slot: one silent agent must not hold every other node back.
+	holding := slices.DeleteFunc(slices.Clone(d.Running), func(n string) bool {
+		p := byNode[n].Spec.LiveChange
+		return p != nil && p.T0 != nil && now.Sub(p.T0.Time) > r.AnswerTimeout
+	})
+	for _, n := range m.Allow(sortedKeys(d.Start), holding) {
 		c := d.Start[n]
 		plan := livechange.CatchUpPlan(c, r.Plugin.Steps(c.Kind, encap), r.Spacing, now.Add(r.Lead), r.Plugin.Name(), *applied, encap,
 			livechange.FromSpec(cn.Spec).UnderlayMTU)
@@ -107,17 +117,23 @@ func (r *LiveChangeReconciler) catchUp(ctx context.Context, cn *v1alpha1.Netshif
 		ch.Message = addNote(ch.Message, fmt.Sprintf("node %s is back and catches up (%s %d -> %d)", n, c.Kind, c.From, c.To))
 	}
 	ch.Down = slices.DeleteFunc(down, func(n string) bool { return slices.Contains(d.InStep, n) || d.Failed[n] != "" })
-	ch.Failed = int32(len(ch.Converging) + len(ch.Held) + len(ch.Rebooting))
+	if ch.T0 != nil && len(d.Failed) > 0 {
+		ch.Failed = int32(len(ch.Converging) + len(ch.Held) + len(ch.Rebooting))
+	}
 	return nil
 }
 
-// addNote adds note to a change's message once.
+// addNote adds note to a change's message once, while the message is short
+// enough to read: the nodes are listed whole in the status's lists.
 func addNote(msg, note string) string {
-	if strings.Contains(msg, note) {
+	if len(msg) > maxMessage || strings.Contains(msg, note) {
 		return msg
 	}
 	return msg + "; " + note
 }
+
+// maxMessage is how long a change's message grows with notes.
+const maxMessage = 2048
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -134,11 +150,13 @@ func sortedKeys[V any](m map[string]V) []string {
 // message, and converges as a silent node does; the change stays Aborted.
 func (r *LiveChangeReconciler) revertAfterAbort(ctx context.Context, cn *v1alpha1.NetshiftNetwork) error {
 	ch := cn.Status.Change
-	if ch == nil || ch.Phase != v1alpha1.PhaseAborted || ch.T0 == nil || cn.Status.Applied == nil {
+	// A step run anyway is reported within the report window after T0; a few more answer timeouts
+	// cover an agent's retries.
+	if ch == nil || ch.Phase != v1alpha1.PhaseAborted || ch.T0 == nil || cn.Status.Applied == nil || r.Now().After(ch.T0.Add(4*r.AnswerTimeout+time.Minute)) {
 		return nil
 	}
 	var states v1alpha1.NetshiftNodeStateList
-	if err := r.Client.List(ctx, &states); err != nil {
+	if err := r.Client.List(ctx, &states, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var ran []string

@@ -109,8 +109,10 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, spec v1alpha1.Netsh
 		if what != "" {
 			ch.Message += fmt.Sprintf("; node %s %s", name, what)
 		}
-		if now == inStep && slices.Contains(ch.Converging, name) && nns.Status.LiveChange != nil && nns.Status.LiveChange.ID == ch.ID {
+		if now == inStep && slices.Contains(ch.Converging, name) && nns.Status.LiveChange != nil && nns.Status.LiveChange.ID == ch.ID &&
+			!slices.Contains(ch.Late, name) {
 			ch.Late = livechange.Behind(ch.Late, []string{name})
+			ch.Applied++
 		}
 		if now != inStep {
 			next[now] = append(next[now], name)
@@ -123,8 +125,10 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, spec v1alpha1.Netsh
 }
 
 // settled ends a change whose last node left behind is back in step: one
-// stopped everywhere is RolledBack; one that went on is Succeeded, its late
-// nodes named, since every node now carries it (status.applied follows).
+// stopped everywhere is RolledBack; one whose every node reported it applied
+// every step, some late, is Succeeded, its late nodes named (a node rebooted
+// into the values, or gone down to catch up later, did not: that change stays
+// Failed, Degraded cleared).
 func (r *LiveChangeReconciler) settled(st *v1alpha1.NetshiftNetworkStatus) {
 	ch := st.Change
 	if ch.Phase != v1alpha1.PhaseFailed || ch.Failed > 0 {
@@ -134,7 +138,8 @@ func (r *LiveChangeReconciler) settled(st *v1alpha1.NetshiftNetworkStatus) {
 	case ch.Rollback != nil && ch.Rollback.All:
 		ch.Phase = v1alpha1.PhaseRolledBack
 		ch.Message += "; every node is back at the values from before the change"
-	case ch.T0 != nil && !strings.HasPrefix(ch.Southbound, "Failed"):
+	case ch.T0 != nil && ch.Rollback == nil && ch.Applied == ch.Nodes && !strings.HasPrefix(ch.Southbound, "Failed"):
+		// Every node of the change reported it applied every step, some late.
 		applied := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To}.Apply(*st.Applied)
 		st.Applied = &applied
 		ch.Phase = v1alpha1.PhaseSucceeded
@@ -160,8 +165,13 @@ func (r *LiveChangeReconciler) cordonSilent(ctx context.Context, ch *v1alpha1.Ne
 	if len(ch.Converging) == 0 || !(livechange.Change{Kind: ch.Kind}).CordonsSilentNodes() {
 		return nil
 	}
-	nodes, states, m, err := r.poolsView(ctx)
+	nodes, _, m, err := r.poolsView(ctx)
 	if err != nil {
+		return err
+	}
+	// The holds past the cache: this pass may have just taken some.
+	var states v1alpha1.NetshiftNodeStateList
+	if err := r.APIReader.List(ctx, &states); err != nil {
 		return err
 	}
 	byName := map[string]*corev1.Node{}
@@ -187,11 +197,8 @@ func (r *LiveChangeReconciler) cordonSilent(ctx context.Context, ch *v1alpha1.Ne
 			return err
 		}
 	}
-	if waiting := len(want) - len(allowed); waiting > 0 {
-		note := fmt.Sprintf("; %d silent nodes wait for their pools' maxParallel to be cordoned", waiting)
-		if !strings.Contains(ch.Message, note) {
-			ch.Message += note
-		}
+	if len(allowed) < len(want) {
+		ch.Message = addNote(ch.Message, "silent nodes wait for a slot of their pools' maxParallel to be cordoned")
 	}
 	return nil
 }
@@ -326,8 +333,9 @@ func (r *LiveChangeReconciler) poolsView(ctx context.Context) (*corev1.NodeList,
 	var nodes corev1.NodeList
 	var states v1alpha1.NetshiftNodeStateList
 	var pools v1alpha1.NetshiftNodePoolList
+	// Not copied out of the cache: nothing here changes them (setPlan writes a copy).
 	for _, l := range []client.ObjectList{&nodes, &states, &pools} {
-		if err := r.Client.List(ctx, l); err != nil {
+		if err := r.Client.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, nil, rollout.Membership{}, err
 		}
 	}

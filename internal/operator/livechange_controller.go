@@ -32,8 +32,7 @@ import (
 const AbortAnnotation = "netshift.io/abort"
 
 // abortMargin is what T0's lead keeps beyond the abort's deadline
-// (livechange.AbortDeadline): time to write the abort before the agents'
-// confirming reads begin.
+// (livechange.AbortDeadline): time for the agents to see T0 at all.
 const abortMargin = 500 * time.Millisecond
 
 // Condition types of NetshiftNetwork (api/v1alpha1 defines them).
@@ -181,34 +180,14 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if err := r.catchUp(ctx, &cn); err != nil {
 			return ctrl.Result{}, err
 		}
-		requeue = catchUpLook
-	default:
-		if err := r.revertAfterAbort(ctx, &cn); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.catchUp(ctx, &cn); err != nil {
-			return ctrl.Result{}, err
-		}
-		if st.Change != nil && len(st.Change.Down) > 0 {
+		if len(st.Change.Down) > 0 {
 			requeue = catchUpLook
 		}
-		if st.Change != nil && len(st.Change.Converging) > 0 {
-			break // an aborted change's steps that ran anyway are rolled back first
+	default:
+		var err error
+		if requeue, err = r.between(ctx, &cn, wanted); err != nil {
+			return ctrl.Result{}, err
 		}
-		if c, ok := livechange.DryRun(cn.Spec, cn.Generation, *st.Applied, st.Change); ok {
-			requeue = r.startDryRun(ctx, &cn, c)
-			break
-		}
-		c, ok := livechange.Next(wanted, *st.Applied)
-		if !ok {
-			break
-		}
-		attempt, wait, start := livechange.NextAttempt(st.Change, c, cn.Generation, st.ObservedGeneration, r.Now())
-		if !start {
-			requeue = wait
-			break
-		}
-		requeue = r.startChange(ctx, &cn, c, attempt)
 	}
 	if st.Change == nil || !st.Change.Phase.Active() {
 		requeue = r.keepSouthbound(ctx, &cn, requeue)
@@ -230,6 +209,38 @@ func (r *LiveChangeReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
+// between looks after the cluster between changes: the steps an aborted
+// change ran anyway are rolled back, nodes that were down catch up, and the
+// next change (or dry run) the spec asks for starts.
+func (r *LiveChangeReconciler) between(ctx context.Context, cn *v1alpha1.NetshiftNetwork, wanted livechange.Wanted) (time.Duration, error) {
+	st := &cn.Status
+	if err := r.revertAfterAbort(ctx, cn); err != nil {
+		return 0, err
+	}
+	if err := r.catchUp(ctx, cn); err != nil {
+		return 0, err
+	}
+	var requeue time.Duration
+	if st.Change != nil && len(st.Change.Down) > 0 {
+		requeue = catchUpLook
+	}
+	if st.Change != nil && len(st.Change.Converging) > 0 {
+		return requeue, nil // an aborted change's steps that ran anyway are rolled back first
+	}
+	if c, ok := livechange.DryRun(cn.Spec, cn.Generation, *st.Applied, st.Change); ok {
+		return r.startDryRun(ctx, cn, c), nil
+	}
+	c, ok := livechange.Next(wanted, *st.Applied)
+	if !ok {
+		return requeue, nil
+	}
+	attempt, wait, start := livechange.NextAttempt(st.Change, c, cn.Generation, st.ObservedGeneration, r.Now())
+	if !start {
+		return wait, nil
+	}
+	return r.startChange(ctx, cn, c, attempt), nil
+}
+
 // startChange records change c, attempt attempt: in its preconditions, or
 // done at once for a port of an encapsulation the cluster does not use.
 func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.NetshiftNetwork, c livechange.Change, attempt int32) time.Duration {
@@ -240,7 +251,7 @@ func (r *LiveChangeReconciler) startChange(ctx context.Context, cn *v1alpha1.Net
 		applied := c.Apply(*st.Applied)
 		st.Applied = &applied
 		st.Change = &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, Phase: v1alpha1.PhaseSucceeded, Generation: cn.Generation,
-			Message: fmt.Sprintf("recorded; the cluster uses %s, so no node changes", livechange.FromSpec(cn.Spec).Encapsulation)}
+			Message: fmt.Sprintf("recorded; the cluster uses %s, so no node changes", livechange.FromSpec(cn.Spec).Encapsulation), Down: downOf(st.Change)}
 		return 0
 	}
 	started := metav1.NewTime(r.Now())
@@ -396,7 +407,7 @@ func (r *LiveChangeReconciler) startDryRun(ctx context.Context, cn *v1alpha1.Net
 	started := metav1.NewTime(r.Now())
 	ch := &v1alpha1.NetworkChange{ID: id, Kind: c.Kind, From: c.From, To: c.To, DryRun: true, Phase: v1alpha1.PhasePreconditions,
 		Message: "dry run: checking preconditions on every node", Attempt: 1, StartedAt: &started, Generation: cn.Generation,
-		Steps: r.stepsOf(cn, c)}
+		Steps: r.stepsOf(cn, c), Down: downOf(cn.Status.Change)}
 	cn.Status.Change = ch
 	switch {
 	case c.From == c.To:
@@ -590,25 +601,7 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 			return 0, err
 		}
 	case p.Phase == v1alpha1.PhaseFailed:
-		if ch.Phase == v1alpha1.PhaseScheduled && (p.Applied > 0 || len(p.Silent) > 0) {
-			// Past T0 the nodes that applied their steps run the new value, and the silent ones
-			// converge to it when they come back: it is what is applied now; the nodes not there
-			// yet are named (converging, held), the failed ones in Degraded too.
-			applied := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To}.Apply(*cn.Status.Applied)
-			cn.Status.Applied = &applied
-		}
-		if ch.Phase == v1alpha1.PhasePreconditions {
-			retry := metav1.NewTime(r.Now().Add(r.RetryAfter))
-			ch.RetryAt = &retry
-			ch.Message += fmt.Sprintf("; tried again at %s (attempt %d), or revert the edit", retry.Format("15:04:05"), ch.Attempt+1)
-		}
-		ch.Phase = v1alpha1.PhaseFailed
-		// Silent nodes keep their plan (T0 in the past), and an MTU change cordons them: when their
-		// agent comes back it runs the steps late, converging the node to the applied value. The nodes whose
-		// step failed are held for a person (spec.onFailure.action None).
-		ch.Converging, ch.Held = p.Silent, p.Held
-		network := livechange.NodeConfig(*cn.Status.Applied, livechange.FromSpec(cn.Spec).Encapsulation)
-		if err := r.leaveBehind(ctx, nodes.Items, byNode, ch, network); err != nil {
+		if err := r.fail(ctx, cn, nodes.Items, byNode, p); err != nil {
 			return 0, err
 		}
 	}
@@ -622,20 +615,49 @@ func (r *LiveChangeReconciler) advance(ctx context.Context, cn *v1alpha1.Netshif
 	return 0, nil
 }
 
+// fail ends the change Failed as p decided: before T0 to be tried again,
+// after it with its silent nodes converging (they keep their plan, T0 in the
+// past, and an MTU change cordons them within their pools' limits: when
+// their agent comes back it runs the steps late) and the nodes whose step
+// failed held for a person (spec.onFailure.action None).
+func (r *LiveChangeReconciler) fail(ctx context.Context, cn *v1alpha1.NetshiftNetwork, nodes []corev1.Node,
+	byNode map[string]*v1alpha1.NetshiftNodeState, p livechange.Progress) error {
+	ch := cn.Status.Change
+	if ch.Phase == v1alpha1.PhaseScheduled && (p.Applied > 0 || len(p.Silent) > 0) {
+		// Past T0 the nodes that applied their steps run the new value, and the silent ones
+		// converge to it when they come back: it is what is applied now; the nodes not there
+		// yet are named (converging, held), the failed ones in Degraded too.
+		applied := livechange.Change{Kind: ch.Kind, From: ch.From, To: ch.To}.Apply(*cn.Status.Applied)
+		cn.Status.Applied = &applied
+	}
+	if ch.Phase == v1alpha1.PhasePreconditions {
+		retry := metav1.NewTime(r.Now().Add(r.RetryAfter))
+		ch.RetryAt = &retry
+		ch.Message += fmt.Sprintf("; tried again at %s (attempt %d), or revert the edit", retry.Format("15:04:05"), ch.Attempt+1)
+	}
+	ch.Phase = v1alpha1.PhaseFailed
+	ch.Converging, ch.Held = p.Silent, p.Held
+	network := livechange.NodeConfig(*cn.Status.Applied, livechange.FromSpec(cn.Spec).Encapsulation)
+	return r.leaveBehind(ctx, nodes, byNode, ch, network)
+}
+
 // abort ends change ch Aborted, its plan withdrawn and its holds given
 // back, if T0 is not too close (or the plan is already gone: withdrawn in
 // time by a pass whose status write was lost); otherwise it says why not.
 func (r *LiveChangeReconciler) abort(ctx context.Context, ch *v1alpha1.NetworkChange, nodes []corev1.Node,
 	byNode map[string]*v1alpha1.NetshiftNodeState) (bool, error) {
-	withdrawn := false
+	withdrawn, window := false, time.Duration(0)
 	if ch.Phase == v1alpha1.PhaseScheduled {
 		plan, err := r.clusterPlan(ctx)
 		if err != nil {
 			return false, err
 		}
 		withdrawn = plan == nil || plan.ID != ch.ID
+		if !withdrawn {
+			window = time.Duration(plan.ConfirmWindowMs) * time.Millisecond
+		}
 	}
-	if ch.Phase != v1alpha1.PhasePreconditions && !withdrawn && (ch.T0 == nil || ch.T0.Sub(r.Now()) <= livechange.AbortDeadline(int(ch.Nodes))) {
+	if ch.Phase != v1alpha1.PhasePreconditions && !withdrawn && (ch.T0 == nil || ch.T0.Sub(r.Now()) <= livechange.AbortDeadline(window)) {
 		ch.Message = "abort refused: T0 has passed (or is too close); edit the value back to change it again"
 		return false, nil
 	}
@@ -662,11 +684,11 @@ func (r *LiveChangeReconciler) planCluster(ctx context.Context, ch *v1alpha1.Net
 	if err != nil || (cluster != nil && cluster.ID == ch.ID) {
 		return err
 	}
-	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(),
+	plan := &v1alpha1.LiveChangePlan{ID: ch.ID, Kind: ch.Kind, From: ch.From, To: ch.To, Plugin: r.Plugin.Name(), Without: ch.Down,
 		UnderlayMTU: wanted.UnderlayMTU, Encapsulation: wanted.Encapsulation, TimeURL: r.TimeURL,
 		WrittenAt: ptr.To(metav1.NewMicroTime(r.Now())), ClockSpreadMs: livechange.WindowMs(livechange.ClockSpread(nodes, r.writeSpacing())),
 		ReportSpreadMs:  livechange.WindowMs(livechange.ReportSpread(nodes, r.writeSpacing())),
-		ConfirmWindowMs: livechange.WindowMs(livechange.ConfirmWindow(nodes))}
+		ConfirmWindowMs: livechange.WindowMs(livechange.ConfirmWindow(nodes, r.writeSpacing()))}
 	if err := r.setClusterPlan(ctx, plan); err != nil {
 		return err
 	}
@@ -723,7 +745,8 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Netshi
 		return 0, fmt.Errorf("the cluster's live change plan is %s, not %s's: not scheduled", planID(plan), ch.ID)
 	}
 	reached := planReached(reports, ch.ID)
-	lead := max(livechange.Lead(r.Lead, len(reports), reached), livechange.AbortDeadline(len(reports))+abortMargin)
+	window := time.Duration(plan.ConfirmWindowMs) * time.Millisecond
+	lead := max(livechange.Lead(r.Lead, len(reports), reached), livechange.AbortDeadline(window)+abortMargin)
 	log.FromContext(ctx).Info("T0's lead", "lead", lead, "nodesThatMeasured", len(reached), "nodes", len(reports))
 	t0 := metav1.NewMicroTime(r.Now().Add(lead))
 	ch.T0 = &t0
@@ -737,7 +760,7 @@ func (r *LiveChangeReconciler) schedule(ctx context.Context, cn *v1alpha1.Netshi
 	plan.Steps = livechange.Schedule(c, steps, r.Spacing)
 	ch.Steps = actions(plan.Steps)
 	network := livechange.NodeConfig(c.Apply(*cn.Status.Applied), livechange.FromSpec(cn.Spec).Encapsulation)
-	plan.T0, plan.Network = &t0, &network
+	plan.T0, plan.Network, plan.Without = &t0, &network, ch.Down
 	return lead, r.setClusterPlan(ctx, plan)
 }
 

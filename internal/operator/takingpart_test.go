@@ -249,9 +249,9 @@ func TestStepsOfAnAbortedChangeAreRolledBack(t *testing.T) {
 	cl.wipe() // nodes other tests left (their Ready condition unset) would be waited for
 	startOperatorFor(t, cl, 20*time.Second, time.Minute)
 	cl.createNodes("k1", "k2")
-	cn := createNetwork(t, cl, 1450)
+	createNetwork(t, cl, 1450)
 	cl.editMTU(1400)
-	cn = cl.waitChangeOf("the plan", func(cn *v1alpha1.NetshiftNetwork) bool { return cn.Status.Change.Phase == v1alpha1.PhasePreconditions })
+	cn := cl.waitChangeOf("the plan", func(cn *v1alpha1.NetshiftNetwork) bool { return cn.Status.Change.Phase == v1alpha1.PhasePreconditions })
 	id := cn.Status.Change.ID
 	cl.answerReady(id, "k1", "k2")
 	cl.waitChangeOf("T0", func(cn *v1alpha1.NetshiftNetwork) bool { return cn.Status.Change.T0 != nil })
