@@ -153,9 +153,11 @@ type CatchUps struct {
 }
 
 // DecideCatchUps follows the nodes a change went ahead without: one still
-// down waits; one back at the applied values is in step; one back off them
-// gets a catch-up plan, one change at a time (the MTU first), each judged
-// from its report, and then from what it reports it carries.
+// down waits; one back gets a catch-up plan, one change at a time (the MTU
+// first), each judged from its report and then from what the node observed
+// after it; it is in step once a catch-up's report shows the applied values.
+// A node back whose last report shows them already still runs one (of the
+// MTU, to the applied MTU): that report may be from before it went down.
 func DecideCatchUps(nodes []CatchingUp, applied v1alpha1.AppliedNetwork, encap v1alpha1.Encapsulation) CatchUps {
 	d := CatchUps{Start: map[string]Change{}, Failed: map[string]string{}}
 	for _, n := range nodes {
@@ -176,12 +178,17 @@ func DecideCatchUps(nodes []CatchingUp, applied v1alpha1.AppliedNetwork, encap v
 				continue
 			}
 		}
+		// A catch-up's report carries what the node observed after its steps; any earlier report
+		// may be from before the node went down (an agent that was stopped reports again only
+		// when it looks, up to a minute later), so it is refreshed by a catch-up first.
+		fresh := n.Report != nil && IsCatchUp(n.Report.ID) && n.Report.Done
 		c, off := CatchUpNeeded(n.Observed, applied, encap)
 		switch {
-		case !off:
+		case !off && fresh:
 			d.InStep = append(d.InStep, n.Name)
-		case n.Plan != nil && n.Plan.ID == CatchUpID(c):
-			// Its report of the steps carries what it observed after them: still off.
+		case !off:
+			d.Start[n.Name] = Change{Kind: v1alpha1.ChangeMTU, From: applied.MTU, To: applied.MTU, NodeSteps: true}
+		case fresh && n.Plan != nil && n.Plan.ID == CatchUpID(c):
 			d.Failed[n.Name] = fmt.Sprintf("catch-up %s ran, yet the node reports %s %d", n.Plan.ID, c.Kind, c.From)
 		default:
 			d.Start[n.Name] = c

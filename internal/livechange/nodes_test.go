@@ -126,12 +126,13 @@ func TestDecideCatchUps(t *testing.T) {
 		{Name: "done-yet-off", Back: true, Observed: at(1450), Plan: plan, Report: &v1alpha1.LiveChangeReport{ID: plan.ID, Ready: true, Done: true}},
 	}
 	d := DecideCatchUps(nodes, applied, v1alpha1.EncapVXLAN)
-	if !reflect.DeepEqual(d.InStep, []string{"back-in-step", "done"}) {
-		t.Errorf("in step %v", d.InStep)
+	if !reflect.DeepEqual(d.InStep, []string{"done"}) {
+		t.Errorf("in step %v: only a catch-up's report tells a node is in step", d.InStep)
 	}
 	want := Change{Kind: v1alpha1.ChangeMTU, From: 1450, To: 1350, NodeSteps: true}
-	if len(d.Start) != 2 || d.Start["back-off"] != want || d.Start["back-off-with-an-old-plan"] != want {
-		t.Errorf("start %+v", d.Start)
+	refresh := Change{Kind: v1alpha1.ChangeMTU, From: 1350, To: 1350, NodeSteps: true}
+	if len(d.Start) != 3 || d.Start["back-off"] != want || d.Start["back-off-with-an-old-plan"] != want || d.Start["back-in-step"] != refresh {
+		t.Errorf("start %+v: a node whose report may predate its fall is refreshed by a catch-up to the applied MTU", d.Start)
 	}
 	if !reflect.DeepEqual(d.Running, []string{"running", "not-answered"}) {
 		t.Errorf("running %v", d.Running)

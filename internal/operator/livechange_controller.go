@@ -224,8 +224,10 @@ func (r *LiveChangeReconciler) between(ctx context.Context, cn *v1alpha1.Netshif
 	if st.Change != nil && len(st.Change.Down) > 0 {
 		requeue = catchUpLook
 	}
-	if st.Change != nil && len(st.Change.Converging) > 0 {
-		return requeue, nil // an aborted change's steps that ran anyway are rolled back first
+	if ch := st.Change; ch != nil && (len(ch.Converging) > 0 || len(ch.Held) > 0) {
+		// An aborted change's steps that ran anyway are rolled back first; a node that could not
+		// catch up is held for a person, as the change's own failed nodes would be.
+		return requeue, nil
 	}
 	if c, ok := livechange.DryRun(cn.Spec, cn.Generation, *st.Applied, st.Change); ok {
 		return r.startDryRun(ctx, cn, c), nil

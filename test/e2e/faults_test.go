@@ -197,7 +197,7 @@ func decidedRollbackBesideASilentNode(t *testing.T, name string) {
 }
 
 // throttleAPIToNode slows what the API server sends node (a watch that
-// lags, as on a busy or distant control plane): an htb class of 8 kbit/s
+// lags, as on a busy or distant control plane): an htb class of 64 kbit/s
 // on the underlay's port toward the node, for packets from the API server's
 // port. undo removes it.
 func throttleAPIToNode(t *testing.T, s *lab.State, node string) (undo func()) {
@@ -222,7 +222,7 @@ func throttleAPIToNode(t *testing.T, s *lab.State, node string) (undo func()) {
 	for _, args := range [][]string{
 		{"qdisc", "add", "dev", port, "root", "handle", "1:", "htb", "default", "10"},
 		{"class", "add", "dev", port, "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"},
-		{"class", "add", "dev", port, "parent", "1:", "classid", "1:20", "htb", "rate", "8kbit", "ceil", "8kbit"},
+		{"class", "add", "dev", port, "parent", "1:", "classid", "1:20", "htb", "rate", "64kbit", "ceil", "64kbit"},
 		{"filter", "add", "dev", port, "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "sport", u.Port(), "0xffff", "flowid", "1:20"},
 	} {
 		if err := tc(args...); err != nil {
@@ -242,35 +242,57 @@ func kubeServer(t *testing.T, s *lab.State) string {
 	return cfg.Host
 }
 
-// abortWithALaggingWatch: a VXLAN port change 4789 -> 4790 is scheduled;
-// then node-3's traffic from the API server is throttled, so that its watch
-// brings it the plan's withdrawal seconds late, and the change is aborted. Whatever
+// abortWithALaggingWatch: node-3's traffic from the API server is throttled
+// and held behind a backlog, so that its watch brings it the plan's
+// withdrawal seconds late; a VXLAN port change 4789 -> 4790 is scheduled and
+// then aborted before T0. Whatever
 // node-3's cache still shows at T0, no node runs a step of the aborted
-// change: every tunnel stays on 4789, node-3's report names no step, and
-// the status says nothing was changed.
+// change: every tunnel stays on 4789, node-3's report names no step, the
+// status says nothing was changed, and under the probe no long-lived
+// connection broke.
 func abortWithALaggingWatch(t *testing.T, name string) {
 	s, _ := lab.LoadState(name)
 	c := labClient(t, name)
-	edit(t, c, `{"spec":{"vxlanPort":4790}}`)
-	cn := waitT0(t, c, v1alpha1.ChangeVXLANPort, 4790)
-	id, t0 := cn.Status.Change.ID, cn.Status.Change.T0.Time
+	var cn *v1alpha1.NetshiftNetwork
+	var id string
+	r := underProbe(t, name, func() { cn, id = abortBehindALaggingWatch(t, s, c) })
+	if ch := cn.Status.Change; ch.Phase != v1alpha1.PhaseAborted || len(ch.Converging) != 0 || cn.Status.Applied.VXLANPort != 4789 ||
+		meta.IsStatusConditionTrue(cn.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
+		t.Fatalf("change %s %+v, applied %+v, conditions %+v", id, ch, cn.Status.Applied, cn.Status.Conditions)
+	}
+	noneBroken(t, "an abort behind a lagging watch", r)
+	everyPodReachesEveryOther(t, name)
+}
+
+// abortBehindALaggingWatch lags node-3's watch, schedules the change, lags
+// the watch again once node-3 has T0, aborts, and checks past T0 that no node
+// ran a step; it returns the network then.
+func abortBehindALaggingWatch(t *testing.T, s *lab.State, c client.Client) (*v1alpha1.NetshiftNetwork, string) {
+	t.Helper()
 	undo := throttleAPIToNode(t, s, "node-3")
 	defer undo()
-	// 16 KB that node-3's watch of its own state must bring before anything after it: the
-	// abort's withdrawal then reaches node-3 some 16 s late, as behind a busy control plane.
+	// Bytes that node-3's watch of its own state must bring before anything written after
+	// them, as behind a busy control plane: first so that the plan reaches node-3 some 3 s
+	// late, which T0's lead (twice the slowest delivery) leaves room for the abort in; then,
+	// once node-3 has T0, so that the abort's withdrawal reaches it some 12 s late, past T0.
 	filler := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: "node-3"}}
-	fill := func(v string) {
+	fill := func(n int) {
 		value := "null"
-		if v != "" {
-			value = fmt.Sprintf("%q", v)
+		if n > 0 {
+			value = fmt.Sprintf("%q", strings.Repeat("x", n))
 		}
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.netshift.io/backlog":%s}}}`, value)
 		if err := c.Patch(context.Background(), filler, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fill(strings.Repeat("x", 16<<10))
-	defer fill("")
+	defer fill(0)
+	fill(24 << 10)
+	edit(t, c, `{"spec":{"vxlanPort":4790}}`)
+	cn := waitT0(t, c, v1alpha1.ChangeVXLANPort, 4790)
+	id, t0 := cn.Status.Change.ID, cn.Status.Change.T0.Time
+	time.Sleep(time.Second) // T0 reaches node-3 (the first backlog is gone by now)
+	fill(96 << 10)
 	out := mustNetshift(t, "--kubeconfig", s.Kubeconfig, "abort")
 	if !strings.Contains(out, "aborted before T0") {
 		t.Fatalf("abort %s (T0 in %s): %s", id, time.Until(t0).Round(time.Millisecond), out)
@@ -293,36 +315,36 @@ func abortWithALaggingWatch(t *testing.T, name string) {
 	if err := c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, cn); err != nil {
 		t.Fatal(err)
 	}
-	if ch := cn.Status.Change; ch.Phase != v1alpha1.PhaseAborted || len(ch.Converging) != 0 || cn.Status.Applied.VXLANPort != 4789 ||
-		meta.IsStatusConditionTrue(cn.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
-		t.Fatalf("change %+v, applied %+v, conditions %+v", ch, cn.Status.Applied, cn.Status.Conditions)
-	}
-	everyPodReachesEveryOther(t, name)
+	return cn, id
 }
 
 // apiServerAwayAcrossTheReportWindow: the lab's kube-apiserver is stopped
 // just after T0 of an MTU change 1350 -> 1300, for longer than the operator's
 // answer timeout (30 s), and started again. The nodes ran their steps at T0
 // and report them once it answers: the change ends Succeeded, the applied
-// MTU is every pod's, no node is cordoned and Degraded is False.
+// MTU is every pod's, no node is cordoned, Degraded is False, and under the
+// probe no long-lived connection broke.
 func apiServerAwayAcrossTheReportWindow(t *testing.T, name string) {
 	s, _ := lab.LoadState(name)
 	c := labClient(t, name)
 	api := livePid(t, name, "kube-apiserver")
-	edit(t, c, `{"spec":{"mtu":1300}}`)
-	cn := waitT0(t, c, v1alpha1.ChangeMTU, 1300)
-	time.Sleep(time.Until(cn.Status.Change.T0.Time) + 50*time.Millisecond)
-	if err := syscall.Kill(api, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = syscall.Kill(api, syscall.SIGCONT) }()
-	time.Sleep(40 * time.Second)
-	_ = syscall.Kill(api, syscall.SIGCONT)
 	var end v1alpha1.NetshiftNetwork
-	waitForWithin(t, "the change to end with every node in step", 4*time.Minute, func() bool {
-		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &end) == nil && end.Status.Change.ID == cn.Status.Change.ID &&
-			!end.Status.Change.Phase.Active() && len(end.Status.Change.Converging) == 0
+	r := underProbe(t, name, func() {
+		edit(t, c, `{"spec":{"mtu":1300}}`)
+		cn := waitT0(t, c, v1alpha1.ChangeMTU, 1300)
+		time.Sleep(time.Until(cn.Status.Change.T0.Time) + 50*time.Millisecond)
+		if err := syscall.Kill(api, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = syscall.Kill(api, syscall.SIGCONT) }()
+		time.Sleep(40 * time.Second)
+		_ = syscall.Kill(api, syscall.SIGCONT)
+		waitForWithin(t, "the change to end with every node in step", 4*time.Minute, func() bool {
+			return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &end) == nil && end.Status.Change.ID == cn.Status.Change.ID &&
+				!end.Status.Change.Phase.Active() && len(end.Status.Change.Converging) == 0
+		})
 	})
+	noneBroken(t, "the API server stopped across the report window", r)
 	ch := end.Status.Change
 	if ch.Phase != v1alpha1.PhaseSucceeded || end.Status.Applied.MTU != 1300 || meta.IsStatusConditionTrue(end.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
 		t.Fatalf("change %+v, applied %+v: want Succeeded at 1300, as every node is", ch, end.Status.Applied)
@@ -377,7 +399,7 @@ func tunnelsOn(s *lab.State, port int) error {
 // node cordoned at a time (the default pool allows one). Thawed (or
 // restarted by their kubelets' liveness probes), the agents report their
 // steps late: the change is Succeeded, naming them late, every pod at 1250,
-// nothing cordoned.
+// nothing cordoned, and under the probe no long-lived connection broke.
 func agentsFrozenPastTheReportWindow(t *testing.T, name string) {
 	s, _ := lab.LoadState(name)
 	c := labClient(t, name)
@@ -385,6 +407,31 @@ func agentsFrozenPastTheReportWindow(t *testing.T, name string) {
 	for _, n := range s.Topology.Nodes {
 		agents = append(agents, livePid(t, name, "agent:"+n.Name))
 	}
+	var end v1alpha1.NetshiftNetwork
+	r := underProbe(t, name, func() { end = frozenPastTheReportWindow(t, c, agents) })
+	noneBroken(t, "every agent frozen past the report window", r)
+	if ch := end.Status.Change; len(ch.Late) != 3 || end.Status.Applied.MTU != 1250 || meta.IsStatusConditionTrue(end.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
+		t.Fatalf("change %+v, applied %+v", ch, end.Status.Applied)
+	}
+	if got := podMTUs(t, s); got[1250] != 3 {
+		t.Fatalf("pod MTUs %v", got)
+	}
+	waitFor(t, "no node cordoned", func() bool {
+		for _, on := range labNodes(t, c) {
+			if on {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("%s", end.Status.Change.Message)
+}
+
+// frozenPastTheReportWindow changes the MTU to 1250, freezes the agents just
+// after T0 until the change gave up on them, checks what it recorded then,
+// thaws them and returns the network once the change Succeeded.
+func frozenPastTheReportWindow(t *testing.T, c client.Client, agents []int) v1alpha1.NetshiftNetwork {
+	t.Helper()
 	edit(t, c, `{"spec":{"mtu":1250}}`)
 	cn := waitT0(t, c, v1alpha1.ChangeMTU, 1250)
 	time.Sleep(time.Until(cn.Status.Change.T0.Time) + 50*time.Millisecond)
@@ -417,19 +464,5 @@ func agentsFrozenPastTheReportWindow(t *testing.T, name string) {
 	waitForWithin(t, "the change to succeed, late", 3*time.Minute, func() bool {
 		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &end) == nil && end.Status.Change.Phase == v1alpha1.PhaseSucceeded
 	})
-	if ch := end.Status.Change; len(ch.Late) != 3 || end.Status.Applied.MTU != 1250 || meta.IsStatusConditionTrue(end.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
-		t.Fatalf("change %+v, applied %+v", ch, end.Status.Applied)
-	}
-	if got := podMTUs(t, s); got[1250] != 3 {
-		t.Fatalf("pod MTUs %v", got)
-	}
-	waitFor(t, "no node cordoned", func() bool {
-		for _, on := range labNodes(t, c) {
-			if on {
-				return false
-			}
-		}
-		return true
-	})
-	t.Logf("%s", end.Status.Change.Message)
+	return end
 }
