@@ -365,14 +365,16 @@ func apiServerAwayAcrossTheReportWindow(t *testing.T, name string) {
 func waitT0(t *testing.T, c client.Client, kind v1alpha1.ChangeKind, to int32) *v1alpha1.NetshiftNetwork {
 	t.Helper()
 	var cn v1alpha1.NetshiftNetwork
-	waitForWithin(t, fmt.Sprintf("T0 of a %s change to %d", kind, to), 3*time.Minute, func() bool {
-		if c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) != nil || cn.Status.Change == nil {
-			return false
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &cn) == nil && cn.Status.Change != nil {
+			if ch := cn.Status.Change; ch.Kind == kind && ch.To == to && ch.Phase.Active() && ch.T0 != nil {
+				return &cn
+			}
 		}
-		ch := cn.Status.Change
-		return ch.Kind == kind && ch.To == to && ch.Phase.Active() && ch.T0 != nil
-	})
-	return &cn
+		if time.Now().After(deadline) {
+			t.Fatalf("no T0 of a %s change to %d in 3m: the change is %+v", kind, to, cn.Status.Change)
+		}
+	}
 }
 
 // tunnelsOn says which tunnel of a VXLAN lab's switches is not on port, if
@@ -393,12 +395,12 @@ func tunnelsOn(s *lab.State, port int) error {
 }
 
 // agentsFrozenPastTheReportWindow: every agent is frozen just after T0 of an
-// MTU change 1300 -> 1250 (what a control plane away looks like to them),
+// MTU change 1300 -> 1280 (what a control plane away looks like to them),
 // for longer than the answer timeout. The change ends Failed with the three
-// converging, status.applied already at 1250 (where they converge), and one
+// converging, status.applied already at 1280 (where they converge), and one
 // node cordoned at a time (the default pool allows one). Thawed (or
 // restarted by their kubelets' liveness probes), the agents report their
-// steps late: the change is Succeeded, naming them late, every pod at 1250,
+// steps late: the change is Succeeded, naming them late, every pod at 1280,
 // nothing cordoned, and under the probe no long-lived connection broke.
 func agentsFrozenPastTheReportWindow(t *testing.T, name string) {
 	s, _ := lab.LoadState(name)
@@ -410,10 +412,10 @@ func agentsFrozenPastTheReportWindow(t *testing.T, name string) {
 	var end v1alpha1.NetshiftNetwork
 	r := underProbe(t, name, func() { end = frozenPastTheReportWindow(t, c, agents) })
 	noneBroken(t, "every agent frozen past the report window", r)
-	if ch := end.Status.Change; len(ch.Late) != 3 || end.Status.Applied.MTU != 1250 || meta.IsStatusConditionTrue(end.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
+	if ch := end.Status.Change; len(ch.Late) != 3 || end.Status.Applied.MTU != 1280 || meta.IsStatusConditionTrue(end.Status.Conditions, v1alpha1.NetshiftNetworkDegraded) {
 		t.Fatalf("change %+v, applied %+v", ch, end.Status.Applied)
 	}
-	if got := podMTUs(t, s); got[1250] != 3 {
+	if got := podMTUs(t, s); got[1280] != 3 {
 		t.Fatalf("pod MTUs %v", got)
 	}
 	waitFor(t, "no node cordoned", func() bool {
@@ -427,13 +429,13 @@ func agentsFrozenPastTheReportWindow(t *testing.T, name string) {
 	t.Logf("%s", end.Status.Change.Message)
 }
 
-// frozenPastTheReportWindow changes the MTU to 1250, freezes the agents just
+// frozenPastTheReportWindow changes the MTU to 1280, freezes the agents just
 // after T0 until the change gave up on them, checks what it recorded then,
 // thaws them and returns the network once the change Succeeded.
 func frozenPastTheReportWindow(t *testing.T, c client.Client, agents []int) v1alpha1.NetshiftNetwork {
 	t.Helper()
-	edit(t, c, `{"spec":{"mtu":1250}}`)
-	cn := waitT0(t, c, v1alpha1.ChangeMTU, 1250)
+	edit(t, c, `{"spec":{"mtu":1280}}`)
+	cn := waitT0(t, c, v1alpha1.ChangeMTU, 1280)
 	time.Sleep(time.Until(cn.Status.Change.T0.Time) + 50*time.Millisecond)
 	for _, pid := range agents {
 		_ = syscall.Kill(pid, syscall.SIGSTOP)
@@ -444,8 +446,8 @@ func frozenPastTheReportWindow(t *testing.T, c client.Client, agents []int) v1al
 		return c.Get(context.Background(), client.ObjectKey{Name: "cluster"}, &failed) == nil && failed.Status.Change.ID == cn.Status.Change.ID &&
 			!failed.Status.Change.Phase.Active()
 	})
-	if ch := failed.Status.Change; ch.Phase != v1alpha1.PhaseFailed || len(ch.Converging) != 3 || failed.Status.Applied.MTU != 1250 {
-		t.Fatalf("change %+v, applied %+v: want Failed, the three nodes converging to 1250, which is what is applied", ch, failed.Status.Applied)
+	if ch := failed.Status.Change; ch.Phase != v1alpha1.PhaseFailed || len(ch.Converging) != 3 || failed.Status.Applied.MTU != 1280 {
+		t.Fatalf("change %+v, applied %+v: want Failed, the three nodes converging to 1280, which is what is applied", ch, failed.Status.Applied)
 	}
 	time.Sleep(2 * time.Second) // the cordons of silent nodes
 	cordoned := 0
