@@ -19,6 +19,11 @@ import (
 // at when no event comes (a Node turning Ready is not watched here).
 const catchUpLook = 10 * time.Second
 
+// clockWait is how long an agent's precondition check may wait for the
+// operator's time endpoint (the agent's clockWaitFor): a catch-up's agent is
+// not silent before it has had that.
+const clockWait = 90 * time.Second
+
 // heardGap is how long the NetshiftNetwork may go unread (the control plane
 // away) before the time is taken as time no agent could be heard in.
 const heardGap = 5 * time.Second
@@ -104,11 +109,13 @@ func (r *LiveChangeReconciler) catchUp(ctx context.Context, cn *v1alpha1.Netshif
 	// no longer holds its pool's slot: one silent agent must not hold every other node back.
 	holding := slices.DeleteFunc(slices.Clone(d.Running), func(n string) bool {
 		p := byNode[n].Spec.LiveChange
-		return p != nil && p.T0 != nil && now.Sub(p.T0.Time) > r.AnswerTimeout
+		return p != nil && p.T0 != nil && now.Sub(p.T0.Time) > r.AnswerTimeout+clockWait
 	})
 	for _, n := range m.Allow(sortedKeys(d.Start), holding) {
 		c := d.Start[n]
-		plan := livechange.CatchUpPlan(c, r.Plugin.Steps(c.Kind, encap), r.Spacing, now.Add(r.Lead), r.Plugin.Name(), *applied, encap,
+		// T0 now: the node runs it alone, with nobody to keep time with, its steps as soon as its
+		// preconditions pass, so that its pods carry the applied values as soon as can be.
+		plan := livechange.CatchUpPlan(c, r.Plugin.Steps(c.Kind, encap), r.Spacing, now, r.Plugin.Name(), *applied, encap,
 			livechange.FromSpec(cn.Spec).UnderlayMTU)
 		if err := r.setPlan(ctx, byNode[n], plan); err != nil {
 			return err
