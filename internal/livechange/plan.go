@@ -172,7 +172,7 @@ func IPv6Problem(to int32, holder string, err error) string {
 	case err != nil:
 		return fmt.Sprintf("MTU %d is below IPv6's least MTU of %d, and the node's pods could not be checked for IPv6: %v", to, ipv6MinMTU, err)
 	case holder != "":
-		return fmt.Sprintf("MTU %d is below IPv6's least MTU of %d, and %s has IPv6: the kernel would remove its IPv6 addresses; keep spec.mtu at %d or more while pods have IPv6",
+		return fmt.Sprintf("MTU %d is below IPv6's least MTU of %d, and %s has IPv6: the kernel would remove its IPv6 addresses; keep spec.mtu at %d or more while pods or nodes have IPv6",
 			to, ipv6MinMTU, holder, ipv6MinMTU)
 	}
 	return ""

@@ -41,9 +41,11 @@ func TestThreeNodeFaultLab(t *testing.T) {
 }
 
 // ipv6KeepsTheMTUAbove1280: node-1's pod gets a ULA IPv6 address beside its
-// IPv4 one. An MTU of 1200 (under IPv6's 1280, where the kernel removes a
-// link's IPv6 addresses) fails its preconditions on node-1, naming the pod,
-// and nothing changes: every pod keeps 1450 and the address stays.
+// IPv4 one, and node-2's own port into the pod network (br-int) one of its
+// own. An MTU of 1200 (under IPv6's 1280, where the kernel removes a link's
+// IPv6 addresses) fails its preconditions on node-1, naming the pod, and on
+// node-2, naming the port; nothing changes: every pod keeps 1450 and the
+// pod's address stays.
 func ipv6KeepsTheMTUAbove1280(t *testing.T, name string) {
 	s, _ := lab.LoadState(name)
 	c := labClient(t, name)
@@ -56,15 +58,22 @@ func ipv6KeepsTheMTUAbove1280(t *testing.T, name string) {
 	if out, err := exec.Command("nsenter", "--net="+pod.Netns, "ip", "addr", "add", "fd00:99::1/64", "dev", "eth0", "nodad").CombinedOutput(); err != nil {
 		t.Fatalf("add an IPv6 address to pod %s: %v: %s", pod.Name, err, out)
 	}
+	// node-2's own port into the pod network, br-int, gets one too, for a while.
+	node2 := s.Topology.Nodes[1].Netns
+	if out, err := exec.Command("ip", "-n", node2, "addr", "add", "fd00:98::2/64", "dev", "br-int", "nodad").CombinedOutput(); err != nil {
+		t.Fatalf("add an IPv6 address to node-2's br-int: %v: %s", err, out)
+	}
+	defer func() { _ = exec.Command("ip", "-n", node2, "addr", "del", "fd00:98::2/64", "dev", "br-int").Run() }()
 	edit(t, c, `{"spec":{"mtu":1200}}`)
 	cn := waitChange(t, c)
 	ch := cn.Status.Change
-	if ch.Phase != v1alpha1.PhaseFailed || ch.T0 != nil || !strings.Contains(ch.Message, "below IPv6's least MTU of 1280") ||
-		!strings.Contains(ch.Message, "pod "+lab.PodNamespace+"/"+pod.Name) || cn.Status.Applied.MTU != 1450 {
-		t.Fatalf("change %+v, applied %+v: want its preconditions failed on node-1, naming pod %s and IPv6", ch, cn.Status.Applied, pod.Name)
+	if ch.Phase != v1alpha1.PhaseFailed || ch.T0 != nil || !strings.Contains(ch.Message, "node node-1: MTU 1200 is below IPv6's least MTU of 1280") ||
+		!strings.Contains(ch.Message, "pod "+lab.PodNamespace+"/"+pod.Name) || cn.Status.Applied.MTU != 1450 ||
+		!strings.Contains(ch.Message, "node node-2: MTU 1200 is below IPv6's least MTU of 1280, and the node's port br-int: fd00:98::2/64 has IPv6") {
+		t.Fatalf("change %+v, applied %+v: want its preconditions failed on node-1, naming pod %s and IPv6, and on node-2, naming br-int", ch, cn.Status.Applied, pod.Name)
 	}
 	edit(t, c, `{"spec":{"mtu":1450}}`)
-	if got := podMTUs(t, s); got[1450] != 3 {
+	if got := podMTUs(t, s); got[1450] != len(labPods(t, s)) {
 		t.Fatalf("pod MTUs %v after a refused change", got)
 	}
 	if held, err := netdev.HasIPv6(pod.Netns, []string{"eth0"}); err != nil || !strings.Contains(held, "fd00:99::1/64") {

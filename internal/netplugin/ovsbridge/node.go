@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/livechange"
+	"netshift.io/netshift/internal/netdev"
 	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs"
@@ -41,6 +43,9 @@ func (n *Node) Check(ctx context.Context, plan *v1alpha1.LiveChangePlan) netplug
 		}
 		if n.env.Switch != nil {
 			f.WouldChange = append(f.WouldChange, fmt.Sprintf("the node's own ports on %s: MTU %d -> %d", n.ovs.Integration(), plan.From, plan.To))
+			if plan.To < netdev.IPv6MinMTU {
+				f.Problems = append(f.Problems, n.nodePortsIPv6(ctx, plan.To)...)
+			}
 		}
 	case v1alpha1.ChangeVXLANPort, v1alpha1.ChangeGenevePort:
 		// A node whose tunnels are not in its OVS (OVN's, changed in the southbound database)
@@ -228,4 +233,21 @@ func clipList(names []string, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// nodePortsIPv6 says why MTU to cannot go on the node's own ports into the
+// pod network: one has an IPv6 address the kernel would remove (the pods and
+// their node ends are the agent's to check).
+func (n *Node) nodePortsIPv6(ctx context.Context, to int32) []string {
+	ports, err := n.ovs.NodePorts(ctx)
+	if err == nil {
+		var held string
+		if held, err = netdev.HasIPv6(n.env.Netns, ports); held != "" {
+			return []string{livechange.IPv6Problem(to, "the node's port "+held, nil)}
+		}
+	}
+	if err != nil {
+		return []string{fmt.Sprintf("MTU %d is below IPv6's least MTU of %d, and the node's own ports could not be checked for IPv6: %v", to, netdev.IPv6MinMTU, err)}
+	}
+	return nil
 }
