@@ -215,10 +215,7 @@ func (a *Agent) clockStillAgrees(ctx context.Context, plan *v1alpha1.LiveChangeP
 	if !by.After(a.now()) {
 		return ""
 	}
-	timeURL := a.OperatorTimeURL
-	if timeURL == "" {
-		timeURL = plan.TimeURL
-	}
+	timeURL := a.timeURL(plan.TimeURL)
 	if timeURL == "" {
 		return ""
 	}
@@ -693,10 +690,7 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 	if synced, err := a.host().ClockSynced(); err == nil && !synced {
 		r.Warnings = append(r.Warnings, "the kernel reports its clock as not synchronized (NTP)")
 	}
-	timeURL := a.OperatorTimeURL
-	if timeURL == "" {
-		timeURL = advertised
-	}
+	timeURL := a.timeURL(advertised)
 	if timeURL == "" {
 		r.Warnings = append(r.Warnings, "clock not checked against the operator's (no --operator-time-url, and the operator advertises no time endpoint)")
 		return
@@ -760,6 +754,15 @@ func (a *Agent) checkClock(ctx context.Context, r *v1alpha1.LiveChangeReport, ad
 		r.Problems = append(r.Problems, fmt.Sprintf("the node's clock differs from the operator's by %s (± %s): the round trips to the operator's time endpoint stayed too slow for %s to tell whether it is within the %s allowed",
 			offset.Round(time.Microsecond), bound.Round(time.Microsecond), clockRetryFor, a.MaxClockSkew))
 	}
+}
+
+// timeURL is the time endpoint the clock is checked against: the agent's own
+// --operator-time-url, or else the one the elected operator advertises.
+func (a *Agent) timeURL(advertised string) string {
+	if a.OperatorTimeURL != "" {
+		return a.OperatorTimeURL
+	}
+	return advertised
 }
 
 // clockRetryPause is how long an agent waits after its round-th round that

@@ -27,6 +27,11 @@ type NodeFacts struct {
 	Since time.Time
 }
 
+// Down says whether the node has been NotReady for grace or longer.
+func (f NodeFacts) Down(now time.Time, grace time.Duration) bool {
+	return !f.Ready && now.Sub(f.Since) >= grace
+}
+
 // Taking is which of a cluster's nodes a change is for.
 type Taking struct {
 	// In are the nodes the change waits for: their agents answer for their preconditions and
@@ -51,7 +56,7 @@ func WhoTakesPart(nodes []NodeFacts, now time.Time, grace time.Duration, behind 
 		switch {
 		case !n.RunsAgent:
 			t.Outside = append(t.Outside, n.Name)
-		case slices.Contains(behind, n.Name), !n.Ready && now.Sub(n.Since) >= grace:
+		case slices.Contains(behind, n.Name), n.Down(now, grace):
 			t.Down = append(t.Down, n.Name)
 		default:
 			t.In = append(t.In, n.Name)
@@ -63,10 +68,10 @@ func WhoTakesPart(nodes []NodeFacts, now time.Time, grace time.Duration, behind 
 	return t
 }
 
-// Behind is down with more added, sorted, without repeats: a node a change
-// went ahead without stays behind until it has caught up.
-func Behind(down, more []string) []string {
-	out := slices.Concat(down, more)
+// Union is the nodes of both lists, sorted, without repeats: the status's
+// lists of nodes (down, late, held, converging) only ever gain nodes this way.
+func Union(nodes, more []string) []string {
+	out := slices.Concat(nodes, more)
 	slices.Sort(out)
 	return slices.Compact(out)
 }

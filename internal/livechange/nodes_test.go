@@ -41,11 +41,11 @@ func TestWhoTakesPart(t *testing.T) {
 	}
 }
 
-func TestBehind(t *testing.T) {
-	if got := Behind([]string{"c", "a"}, []string{"b", "a"}); !reflect.DeepEqual(got, []string{"a", "b", "c"}) {
+func TestUnion(t *testing.T) {
+	if got := Union([]string{"c", "a"}, []string{"b", "a"}); !reflect.DeepEqual(got, []string{"a", "b", "c"}) {
 		t.Fatalf("Behind = %v", got)
 	}
-	if got := Behind(nil, nil); len(got) != 0 {
+	if got := Union(nil, nil); len(got) != 0 {
 		t.Fatalf("Behind of nothing = %v", got)
 	}
 }

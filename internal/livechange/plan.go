@@ -149,13 +149,17 @@ func PlanReached(writtenAt *metav1.MicroTime, seen, started time.Time, offsetMic
 // less than a write), at least 400 ms. A watch that lags cannot then run a
 // step of a change aborted before the window.
 func ConfirmWindow(nodes int, writeSpacing time.Duration) time.Duration {
-	return max(400*time.Millisecond, time.Duration(nodes)*writeSpacing/10)
+	return max(minConfirmWindow, time.Duration(nodes)*writeSpacing/10)
 }
+
+// minConfirmWindow is the least confirm window, also taken for a plan that
+// names none (an older operator's).
+const minConfirmWindow = 400 * time.Millisecond
 
 // AbortDeadline is how long before T0 an abort is still accepted, given the
 // plan's confirm window: before it, with 500 ms for the abort's own writes.
 func AbortDeadline(window time.Duration) time.Duration {
-	return max(window, 400*time.Millisecond) + 500*time.Millisecond
+	return max(window, minConfirmWindow) + 500*time.Millisecond
 }
 
 // ipv6MinMTU is IPv6's least link MTU (RFC 8200).

@@ -24,24 +24,6 @@ const catchUpLook = 10 * time.Second
 // not silent before it has had that.
 const clockWait = 90 * time.Second
 
-// heardGap is how long the NetshiftNetwork may go unread (the control plane
-// away) before the time is taken as time no agent could be heard in.
-const heardGap = 5 * time.Second
-
-// heard notes that the control plane answers. After a gap since the last
-// pass that ended well (the API server stopped, the network to it cut)
-// silent agents are judged only from now:
-// they could not report meanwhile, and a deadline that ran out while nobody
-// could answer would record a silence that was the control plane's.
-func (r *LiveChangeReconciler) heard(ctx context.Context) {
-	now := r.Now()
-	if !r.heardAt.IsZero() && now.Sub(r.heardAt) > heardGap && now.After(r.listening) {
-		log.FromContext(ctx).Info("the control plane answers again: silent agents are judged from now", "away", now.Sub(r.heardAt).Round(time.Millisecond))
-		r.listening = now
-	}
-	r.heardAt = now
-}
-
 // catchUp brings the nodes a change went ahead without (status.change.down)
 // to the applied values once they are back: each gets a catch-up plan of
 // its own, one change at a time, within its pool's limit, and leaves the
@@ -102,7 +84,7 @@ func (r *LiveChangeReconciler) catchUp(ctx context.Context, cn *v1alpha1.Netshif
 		if err := r.removePlans(ctx, byNode, []string{n}); err != nil {
 			return err
 		}
-		ch.Held = livechange.Behind(ch.Held, []string{n})
+		ch.Held = livechange.Union(ch.Held, []string{n})
 		ch.Message = addNote(ch.Message, fmt.Sprintf("node %s could not catch up (%s): held cordoned for a person", n, d.Failed[n]))
 	}
 	// A catch-up whose agent has not reported by --answer-timeout after its T0 keeps running, but
@@ -168,6 +150,7 @@ func (r *LiveChangeReconciler) revertAfterAbort(ctx context.Context, cn *v1alpha
 	}
 	var ran []string
 	var what []string
+	ranStates := map[string]*v1alpha1.NetshiftNodeState{}
 	for i := range states.Items {
 		nns := &states.Items[i]
 		rep := nns.Status.LiveChange
@@ -175,6 +158,7 @@ func (r *LiveChangeReconciler) revertAfterAbort(ctx context.Context, cn *v1alpha
 			continue
 		}
 		ran = append(ran, nns.Name)
+		ranStates[nns.Name] = nns
 		var steps []string
 		for _, s := range rep.Steps {
 			steps = append(steps, string(s.Action))
@@ -192,17 +176,16 @@ func (r *LiveChangeReconciler) revertAfterAbort(ctx context.Context, cn *v1alpha
 	network := livechange.NodeConfig(*cn.Status.Applied, spec.Encapsulation)
 	back := livechange.RollbackPlan(plan, t0, r.Spacing, network, 0)
 	for _, n := range ran {
-		i := slices.IndexFunc(states.Items, func(s v1alpha1.NetshiftNodeState) bool { return s.Name == n })
-		if err := r.setPlan(ctx, &states.Items[i], back.DeepCopy()); err != nil {
+		if err := r.setPlan(ctx, ranStates[n], back.DeepCopy()); err != nil {
 			return err
 		}
 	}
 	if ch.Rollback == nil {
 		ch.Rollback = &v1alpha1.ChangeRollback{Reason: "steps of the aborted change ran anyway"}
 	}
-	ch.Rollback.Nodes = livechange.Behind(ch.Rollback.Nodes, ran)
+	ch.Rollback.Nodes = livechange.Union(ch.Rollback.Nodes, ran)
 	ch.Rollback.T0 = t0
-	ch.Converging = livechange.Behind(ch.Converging, ran)
+	ch.Converging = livechange.Union(ch.Converging, ran)
 	ch.Failed = int32(len(ch.Converging))
 	ch.Message = fmt.Sprintf("aborted before T0, yet %s before its agent saw the abort: rolling back live at %s",
 		strings.Join(what, "; "), t0.Format("15:04:05.000"))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,12 +92,12 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, spec v1alpha1.Netsh
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &node); err != nil {
 			return err
 		}
-		if slices.Contains(ch.Converging, name) && isDown(&node, r.Now(), grace) {
+		if ready, since := readiness(&node); slices.Contains(ch.Converging, name) && (livechange.NodeFacts{Ready: ready, Since: since}).Down(r.Now(), grace) {
 			// Silent, and now down: it catches up when it is back, and holds no change back meanwhile.
 			if err := r.finish(ctx, []corev1.Node{node}, map[string]*v1alpha1.NetshiftNodeState{name: &nns}, ch.ID); err != nil {
 				return fmt.Errorf("node %s: %w", name, err)
 			}
-			ch.Down = livechange.Behind(ch.Down, []string{name})
+			ch.Down = livechange.Union(ch.Down, []string{name})
 			ch.Message += fmt.Sprintf("; node %s is down: it catches up when it is back", name)
 			continue
 		}
@@ -111,7 +110,7 @@ func (r *LiveChangeReconciler) converge(ctx context.Context, spec v1alpha1.Netsh
 		}
 		if now == inStep && slices.Contains(ch.Converging, name) && nns.Status.LiveChange != nil && nns.Status.LiveChange.ID == ch.ID &&
 			!slices.Contains(ch.Late, name) {
-			ch.Late = livechange.Behind(ch.Late, []string{name})
+			ch.Late = livechange.Union(ch.Late, []string{name})
 			ch.Applied++
 		}
 		if now != inStep {
@@ -150,12 +149,6 @@ func (r *LiveChangeReconciler) settled(st *v1alpha1.NetshiftNetworkStatus) {
 	}
 }
 
-// isDown says whether the node has been NotReady for grace or longer.
-func isDown(n *corev1.Node, now time.Time, grace time.Duration) bool {
-	ready, since := readiness(n)
-	return !ready && now.Sub(since) >= grace
-}
-
 // cordonSilent cordons the silent nodes of an MTU change (a pod set up there
 // would get the MTU the others' paths may no longer carry) within their
 // pools' limits: the nodes this change holds already count, and the others
@@ -165,31 +158,23 @@ func (r *LiveChangeReconciler) cordonSilent(ctx context.Context, ch *v1alpha1.Ne
 	if len(ch.Converging) == 0 || !(livechange.Change{Kind: ch.Kind}).CordonsSilentNodes() {
 		return nil
 	}
-	nodes, _, m, err := r.poolsView(ctx)
+	nodes, cached, m, err := r.poolsView(ctx)
 	if err != nil {
-		return err
-	}
-	// The holds past the cache: this pass may have just taken some.
-	var states v1alpha1.NetshiftNodeStateList
-	if err := r.APIReader.List(ctx, &states); err != nil {
 		return err
 	}
 	byName := map[string]*corev1.Node{}
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	var holding, want []string
-	for i := range states.Items {
-		if h, ok := hold.Of(states.Items[i].Status, v1alpha1.HoldLiveChange); ok && h.ID == ch.ID {
-			holding = append(holding, states.Items[i].Name)
+	holding, want := silentToCordon(ch, byName, cached)
+	if len(want) > 0 {
+		// Counted again past the cache, which may not show the holds this pass just took:
+		// only when there is a node to cordon, not at every report of a large cluster.
+		var fresh v1alpha1.NetshiftNodeStateList
+		if err := r.APIReader.List(ctx, &fresh); err != nil {
+			return err
 		}
-	}
-	for _, n := range ch.Converging {
-		if node := byName[n]; node != nil && !slices.Contains(holding, n) {
-			if ready, _ := readiness(node); ready {
-				want = append(want, n)
-			}
-		}
+		holding, want = silentToCordon(ch, byName, &fresh)
 	}
 	allowed := m.Allow(want, holding)
 	for _, n := range allowed {
@@ -325,6 +310,24 @@ func isControlPlane(n *corev1.Node) bool {
 func operationOver(nns *v1alpha1.NetshiftNodeState, id string) bool {
 	st := nns.Status
 	return st.SyncOperation == id && (st.SyncStatus == v1alpha1.SyncSucceeded || st.SyncStatus == v1alpha1.SyncFailed)
+}
+
+// silentToCordon are the nodes holding change ch's cordon, and its silent
+// nodes still to be cordoned (Ready ones), as states show them.
+func silentToCordon(ch *v1alpha1.NetworkChange, byName map[string]*corev1.Node, states *v1alpha1.NetshiftNodeStateList) (holding, want []string) {
+	for i := range states.Items {
+		if h, ok := hold.Of(states.Items[i].Status, v1alpha1.HoldLiveChange); ok && h.ID == ch.ID {
+			holding = append(holding, states.Items[i].Name)
+		}
+	}
+	for _, n := range ch.Converging {
+		if node := byName[n]; node != nil && !slices.Contains(holding, n) {
+			if ready, _ := readiness(node); ready {
+				want = append(want, n)
+			}
+		}
+	}
+	return holding, want
 }
 
 // poolsView reads, from the cache, the nodes, their states and which pool

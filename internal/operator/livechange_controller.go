@@ -533,6 +533,24 @@ func (r *LiveChangeReconciler) deadlines(ch *v1alpha1.NetworkChange, reports map
 	return d
 }
 
+// heardGap is how long the NetshiftNetwork may go unread (the control plane
+// away) before the time is taken as time no agent could be heard in.
+const heardGap = 5 * time.Second
+
+// heard notes that the control plane answers. After a gap since the last
+// pass that ended well (the API server stopped, the network to it cut)
+// silent agents are judged only from now:
+// they could not report meanwhile, and a deadline that ran out while nobody
+// could answer would record a silence that was the control plane's.
+func (r *LiveChangeReconciler) heard(ctx context.Context) {
+	now := r.Now()
+	if !r.heardAt.IsZero() && now.Sub(r.heardAt) > heardGap && now.After(r.listening) {
+		log.FromContext(ctx).Info("the control plane answers again: silent agents are judged from now", "away", now.Sub(r.heardAt).Round(time.Millisecond))
+		r.listening = now
+	}
+	r.heardAt = now
+}
+
 func latest(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b

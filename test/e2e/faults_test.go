@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,7 +109,7 @@ func downNodesHoldNothingBack(t *testing.T, name string) {
 	}
 	waitForWithin(t, "node-3 NotReady", 2*time.Minute, func() bool {
 		var n corev1.Node
-		return c.Get(context.Background(), client.ObjectKey{Name: "node-3"}, &n) == nil && !meta.IsStatusConditionTrue(nodeConditions(n), string(corev1.NodeReady))
+		return c.Get(context.Background(), client.ObjectKey{Name: "node-3"}, &n) == nil && !nodeReady(n)
 	})
 	edit(t, c, `{"spec":{"mtu":1350}}`)
 	cn := waitChange(t, c)
@@ -116,10 +117,8 @@ func downNodesHoldNothingBack(t *testing.T, name string) {
 	if ch.Phase != v1alpha1.PhaseSucceeded || cn.Status.Applied.MTU != 1350 || fmt.Sprint(ch.Outside) != "[win-1]" || fmt.Sprint(ch.Down) != "[node-3]" || ch.Nodes != 2 {
 		t.Fatalf("change %+v, applied %+v: want it Succeeded on node-1 and node-2, win-1 outside, node-3 down", ch, cn.Status.Applied)
 	}
-	for n, cordoned := range labNodes(t, c) {
-		if cordoned {
-			t.Errorf("node %s cordoned: a node that is down is kept free of pods by its taints, and takes no pool slot", n)
-		}
+	if on := cordoned(t, c); len(on) > 0 {
+		t.Errorf("nodes %v cordoned: a node that is down is kept free of pods by its taints, and takes no pool slot", on)
 	}
 	for _, p := range labPods(t, s) {
 		if want := map[bool]int{true: 1450, false: 1350}[p.Node == "node-3"]; podMTU(t, p) != want {
@@ -136,19 +135,22 @@ func downNodesHoldNothingBack(t *testing.T, name string) {
 	if got := podMTUs(t, s); got[1350] != 3 {
 		t.Fatalf("pod MTUs after node-3 caught up: %v", got)
 	}
-	for n, cordoned := range labNodes(t, c) {
-		if cordoned && n != "win-1" {
-			t.Errorf("node %s left cordoned", n)
-		}
+	if on := slices.DeleteFunc(cordoned(t, c), func(n string) bool { return n == "win-1" }); len(on) > 0 {
+		t.Errorf("nodes %v left cordoned", on)
 	}
 	everyPodReachesEveryOther(t, name)
 }
 
-func nodeConditions(n corev1.Node) []metav1.Condition {
-	var out []metav1.Condition
-	for _, c := range n.Status.Conditions {
-		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status)})
+// cordoned are the lab's nodes cordoned now, by name.
+func cordoned(t *testing.T, c client.Client) []string {
+	t.Helper()
+	var out []string
+	for n, on := range labNodes(t, c) {
+		if on {
+			out = append(out, n)
+		}
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -195,10 +197,8 @@ func decidedRollbackBesideASilentNode(t *testing.T, name string) {
 	if err := tunnelsOn(s, 4789); err != nil {
 		t.Error(err)
 	}
-	for n, cordoned := range labNodes(t, c) {
-		if cordoned {
-			t.Errorf("node %s left cordoned", n)
-		}
+	if on := cordoned(t, c); len(on) > 0 {
+		t.Errorf("nodes %v left cordoned", on)
 	}
 	noneBroken(t, "a rollback beside a silent node", r)
 	t.Logf("rollback began %s after T0; %s", rollingBackAt.Sub(t0).Round(time.Millisecond), cn.Status.Change.Message)
@@ -361,10 +361,8 @@ func apiServerAwayAcrossTheReportWindow(t *testing.T, name string) {
 	if got := podMTUs(t, s); got[1300] != 3 {
 		t.Fatalf("pod MTUs %v", got)
 	}
-	for n, cordoned := range labNodes(t, c) {
-		if cordoned {
-			t.Errorf("node %s left cordoned", n)
-		}
+	if on := cordoned(t, c); len(on) > 0 {
+		t.Errorf("nodes %v left cordoned", on)
 	}
 	t.Logf("after the API server came back: %s", ch.Message)
 }
@@ -427,14 +425,7 @@ func agentsFrozenPastTheReportWindow(t *testing.T, name string) {
 	if got := podMTUs(t, s); got[1280] != 3 {
 		t.Fatalf("pod MTUs %v", got)
 	}
-	waitFor(t, "no node cordoned", func() bool {
-		for _, on := range labNodes(t, c) {
-			if on {
-				return false
-			}
-		}
-		return true
-	})
+	waitFor(t, "no node cordoned", func() bool { return len(cordoned(t, c)) == 0 })
 	t.Logf("%s", end.Status.Change.Message)
 }
 
@@ -459,14 +450,8 @@ func frozenPastTheReportWindow(t *testing.T, c client.Client, agents []int) v1al
 		t.Fatalf("change %+v, applied %+v: want Failed, the three nodes converging to 1280, which is what is applied", ch, failed.Status.Applied)
 	}
 	time.Sleep(2 * time.Second) // the cordons of silent nodes
-	cordoned := 0
-	for _, on := range labNodes(t, c) {
-		if on {
-			cordoned++
-		}
-	}
-	if cordoned != 1 {
-		t.Errorf("%d nodes cordoned while silent: the default pool allows one at once", cordoned)
+	if on := cordoned(t, c); len(on) != 1 {
+		t.Errorf("nodes %v cordoned while silent: the default pool allows one at once", on)
 	}
 	for _, pid := range agents {
 		_ = syscall.Kill(pid, syscall.SIGCONT)
