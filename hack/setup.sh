@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine (as root) for netshift: the Debian packages
-# it needs (Open vSwitch and OVN for the lab, containerd, runc and the CNI
+# it needs (containerd, runc and the CNI
 # plugins for the lab's real nodes, neutron-server for the port pools, QEMU
 # and a kernel for the lab's guest), Go's modules, and the real
 # kube-apiserver, etcd, kubectl, kubelet, kube-controller-manager and
-# kube-scheduler built from the Go module proxy, and kwok for the scale tests
-# (cached; about 12 minutes the first time).
+# kube-scheduler built from the Go module proxy, kwok for the scale tests, and
+# the lab's Open vSwitch 3.5 and OVN 25.03, Debian 13's packages unpacked
+# beside the machine's own by hack/ovs-dist.sh (cached; about 12 minutes the
+# first time).
 # Prints the assets directory last, for KUBEBUILDER_ASSETS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +21,8 @@ if ! command -v go >/dev/null 2>&1; then
   fi
 fi
 
-# The lab's Open vSwitch and OVN (userspace datapath, daemons started by the
-# lab itself inside its namespaces), the tools it drives them with, and the
+# The tools the lab drives its nodes with, patchelf (which points Debian 13's
+# Open vSwitch and OVN at their own libraries, hack/ovs-dist.sh), the
 # real neutron-server the port pool tests run (no Keystone, SQLite; started by
 # the tests themselves, never as a service), and MariaDB, which the lab's
 # neutron-server runs on (the lab starts its own server, never the service).
@@ -31,7 +33,7 @@ fi
 # The lab's guest runs under Debian's QEMU; on Debian 12 the one from
 # bookworm-backports (10.0), since 7.2's TCG migrations resumed the guest
 # corrupted in a third of them (internal/lab/vm).
-packages=(git jq iproute2 ethtool openvswitch-switch ovn-central ovn-host ovn-ic ovn-ic-db neutron-server mariadb-server
+packages=(git jq iproute2 ethtool patchelf nftables neutron-server mariadb-server
   containerd runc containernetworking-plugins busybox-static iptables util-linux qemu-system-x86)
 need_apt=()
 for p in "${packages[@]}"; do
@@ -106,6 +108,10 @@ if [[ -n "$apt_pid" ]]; then
   rm -f "$apt_log"
   apt_pid=
 fi
+# The lab's Open vSwitch and OVN: Debian 13's, unpacked (about 20 seconds).
+start=$(date +%s)
+ovs=$(hack/ovs-dist.sh) || exit 1
+echo "setup: Open vSwitch and OVN ready in $ovs ($(( $(date +%s) - start )) s)" >&2
 # The lab's guest boots Debian's kernel, unpacked beside the system, never
 # installed into it (internal/lab/vm/guest).
 guest_kernel=${NETSHIFT_GUEST_KERNEL:-/var/cache/netshift/guest-kernel}

@@ -17,12 +17,16 @@ import (
 	"netshift.io/netshift/internal/lab"
 	"netshift.io/netshift/internal/lab/labcni"
 	"netshift.io/netshift/internal/lab/standin"
+	"netshift.io/netshift/internal/ovs/ovsdist"
 	"netshift.io/netshift/internal/scheme"
 )
 
 // A lab build is also the lab's stand-in network plugin: the lab installs
 // this binary on each node as /opt/cni/bin/netshift-lab-cni.
 func init() {
+	// Every program the lab starts runs the lab's Open vSwitch and OVN; where
+	// they are not unpacked, `lab up` says so (lab.Requirements).
+	_, _ = ovsdist.Use()
 	if filepath.Base(os.Args[0]) == labcni.Name {
 		labcni.Main()
 		os.Exit(0)

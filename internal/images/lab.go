@@ -2,13 +2,17 @@ package images
 
 import (
 	"bytes"
+	"debug/elf"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+
+	"netshift.io/netshift/internal/ovs/ovsdist"
 )
 
 // The lab's image references. Nodes never pull them (imagePullPolicy Never or
@@ -30,7 +34,7 @@ type Binaries struct {
 // ovsTools go into the lab's image with the shared libraries they load:
 // netshift runs ovs-ofctl (a VM's RARP); the others are there to look at a
 // node's switch and the zones' databases from inside a pod.
-var ovsTools = []string{"/usr/bin/ovs-vsctl", "/usr/bin/ovs-ofctl", "/usr/bin/ovn-nbctl", "/usr/bin/ovn-sbctl"}
+var ovsTools = []string{"ovs-vsctl", "ovs-ofctl", "ovn-nbctl", "ovn-sbctl"}
 
 // busyboxApplets are the commands the workload image offers.
 var busyboxApplets = []string{"sh", "sleep", "cat", "echo", "ls", "ip", "ping", "nc", "wget", "hostname", "true", "false", "ps", "kill", "env"}
@@ -83,7 +87,7 @@ func netshiftImage(netshift, cni, busybox string) (Image, error) {
 		}
 		img.Files = append(img.Files, f)
 	}
-	tools, err := WithLibraries(ovsTools...)
+	tools, err := OVSPrograms("/usr/bin", ovsTools...)
 	if err != nil {
 		return img, err
 	}
@@ -118,19 +122,19 @@ func WorkloadImage(busybox string) (Image, error) {
 var lddLine = regexp.MustCompile(`(?:=>\s*)?(/\S+)\s+\(0x`)
 
 // WithLibraries returns the programs with every shared library they load
-// (as ldd lists them, the dynamic loader included), each at its own path.
+// and the loader they name, each at the path the program's own loader finds
+// it (programs unpacked with a loader of their own, as the lab's Open vSwitch,
+// bring theirs).
 func WithLibraries(programs ...string) ([]File, error) {
 	paths := map[string]bool{}
 	for _, p := range programs {
 		paths[p] = true
-		out, err := exec.Command("ldd", p).Output()
+		libs, err := libraries(p)
 		if err != nil {
-			return nil, fmt.Errorf("ldd %s: %w", p, err)
+			return nil, err
 		}
-		for _, line := range bytes.Split(out, []byte("\n")) {
-			if m := lddLine.FindSubmatch(line); m != nil {
-				paths[string(m[1])] = true
-			}
+		for _, l := range libs {
+			paths[l] = true
 		}
 	}
 	var files []File
@@ -148,8 +152,63 @@ func WithLibraries(programs ...string) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.Path = p // the loader finds a library by the name ldd printed
+		f.Path = p // the loader finds a library by the name it printed
 		files = append(files, f)
 	}
 	return files, nil
+}
+
+// OVSPrograms are programs of the lab's Open vSwitch and OVN (ovsdist), with
+// the loader and libraries they were unpacked with, each linked from dir
+// (on the image's PATH).
+func OVSPrograms(dir string, names ...string) ([]File, error) {
+	d, err := ovsdist.Find()
+	if err != nil {
+		return nil, err
+	}
+	programs := make([]string, len(names))
+	for i, n := range names {
+		if programs[i], err = filepath.EvalSymlinks(d.Program(n)); err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Root, err)
+		}
+	}
+	files, err := WithLibraries(programs...)
+	for i, n := range names {
+		files = append(files, File{Path: filepath.Join(dir, n), Link: programs[i]})
+	}
+	return files, err
+}
+
+// libraries lists what the program's loader loads for it, the loader
+// included: a static program has none.
+func libraries(program string) ([]string, error) {
+	f, err := elf.Open(program)
+	if err != nil {
+		return nil, fmt.Errorf("image file %s: %w", program, err)
+	}
+	defer f.Close()
+	var interp string
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			data, err := io.ReadAll(prog.Open())
+			if err != nil {
+				return nil, fmt.Errorf("image file %s: its loader: %w", program, err)
+			}
+			interp = strings.TrimRight(string(data), "\x00")
+		}
+	}
+	if interp == "" {
+		return nil, nil
+	}
+	out, err := exec.Command(interp, "--list", program).Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s --list %s: %w", interp, program, err)
+	}
+	var libs []string
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		if m := lddLine.FindSubmatch(line); m != nil {
+			libs = append(libs, string(m[1]))
+		}
+	}
+	return libs, nil
 }

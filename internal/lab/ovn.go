@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"netshift.io/netshift/internal/lab/ovnic"
+	"netshift.io/netshift/internal/ovs/ovsdist"
 )
 
 // The OVN mode is routed as ovnic lays it out: a switch per node behind the
@@ -62,7 +63,7 @@ func (s *State) buildOVN(ctx context.Context, sh *shell, progress func(string, .
 	env := []string{"OVN_RUNDIR=" + dir, "OVS_RUNDIR=" + dir}
 	for _, db := range []string{"nb", "sb"} {
 		file := filepath.Join(dir, db+".db")
-		if _, err := sh.run(ctx, nil, "ovsdb-tool", "create", file, "/usr/share/ovn/ovn-"+db+".ovsschema"); err != nil {
+		if _, err := sh.run(ctx, nil, "ovsdb-tool", "create", file, ovsdist.Schema("ovn-"+db)); err != nil {
 			return err
 		}
 		pid := filepath.Join(dir, db+".pid")

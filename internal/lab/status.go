@@ -51,6 +51,9 @@ type ProcessStatus struct {
 	Pid       int     `json:"pid"`
 	Alive     bool    `json:"alive"`
 	MemoryMiB float64 `json:"memoryMiB"`
+	// DiedPid is the recorded process's when it died and its monitor started
+	// Pid in its place (a crash the lab reports: the lab is not healthy).
+	DiedPid int `json:"diedPid,omitempty"`
 }
 
 // StatusOf reads a lab's state and checks its parts.
@@ -88,10 +91,13 @@ func StatusOf(ctx context.Context, name string) (Status, error) {
 			st.Healthy = st.Healthy && p.Netns != ""
 		}
 	}
-	for _, p := range s.Processes {
-		p = s.restarted(p)
+	for _, recorded := range s.Processes {
+		p := s.restarted(recorded)
 		alive := p.Alive()
 		ps := ProcessStatus{Role: p.Role, Pid: p.Pid, Alive: alive}
+		if p.Pid != recorded.Pid {
+			ps.DiedPid, st.Healthy = recorded.Pid, false
+		}
 		if alive {
 			ps.MemoryMiB = rssMiB(p.Pid)
 			st.MemoryMiB += ps.MemoryMiB
@@ -127,7 +133,11 @@ func (st Status) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintln(tw, "\nPROCESS\tPID\tALIVE\tMEMORY")
 	for _, p := range st.Processes {
-		fmt.Fprintf(tw, "%s\t%d\t%v\t%.0f MiB\n", p.Role, p.Pid, p.Alive, p.MemoryMiB)
+		alive := fmt.Sprint(p.Alive)
+		if p.DiedPid != 0 {
+			alive += fmt.Sprintf(" (pid %d died: its monitor started this one)", p.DiedPid)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f MiB\n", p.Role, p.Pid, alive, p.MemoryMiB)
 	}
 	fmt.Fprintf(tw, "total\t\t\t%.0f MiB\n", st.MemoryMiB)
 	return tw.Flush()

@@ -19,6 +19,7 @@ import (
 
 	"netshift.io/netshift/internal/lab/ovnic"
 	"netshift.io/netshift/internal/netdev"
+	"netshift.io/netshift/internal/ovs/ovsdist"
 )
 
 // Requirements lists what `lab up` needs on the machine, with the package
@@ -27,11 +28,17 @@ func Requirements(ovn bool) error {
 	if os.Geteuid() != 0 {
 		return &MissingError{"the lab needs root (network namespaces, Open vSwitch)"}
 	}
-	need := map[string]string{"ip": "iproute2", "ethtool": "ethtool", "ovsdb-server": "openvswitch-switch",
-		"ovs-vswitchd": "openvswitch-switch", "ovs-vsctl": "openvswitch-switch", "ovsdb-tool": "openvswitch-switch"}
+	dist, err := ovsdist.Use()
+	if err != nil {
+		return &MissingError{err.Error()}
+	}
+	need := map[string]string{"ip": "iproute2", "ethtool": "ethtool"}
+	for _, b := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovsdb-tool"} {
+		need[b] = "openvswitch-switch " + dist.OVS + " in " + dist.Root
+	}
 	if ovn {
 		for _, b := range []string{"ovn-northd", "ovn-controller", "ovn-nbctl", "ovn-sbctl"} {
-			need[b] = "ovn-central/ovn-host"
+			need[b] = "ovn-host " + dist.OVN + " in " + dist.Root
 		}
 	}
 	var missing []string

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"netshift.io/netshift/internal/lab/poll"
+	"netshift.io/netshift/internal/ovs/ovsdist"
 )
 
 // ZoneOf is the zone a node's ovn-controller is bound in now, read from its
@@ -100,10 +101,10 @@ func (ic *Interconnect) moveOut(ctx context.Context, c Commands, n Node) error {
 		return err
 	}
 	// 1. The new zone, ready before anything moves.
-	if err := ic.startDB(ctx, c, "ovsdb-server:zone-nb:"+zone, dir, "nb", "/usr/share/ovn/ovn-nb.ovsschema"); err != nil {
+	if err := ic.startDB(ctx, c, "ovsdb-server:zone-nb:"+zone, dir, "nb", ovsdist.Schema("ovn-nb")); err != nil {
 		return err
 	}
-	if err := ic.startDB(ctx, c, "ovsdb-server:zone-sb:"+zone, dir, "sb", "/usr/share/ovn/ovn-sb.ovsschema"); err != nil {
+	if err := ic.startDB(ctx, c, "ovsdb-server:zone-sb:"+zone, dir, "sb", ovsdist.Schema("ovn-sb")); err != nil {
 		return err
 	}
 	if err := ic.startNorthd(ctx, c, zone, "ovn-northd:"+zone, []string{"OVN_RUNDIR=" + dir}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"netshift.io/netshift/internal/lab/poll"
+	"netshift.io/netshift/internal/ovs/ovsdist"
 )
 
 // startDB creates an OVSDB database file from a schema and serves it.
@@ -82,10 +83,10 @@ func (ic *Interconnect) Build(ctx context.Context, c Commands) error {
 		return nil
 	}
 	dir := ic.OVNDir
-	if err := ic.startDB(ctx, c, "ovsdb-server:ovn-ic-nb", dir, "icnb", "/usr/share/ovn/ovn-ic-nb.ovsschema"); err != nil {
+	if err := ic.startDB(ctx, c, "ovsdb-server:ovn-ic-nb", dir, "icnb", ovsdist.Schema("ovn-ic-nb")); err != nil {
 		return err
 	}
-	if err := ic.startDB(ctx, c, "ovsdb-server:ovn-ic-sb", dir, "icsb", "/usr/share/ovn/ovn-ic-sb.ovsschema"); err != nil {
+	if err := ic.startDB(ctx, c, "ovsdb-server:ovn-ic-sb", dir, "icsb", ovsdist.Schema("ovn-ic-sb")); err != nil {
 		return err
 	}
 	if _, err := c.Run(ctx, nil, "ovn-ic-nbctl", "--db="+ic.icDB("nb"), "--timeout=20", "ts-add", TransitSwitch); err != nil {
@@ -142,10 +143,10 @@ func (ic *Interconnect) CentralEnsure(ctx context.Context) error {
 func (ic *Interconnect) startCentral(ctx context.Context, c Commands) error {
 	dir := ic.OVNDir
 	ic.Lab.StopDaemons("ovsdb-server:ovn-nb", "ovsdb-server:ovn-sb", "ovn-northd", "ovn-ic:"+GlobalZone) // leftovers of a half-done attempt
-	if err := ic.startDB(ctx, c, "ovsdb-server:ovn-nb", dir, "nb", "/usr/share/ovn/ovn-nb.ovsschema"); err != nil {
+	if err := ic.startDB(ctx, c, "ovsdb-server:ovn-nb", dir, "nb", ovsdist.Schema("ovn-nb")); err != nil {
 		return err
 	}
-	if err := ic.startDB(ctx, c, "ovsdb-server:ovn-sb", dir, "sb", "/usr/share/ovn/ovn-sb.ovsschema"); err != nil {
+	if err := ic.startDB(ctx, c, "ovsdb-server:ovn-sb", dir, "sb", ovsdist.Schema("ovn-sb")); err != nil {
 		return err
 	}
 	if err := ic.startNorthd(ctx, c, GlobalZone, "ovn-northd", []string{"OVN_RUNDIR=" + dir, "OVS_RUNDIR=" + dir}); err != nil {

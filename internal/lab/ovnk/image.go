@@ -1,5 +1,5 @@
 // Package ovnk runs the real OVN-Kubernetes on the lab's nodes, from
-// binaries it is given: its image (the binaries, with Debian's OVN and Open
+// binaries it is given: its image (the binaries, with the lab's OVN and Open
 // vSwitch daemons and tools) and its manifests, laid out as OVN-Kubernetes'
 // own deployment lays them out.
 package ovnk
@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"netshift.io/netshift/internal/images"
+	"netshift.io/netshift/internal/ovs/ovsdist"
 )
 
 // Ref is the lab's OVN-Kubernetes image.
@@ -19,13 +20,16 @@ const Ref = "netshift.io/ovnkube:lab"
 // OVN-Kubernetes' go-controller builds.
 var Binaries = []string{"ovnkube", "ovn-k8s-cni-overlay", "ovn-kube-util"}
 
-// daemons are Debian's OVN and OVS programs the pods run, with the tools
-// ovnkube calls.
+// daemons are the lab's OVN and OVS programs the pods run (ovsdist), with
+// the tools ovnkube calls.
 var daemons = []string{
-	"/usr/sbin/ovsdb-server", "/usr/bin/ovsdb-tool", "/usr/bin/ovsdb-client", "/usr/bin/ovn-northd", "/usr/bin/ovn-controller",
-	"/usr/bin/ovn-nbctl", "/usr/bin/ovn-sbctl", "/usr/bin/ovn-appctl",
-	"/usr/bin/ovs-vsctl", "/usr/bin/ovs-ofctl", "/usr/bin/ovs-appctl", "/usr/sbin/xtables-nft-multi",
+	"ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-northd", "ovn-controller", "ovn-nbctl", "ovn-sbctl", "ovn-appctl",
+	"ovs-vsctl", "ovs-ofctl", "ovs-appctl",
 }
+
+// hostTools are the machine's programs ovnkube calls: iptables, and nft
+// (nftables 1.0.1 or newer), which ovnkube-node runs since v1.0.
+var hostTools = []string{"/usr/sbin/xtables-nft-multi", "/usr/sbin/nft"}
 
 // xtables is where iptables finds its matches and targets (loaded at run time).
 const xtables = "/usr/lib/x86_64-linux-gnu/xtables"
@@ -46,9 +50,13 @@ func Image(dir, busybox, kubectl string) (images.Image, error) {
 		}
 		img.Files = append(img.Files, images.File{Path: places[b], Mode: 0o755, Data: data})
 	}
-	tools, err := images.WithLibraries(daemons...)
+	tools, err := images.OVSPrograms("/usr/bin", daemons...)
 	if err != nil {
 		return img, err
+	}
+	img.Files = append(img.Files, tools...)
+	if tools, err = images.WithLibraries(hostTools...); err != nil {
+		return img, fmt.Errorf("%w (hack/setup.sh installs iptables and nftables)", err)
 	}
 	img.Files = append(img.Files, tools...)
 	modules, err := filepath.Glob(filepath.Join(xtables, "*.so"))
@@ -65,11 +73,12 @@ func Image(dir, busybox, kubectl string) (images.Image, error) {
 	for _, n := range iptablesNames {
 		img.Files = append(img.Files, images.File{Path: "/usr/sbin/" + n, Link: "xtables-nft-multi"})
 	}
-	for _, schema := range []string{"/usr/share/ovn/ovn-nb.ovsschema", "/usr/share/ovn/ovn-sb.ovsschema"} {
-		f, err := images.HostFile(schema, 0o644)
+	for _, db := range []string{"ovn-nb", "ovn-sb"} {
+		f, err := images.HostFile(ovsdist.Schema(db), 0o644)
 		if err != nil {
 			return img, err
 		}
+		f.Path = "/usr/share/ovn/" + db + ".ovsschema"
 		img.Files = append(img.Files, f)
 	}
 	kc, err := images.HostFile(kubectl, 0o755)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"netshift.io/netshift/internal/ovs"
-	"netshift.io/netshift/internal/testenv"
 )
 
 // Northbound is a real OVN northbound database (an ovsdb-server with the OVN
@@ -90,10 +89,8 @@ type Server struct {
 // the test ends, and over SSL too with ssl.
 func startOVNDB(t testing.TB, which string, ssl *SSL) *Server {
 	t.Helper()
-	schema := "/usr/share/ovn/ovn-" + which + ".ovsschema"
-	if _, err := os.Stat(schema); err != nil {
-		testenv.Require(t, &testenv.Missing{Reason: "OVN is not installed (apt-get install ovn-central; hack/setup.sh does it)"})
-	}
+	dist := useDist(t)
+	schema := dist.Schema("ovn-" + which)
 	dir := t.TempDir()
 	s := &Server{t: t, dir: dir, which: which, file: filepath.Join(dir, which+".db"), pid: filepath.Join(dir, which+".pid"),
 		Socket: "unix:" + filepath.Join(dir, which+".sock")}

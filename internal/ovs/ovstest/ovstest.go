@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/ovs/ovsdist"
 	"netshift.io/netshift/internal/plug"
 	"netshift.io/netshift/internal/testenv"
 )
@@ -38,17 +39,24 @@ type Switch struct {
 
 var seq atomic.Int32
 
+// useDist runs the lab's Open vSwitch and OVN (ovsdist) in this test process:
+// it skips the test (fails it under CI=true) where they are not unpacked.
+func useDist(t testing.TB) ovsdist.Dist {
+	t.Helper()
+	d, err := ovsdist.Use()
+	if err != nil {
+		testenv.Require(t, &testenv.Missing{Reason: err.Error()})
+	}
+	return d
+}
+
 // Start runs an Open vSwitch with the integration bridge br-int (netdev
 // datapath) and stops it, and its namespace, when the test ends. It skips
 // the test (fails it under CI=true) without root or Open vSwitch.
 func Start(t testing.TB) *Switch {
 	t.Helper()
 	testenv.RequireRoot(t)
-	for _, bin := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovsdb-tool", "ovs-ofctl"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			testenv.Require(t, &testenv.Missing{Reason: "Open vSwitch is not installed (apt-get install openvswitch-switch; hack/setup.sh does it)"})
-		}
-	}
+	dist := useDist(t)
 	dir, err := os.MkdirTemp("", "netshift-ovstest-")
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +66,7 @@ func Start(t testing.TB) *Switch {
 	t.Cleanup(s.stop)
 	s.Run("ip", "netns", "add", s.Netns)
 	s.Run("ip", "-n", s.Netns, "link", "set", "lo", "up")
-	s.Run("ovsdb-tool", "create", s.File, "/usr/share/openvswitch/vswitch.ovsschema")
+	s.Run("ovsdb-tool", "create", s.File, dist.Schema("vswitch"))
 	s.inNetns("ovsdb-server", s.File, "--remote=punix:"+filepath.Join(dir, "db.sock"), "--pidfile="+filepath.Join(dir, "ovsdb-server.pid"),
 		"--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"), "--log-file="+filepath.Join(dir, "ovsdb-server.log"), "--detach")
 	s.Vsctl("--no-wait", "init")
