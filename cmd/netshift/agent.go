@@ -25,7 +25,7 @@ func agentCmd(g *globals) *cobra.Command {
 	var hold time.Duration
 	var labHooks func(*agent.Options, *rest.Config) error
 	var plugPorts bool
-	var plugMode, integration string
+	var plugMode, integration, ovnRunDir string
 	var cniPools bool
 	var trunkBridge string
 	var parkedDevices int
@@ -73,7 +73,7 @@ func agentCmd(g *globals) *cobra.Command {
 			o := agent.Options{Node: node, HealthAddr: health, NodeNetns: netns, OVSDB: ovsdb, UnderlayInterface: underlay,
 				OperatorTimeURL: timeURL, MaxClockSkew: maxSkew, Reboot: reboot,
 				NetworkConfig: networkConfig, BootIDFile: bootIDFile, NetworkPlugin: networkPlugin,
-				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration,
+				PlugPorts: plugPorts && ovsdb != "", PlugMode: mode, IntegrationBridge: integration, OVNRunDir: ovnRunDir,
 				Work: map[v1alpha1.OperationKind]agent.Work{v1alpha1.OperationReconfigure: agent.HoldWork(hold)}}
 			o.CNI = cniInstall
 			o.CNI.NetworkConfig = networkConfig
@@ -119,6 +119,8 @@ func agentCmd(g *globals) *cobra.Command {
 	f.BoolVar(&plugPorts, "plug-ports", true, "plug the ports of this node's pods that carry netshift.io/port (the port pools') or netshift.io/port-spec (in namespaces a cluster admin opted in, for ports they own) (needs --ovsdb)")
 	f.StringVar(&plugMode, "plug-mode", string(plug.PerPort), "how ports are plugged unless the Node's netshift.io/plug-mode annotation says otherwise: per-port or direct")
 	f.StringVar(&integration, "integration-bridge", "br-int", "the integration bridge the network controller programs")
+	f.StringVar(&ovnRunDir, "ovn-rundir", "/run/ovn", "where the agent sees the node's OVN run directory (/var/run/ovn on the node): with OVN-Kubernetes in a zone of the node's own, "+
+		"a Geneve port change sets the Encap rows of the southbound database whose socket is there")
 	f.DurationVar(&hold, "reconfigure-hold", 0, "how long a Reconfigure operation keeps the node before handing it back")
 	f.StringVar(&networkPlugin, "network-plugin", plugins.Default, "the cluster's network plugin, whose driver takes the node's steps of a live change ("+strings.Join(plugins.Names, ", ")+")")
 	f.StringVar(&criEndpoint, "cri-endpoint", cri.DefaultEndpoint, "the node's container runtime (CRI socket): where the agent finds its node's pods and their network namespaces; "+

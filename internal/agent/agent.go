@@ -174,6 +174,9 @@ type Options struct {
 	PlugMode plug.Mode
 	// IntegrationBridge is the bridge the network controller programs (default br-int).
 	IntegrationBridge string
+	// OVNRunDir is the node's OVN run directory (/var/run/ovn), where a zone's
+	// databases of the node's own have their sockets.
+	OVNRunDir string
 	// Pods lists the node's pods (RuntimePods: from its container runtime); nil: the agent
 	// knows no pods, and a pod MTU step fails saying so.
 	Pods nodenet.NodePods
@@ -359,7 +362,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	a.PluginName = networkPlugin(o)
 	env := nodenet.Env{Node: node, Netns: o.NodeNetns, Pods: a.Pods, Switch: sw,
-		IntegrationBridge: o.IntegrationBridge, LockPods: a.lockPods, Now: a.now, TunnelPortPath: o.TunnelPortPath}
+		IntegrationBridge: o.IntegrationBridge, OVNRunDir: o.OVNRunDir, LockPods: a.lockPods, Now: a.now, TunnelPortPath: o.TunnelPortPath}
 	if o.NewPlugin != nil {
 		a.Plugin, err = o.NewPlugin(env)
 	} else {

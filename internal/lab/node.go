@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"netshift.io/netshift/internal/ovs/ovsdist"
 )
 
 // nodeDir is where a node's OVS database, sockets, pid files and logs live.
@@ -127,7 +129,7 @@ func (s *State) buildNode(ctx context.Context, sh *shell, n NodeSpec) error {
 		}
 	}
 	db := filepath.Join(dir, "conf.db")
-	if _, err := sh.run(ctx, nil, "ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema"); err != nil {
+	if _, err := sh.run(ctx, nil, "ovsdb-tool", "create", db, ovsdist.Schema("vswitch")); err != nil {
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
 	env := s.ovsEnv(n.Name)

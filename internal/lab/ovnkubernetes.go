@@ -39,9 +39,11 @@ func (s *State) prepareForOVNKubernetes(ctx context.Context, sh *shell, n NodeSp
 }
 
 // ovnkBinds are the node's own directories OVN-Kubernetes' pods use: its
-// CNI server's socket, and the zone databases that outlive a pod's restart.
+// CNI server's socket, its zone databases' sockets, and the zone databases
+// that outlive a pod's restart.
 func (s *State) ovnkBinds(node string) map[string]string {
 	return map[string]string{
+		s.Path("nodes", node, "ovn-kubernetes", "ovn"): "/run/ovn",
 		s.Path("nodes", node, "ovn-kubernetes", "run"): "/run/ovn-kubernetes",
 		s.Path("nodes", node, "ovn-kubernetes", "lib"): "/var/lib/ovn-kubernetes",
 	}

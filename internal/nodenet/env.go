@@ -20,6 +20,9 @@ type Env struct {
 	Switch *ovs.Switch
 	// IntegrationBridge is the bridge the plugin attaches pods to (default br-int).
 	IntegrationBridge string
+	// OVNRunDir is where the agent sees the node's OVN run directory
+	// (/var/run/ovn on the node): the sockets of databases the node serves.
+	OVNRunDir string
 	// LockPods holds off netshift-cni's set-up of new pods while a step sets
 	// the pods' MTU, so that every pod is either listed by the step or set up
 	// after it from the new configuration (taking nothing when the agent

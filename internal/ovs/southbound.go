@@ -84,7 +84,10 @@ func (s *Southbound) GeneveEncaps(ctx context.Context) ([]Encap, error) {
 
 // SetEncapPort sets options:dst_port of the given Encap records (every
 // Geneve record when uuids is nil) in ONE transaction: the whole cluster
-// moves to the new port at once. It returns how many records it set.
+// moves to the new port at once. The default port removes the option, so
+// that nothing names a port once it is the default again (ovnkube-node writes
+// its own record's only when it is not the default). It returns how many
+// records it set.
 func (s *Southbound) SetEncapPort(ctx context.Context, port int, uuids []string) (int, error) {
 	c, err := s.get(ctx)
 	if err != nil {
@@ -106,7 +109,11 @@ func (s *Southbound) SetEncapPort(ctx context.Context, port int, uuids []string)
 	var ops []ovsdb.Operation
 	for _, u := range uuids {
 		e := sb.Encap{UUID: u}
-		o, err := c.c.Where(&e).Mutate(&e, setKeys(&e.Options, map[string]string{"dst_port": strconv.Itoa(port)})...)
+		mutations := setKeys(&e.Options, map[string]string{"dst_port": strconv.Itoa(port)})
+		if port == DefaultGenevePort {
+			mutations = setKeys(&e.Options, nil, "dst_port")
+		}
+		o, err := c.c.Where(&e).Mutate(&e, mutations...)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %s: %w", c.what, what, err)
 		}

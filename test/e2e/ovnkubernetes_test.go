@@ -21,6 +21,7 @@ import (
 	"netshift.io/netshift/internal/lab/probe"
 	"netshift.io/netshift/internal/netplugin/ovnkubernetes"
 	"netshift.io/netshift/internal/operator"
+	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/zones"
 )
 
@@ -41,12 +42,13 @@ func ovnKubernetesBinaries(t *testing.T) string {
 // real OVN-Kubernetes, first one zone per node, then every node in the
 // central zone, with the probe running through each change and the restart
 // of ovnkube's pods that follows it: the MTU goes down by 100 and back up,
-// and (in the central zone; in zones of their own the nodes refuse it,
-// saying why) the Geneve port changes. Every long-lived connection stays
-// alive; once ovnkube's pods run again, ovn-config, ovn-k8s-mp0, the service
-// route, every gateway router's gateway_mtu, every pod's eth0, the southbound
-// Encap rows and every node's tunnels carry the new values. After netshift
-// is uninstalled, a new pod gets the MTU from ovnkube's own CNI.
+// and the Geneve port goes from 6081 to 6090 and back. Every long-lived
+// connection stays alive and no short-lived or HTTPS request fails; once
+// ovnkube's pods run again, ovn-config, ovn-k8s-mp0, the service route, every
+// gateway router's gateway_mtu, every pod's eth0, every zone's southbound
+// Encap rows, every node's tunnels and gateway bridge flows carry the new
+// values. No daemon of the lab died. After netshift is uninstalled, a new pod
+// gets the MTU from ovnkube's own CNI.
 func TestOVNKubernetesLiveChanges(t *testing.T) {
 	dir := ovnKubernetesBinaries(t)
 	for _, layout := range []string{"multi", "single"} {
@@ -72,6 +74,7 @@ func TestOVNKubernetesLiveChanges(t *testing.T) {
 				}
 			}
 			ovnKubernetesPortChange(t, name, s, c, layout)
+			noDaemonDied(t, name)
 			out := mustNetshift(t, "uninstall", "--kubeconfig", s.Kubeconfig)
 			if !strings.Contains(out, "netshift is uninstalled") {
 				t.Fatalf("netshift uninstall said:\n%s", out)
@@ -86,29 +89,24 @@ func TestOVNKubernetesLiveChanges(t *testing.T) {
 // ovnKubernetesGenevePort is the port the test moves OVN-Kubernetes' tunnels to.
 const ovnKubernetesGenevePort = 6090
 
-// ovnKubernetesPortChange changes the Geneve port: in the central zone it
-// goes through and the tunnels follow; in zones of their own every node
-// refuses it in its preconditions, touching nothing.
+// ovnKubernetesPortChange moves the Geneve port to ovnKubernetesGenevePort
+// and back to 6081 under the probe. After each, once ovnkube's pods run
+// again with ovn-config's port, every zone's southbound Encap rows, every
+// node's tunnels and its gateway bridge's flows carry the port (6081: no
+// dst_port anywhere).
 func ovnKubernetesPortChange(t *testing.T, name string, s *lab.State, c client.Client, layout string) {
 	t.Helper()
-	patch := fmt.Sprintf(`{"spec":{"genevePort":%d}}`, ovnKubernetesGenevePort)
-	if layout == "multi" {
-		edit(t, c, patch)
-		cn, _ := waitChangeSeeingCordons(t, c)
-		if cn.Status.Change.Phase == v1alpha1.PhaseSucceeded || !strings.Contains(cn.Status.Change.Message, "zone of its own") {
-			t.Errorf("a Geneve port change in zones of their own: %s: %s", cn.Status.Change.Phase, cn.Status.Change.Message)
+	for _, port := range []int{ovnKubernetesGenevePort, ovs.DefaultGenevePort} {
+		patch := fmt.Sprintf(`{"spec":{"genevePort":%d}}`, port)
+		cn, r := ovnKubernetesChange(t, name, c, patch, func() { waitOVNKubernetesRolled(t, c, s.Options.MTU, port) })
+		if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
+			t.Fatalf("Geneve port %d: change %+v", port, cn.Status.Change)
 		}
-		edit(t, c, `{"spec":{"genevePort":null}}`)
-		return
+		t.Logf("%s: Geneve port %d (%s), ovnkube's pods restarted: longest gap %.1f ms; probe %d short-lived (%d failed), %d HTTPS (%d failed)", layout,
+			port, cn.Status.Change.ID, maxGap(r), r.ShortLived.Attempts, r.ShortLived.Failures, r.HTTPS.Attempts, r.HTTPS.Failures)
+		ovnKubernetesTunnels(t, s, layout, port)
+		everyPodReachesEveryOther(t, name)
 	}
-	cn, r := ovnKubernetesChange(t, name, c, patch, func() { waitOVNKubernetesRolled(t, c, s.Options.MTU, ovnKubernetesGenevePort) })
-	if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
-		t.Fatalf("Geneve port %d: change %+v", ovnKubernetesGenevePort, cn.Status.Change)
-	}
-	t.Logf("%s: Geneve port %d (%s), ovnkube's pods restarted: longest gap %.1f ms; probe %d short-lived (%d failed), %d HTTPS (%d failed)", layout,
-		ovnKubernetesGenevePort, cn.Status.Change.ID, maxGap(r), r.ShortLived.Attempts, r.ShortLived.Failures, r.HTTPS.Attempts, r.HTTPS.Failures)
-	ovnKubernetesTunnels(t, s, ovnKubernetesGenevePort)
-	everyPodReachesEveryOther(t, name)
 }
 
 // ovnKubernetesChange makes a change under the probe, waits for it and for
@@ -124,7 +122,21 @@ func ovnKubernetesChange(t *testing.T, name string, c client.Client, patch strin
 		time.Sleep(ovnKubernetesRestartSettle)
 	})
 	noneBroken(t, patch, r)
+	if r.ShortLived.Failures > 0 || r.HTTPS.Failures > 0 {
+		t.Errorf("%s: %d short-lived connections and %d HTTPS requests failed", patch, r.ShortLived.Failures, r.HTTPS.Failures)
+	}
 	return cn, r
+}
+
+// noDaemonDied fails the test for every process of the lab that died (an
+// ovs-vswitchd its monitor started again among them).
+func noDaemonDied(t *testing.T, name string) {
+	t.Helper()
+	for _, p := range status(t, name).Processes {
+		if !p.Alive || p.DiedPid != 0 {
+			t.Errorf("lab %s: %s died (pid %d, now %d, alive %v)", name, p.Role, p.DiedPid, p.Pid, p.Alive)
+		}
+	}
 }
 
 // waitOVNKubernetesRolled waits until ovn-config says mtu (and port, unless
@@ -208,7 +220,7 @@ func ovnKubernetesCarries(t *testing.T, s *lab.State, layout string, mtu int) {
 // node-1's address.
 func ovnKubernetesDB(s *lab.State, n lab.NodeSpec, layout, tool string, args ...string) ([]byte, error) {
 	port := map[string]string{"ovn-nbctl": "nb", "ovn-sbctl": "sb"}[tool]
-	db := "unix:" + s.Path("nodes", n.Name, "ovn"+port+"_db.sock")
+	db := "unix:" + s.Path("nodes", n.Name, "ovn-kubernetes", "ovn", "ovn"+port+"_db.sock")
 	netns := ""
 	if layout != "multi" {
 		db = fmt.Sprintf("tcp:%s:%s", s.Topology.Nodes[0].UnderlayIP, map[string]string{"nb": "6641", "sb": "6642"}[port])
@@ -221,26 +233,32 @@ func ovnKubernetesDB(s *lab.State, n lab.NodeSpec, layout, tool string, args ...
 	return exec.Command(cmd[0], cmd[1:]...).CombinedOutput()
 }
 
-// ovnKubernetesTunnels checks that the central zone's southbound Encap rows
-// and every node's Geneve tunnels (ovn-controller's) carry port, within a
-// resync of the operator's: a chassis that registers again after its
-// ovnkube-node restarted may come without it for that long.
-func ovnKubernetesTunnels(t *testing.T, s *lab.State, port int) {
+// ovnKubernetesTunnels checks that every zone's southbound Encap rows (each
+// node's own in multizone), every node's Geneve tunnels (ovn-controller's)
+// and the gateway bridge's Geneve flows (ovnkube-node's) carry port; the
+// default port is named nowhere. ovn-controller builds the tunnels within
+// seconds of the rows.
+func ovnKubernetesTunnels(t *testing.T, s *lab.State, layout string, port int) {
 	t.Helper()
-	want := fmt.Sprintf("dst_port=%d", port)
 	var why string
 	deadline := time.Now().Add(time.Minute)
 	for {
 		why = ""
-		out, err := ovnKubernetesDB(s, s.Topology.Nodes[0], "single", "ovn-sbctl", "--bare", "--columns=chassis_name,options", "find", "encap", "type=geneve")
-		if err != nil || strings.Count(string(out), want) != len(s.Topology.Nodes) {
-			why = fmt.Sprintf("the southbound Encap rows, want %s on each of %d (%v):\n%s", want, len(s.Topology.Nodes), err, out)
-		}
 		for _, n := range s.Topology.Nodes {
+			if layout == "multi" || n.Name == s.Topology.Nodes[0].Name {
+				out, err := ovnKubernetesDB(s, n, layout, "ovn-sbctl", "--bare", "--columns=chassis_name,options", "find", "encap", "type=geneve")
+				if w := portsNamed(string(out), err, port, len(s.Topology.Nodes)); w != "" {
+					why += fmt.Sprintf("\nthe southbound Encap rows of %s's zone: %s", n.Name, w)
+				}
+			}
 			out, err := exec.Command("ip", "netns", "exec", n.Netns, "ovs-vsctl", "--db=unix:"+s.Path("nodes", n.Name, "db.sock"),
 				"--bare", "--columns=name,options", "find", "interface", "type=geneve").CombinedOutput()
-			if err != nil || strings.Count(string(out), want) != len(s.Topology.Nodes)-1 {
-				why += fmt.Sprintf("\nnode %s: tunnels, want %s on each of %d (%v):\n%s", n.Name, want, len(s.Topology.Nodes)-1, err, out)
+			if w := portsNamed(string(out), err, port, len(s.Topology.Nodes)-1); w != "" {
+				why += fmt.Sprintf("\nnode %s: tunnels: %s", n.Name, w)
+			}
+			flows, err := exec.Command("ovs-ofctl", "dump-flows", "--no-stats", "unix:"+s.Path("nodes", n.Name, ovnkubernetes.GatewayBridge+".mgmt")).CombinedOutput()
+			if err != nil || !strings.Contains(string(flows), fmt.Sprintf("tp_dst=%d", port)) {
+				why += fmt.Sprintf("\nnode %s: no flow of %s on tp_dst=%d (%v)", n.Name, ovnkubernetes.GatewayBridge, port, err)
 			}
 		}
 		if why == "" {
@@ -251,6 +269,24 @@ func ovnKubernetesTunnels(t *testing.T, s *lab.State, port int) {
 		}
 		time.Sleep(2 * time.Second)
 	}
+}
+
+// portsNamed says what is wrong with rows (each a line of name and options,
+// as --bare prints them) for port: each of want rows names dst_port=port, or
+// none names a dst_port for the default port.
+func portsNamed(rows string, err error, port, want int) string {
+	named := fmt.Sprintf("dst_port=%d", port)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%v: %s", err, rows)
+	case port == ovs.DefaultGenevePort && strings.Contains(rows, "dst_port="):
+		return "a dst_port is left at the default port:\n" + rows
+	case port == ovs.DefaultGenevePort && strings.Count(rows, "csum=") < want:
+		return fmt.Sprintf("want %d rows:\n%s", want, rows)
+	case port != ovs.DefaultGenevePort && strings.Count(rows, named) != want:
+		return fmt.Sprintf("want %s on each of %d:\n%s", named, want, rows)
+	}
+	return ""
 }
 
 // newPodMTU creates a pod on node and reads its eth0's MTU.

@@ -13,8 +13,6 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/netplugin"
-	"netshift.io/netshift/internal/netplugin/ovsbridge"
-	"netshift.io/netshift/internal/ovs"
 )
 
 // Name is the driver's name, as --network-plugin takes it.
@@ -43,10 +41,6 @@ type Cluster struct {
 	Client client.Client
 	// Now is the operator's clock.
 	Now func() time.Time
-	// Southbound is the central zone's southbound database (--ovn-sb), whose
-	// Encap rows every node's tunnels are built from; nil when the operator
-	// was given none, and the Geneve port cannot change.
-	Southbound *ovs.Southbound
 }
 
 var _ netplugin.Cluster = (*Cluster)(nil)
@@ -58,26 +52,19 @@ func (c *Cluster) Name() string { return Name }
 // routes ovnkube-node locked to the MTU, which size what the node itself
 // sends to services, and the pods' eth0), then the path: the pods' veths'
 // node ends and br-int's internal ports (ovn-k8s-mp0 among them). A Geneve
-// port is the southbound Encap rows', which the operator sets at T0; without
-// them the nodes get the bridge's tunnel step, which they refuse (the
-// tunnels are ovn-controller's).
+// port is the southbound Encap rows' (the tunnels are ovn-controller's,
+// built from them), which every node sets in its zone's database at T0.
 func (c *Cluster) Steps(kind v1alpha1.ChangeKind, _ v1alpha1.Encapsulation) livechange.NodeSteps {
 	s := livechange.NodeSteps{Path: []v1alpha1.StepAction{StepRouteMTU, netplugin.StepPodMTU, netplugin.StepHostVethMTU, netplugin.StepNodePortMTU}}
-	if kind == v1alpha1.ChangeGenevePort && c.TunnelPortRecord(kind) == nil {
-		s.Tunnel = []v1alpha1.StepAction{netplugin.StepTunnelPort}
+	if kind == v1alpha1.ChangeGenevePort {
+		s.Tunnel = []v1alpha1.StepAction{StepEncapPort}
 	}
 	return s
 }
 
-// TunnelPortRecord is the central zone's southbound Encap rows, for a Geneve
-// port; between changes the operator keeps the applied port on them, as
-// ovnkube-node, restarted before Follow, may write the old one back.
-func (c *Cluster) TunnelPortRecord(kind v1alpha1.ChangeKind) netplugin.TunnelPortRecord {
-	if kind != v1alpha1.ChangeGenevePort || c.Southbound == nil {
-		return nil
-	}
-	return ovsbridge.EncapRecord{SB: c.Southbound}
-}
+// TunnelPortRecord: none in the cluster, as every zone's southbound database
+// is set by its own nodes (StepEncapPort); ovnkube never updates a row netshift set.
+func (c *Cluster) TunnelPortRecord(v1alpha1.ChangeKind) netplugin.TunnelPortRecord { return nil }
 
 // Zones: a node's pods are the DaemonSet ovnkube-node's, which read the
 // node's zone label when they start; the central zone (its databases,

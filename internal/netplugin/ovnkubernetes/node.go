@@ -3,7 +3,6 @@ package ovnkubernetes
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 
@@ -36,53 +35,25 @@ func NewNode(env nodenet.Env) *Node { return &Node{Node: ovsbridge.NewNode(env),
 
 var _ netplugin.Node = (*Node)(nil)
 
-// Check is the bridge's, and for a Geneve port that the node's tunnels can
-// take it: they are ovn-controller's, built from the southbound Encap rows,
-// so the operator must hold them (the plan has no tunnel step of the
-// node's), and the node must be in the central zone. In a zone of its own,
-// ovnkube-controller (at the version tested) writes the other zones'
-// chassis Encap rows without the port at every start, so the port would not
-// hold. Nothing is touched.
+// Check is the bridge's, and for a Geneve port that the southbound database
+// the node's ovn-controller builds its tunnels from can be reached and holds
+// its zone's Geneve rows. Nothing is touched.
 func (n *Node) Check(ctx context.Context, plan *v1alpha1.LiveChangePlan) netplugin.Findings {
 	f := n.Node.Check(ctx, plan)
-	if plan.Kind != v1alpha1.ChangeGenevePort {
-		return f
-	}
-	for _, st := range plan.Steps {
-		if st.Action == netplugin.StepTunnelPort {
-			f.Problems = append(f.Problems, "OVN-Kubernetes' tunnels are ovn-controller's, built from the southbound Encap rows: "+
-				"the operator needs the central zone's southbound database (--ovn-sb) to change the Geneve port")
-			return f
-		}
-	}
-	if p := n.ownZone(ctx); p != "" {
-		f.Problems = append(f.Problems, "the Geneve port cannot change here: "+p)
+	if plan.Kind == v1alpha1.ChangeGenevePort {
+		n.checkEncapPort(ctx, plan, &f)
 	}
 	return f
 }
 
-// ownZone says why the node's zone cannot take a new Geneve port ("" when it
-// can): its ovn-controller's southbound database is one of its own.
-func (n *Node) ownZone(ctx context.Context) string {
-	if n.env.Switch == nil {
-		return "no Open vSwitch database to read the node's OVN zone from"
-	}
-	remote, err := n.env.Switch.OpenvSwitchExternalID(ctx, "ovn-remote")
-	switch {
-	case err != nil:
-		return fmt.Sprintf("read the node's ovn-remote: %v", err)
-	case remote == "":
-		return "the node's ovn-controller has no southbound database (external_ids:ovn-remote is empty)"
-	case strings.HasPrefix(remote, "unix:"):
-		return fmt.Sprintf("the node is in an OVN zone of its own (ovn-remote %s): ovnkube-controller writes the other zones' chassis Encap rows "+
-			"without the port at every start (at the version tested), so the new port would not hold; move the cluster to single zone first", remote)
-	}
-	return ""
-}
-
-// Arm prepares a step; the routes' runs whole at its time.
+// Arm prepares a step; the routes' runs whole at its time, the southbound's
+// is connected beforehand.
 func (n *Node) Arm(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1alpha1.ScheduledStep) (netplugin.Armed, error) {
-	if step.Action != StepRouteMTU {
+	switch step.Action {
+	case StepEncapPort:
+		return n.armEncapPort(ctx, step)
+	case StepRouteMTU:
+	default:
 		return n.Node.Arm(ctx, plan, step)
 	}
 	from, to := int(plan.From), int(step.Value) // a rollback's From is the value the change set

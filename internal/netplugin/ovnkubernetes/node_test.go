@@ -4,14 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"netshift.io/netshift/api/v1alpha1"
-	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/ovs/model/sb"
 	"netshift.io/netshift/internal/ovs/ovsmem"
 	"netshift.io/netshift/internal/testenv"
 )
@@ -75,14 +76,22 @@ func TestRouteMTUStepSetsTheLockedRoutes(t *testing.T) {
 	}
 }
 
-// TestAGenevePortChangeNeedsTheCentralZone: the driver's preconditions take
-// a Geneve port change on a node whose ovn-controller uses the central
-// zone's southbound database, with the operator holding the Encap rows; they
-// refuse it, saying why, on a node in a zone of its own, and when the plan
-// gives the node a tunnel step of its own (an operator without the
-// southbound database). An MTU change is never refused for it.
-func TestAGenevePortChangeNeedsTheCentralZone(t *testing.T) {
+// TestAGenevePortChangeSetsTheZonesSouthbound: on a node whose ovn-controller
+// reads a southbound database of the node's own zone, the step sets every
+// Geneve Encap row there, the other chassis' among them, and a change back to
+// 6081 leaves no dst_port; a node whose database netshift cannot reach
+// refuses the change at its preconditions, saying why. An MTU change is never
+// refused for it.
+func TestAGenevePortChangeSetsTheZonesSouthbound(t *testing.T) {
 	ctx := context.Background()
+	full, _ := sb.FullDatabaseModel()
+	zone := ovsmem.StartSouthbound(t)
+	ovsmem.Insert(t, zone, full,
+		&sb.Encap{UUID: "e1", ChassisName: "node-1", IP: "198.19.0.1", Type: sb.EncapTypeGeneve, Options: map[string]string{"csum": "true"}},
+		&sb.Encap{UUID: "e2", ChassisName: "node-2", IP: "198.19.0.2", Type: sb.EncapTypeGeneve, Options: map[string]string{"csum": "true"}},
+		&sb.Chassis{UUID: "c1", Name: "node-1", Encaps: []string{"e1"}},
+		&sb.Chassis{UUID: "c2", Name: "node-2", Encaps: []string{"e2"}})
+	socket := strings.TrimPrefix(zone, "unix:")
 	node := func(ids map[string]string) *Node {
 		t.Helper()
 		sw, err := ovs.OpenSwitch(ctx, ovsmem.StartSwitchWith(t, ids))
@@ -90,41 +99,71 @@ func TestAGenevePortChangeNeedsTheCentralZone(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(sw.Close)
-		return NewNode(nodenet.Env{Node: "node-1", Pods: nodenet.NoPods{}, Switch: sw})
+		return NewNode(nodenet.Env{Node: "node-1", Pods: nodenet.NoPods{}, Switch: sw, OVNRunDir: filepath.Dir(socket)})
 	}
-	port := &v1alpha1.LiveChangePlan{ID: "geneveport-3-1", Kind: v1alpha1.ChangeGenevePort, From: 6081, To: 6082, Encapsulation: v1alpha1.EncapGeneve}
-	withTunnelStep := port.DeepCopy()
-	withTunnelStep.Steps = []v1alpha1.ScheduledStep{{Action: netplugin.StepTunnelPort, Value: 6082}}
-	central, own := map[string]string{"ovn-remote": "tcp:198.19.0.1:6642"}, map[string]string{"ovn-remote": "unix:/var/run/ovn/ovnsb_db.sock"}
-	cases := []struct {
+	own := map[string]string{"ovn-remote": "unix:/var/run/ovn/" + filepath.Base(socket)}
+	plan := func(from, to int32) *v1alpha1.LiveChangePlan {
+		return &v1alpha1.LiveChangePlan{ID: fmt.Sprintf("geneveport-%d", to), Kind: v1alpha1.ChangeGenevePort, From: from, To: to, Encapsulation: v1alpha1.EncapGeneve}
+	}
+	refusals := []struct {
 		name string
 		ids  map[string]string
-		plan *v1alpha1.LiveChangePlan
-		want string // "" when taken
+		want string
 	}{
-		{"central zone, the operator holds the Encap rows", central, port, ""},
-		{"a zone of its own", own, port, "an OVN zone of its own (ovn-remote unix:/var/run/ovn/ovnsb_db.sock)"},
-		{"no ovn-remote", nil, port, "external_ids:ovn-remote is empty"},
-		{"the node given a tunnel step", central, withTunnelStep, "the operator needs the central zone's southbound database (--ovn-sb)"},
+		{"no ovn-remote", nil, "external_ids:ovn-remote is empty"},
+		{"an SSL southbound", map[string]string{"ovn-remote": "ssl:198.19.0.1:6642"}, "an ssl: one needs ovn-controller's certificate"},
+		{"a clustered southbound", map[string]string{"ovn-remote": "tcp:198.19.0.1:6642,tcp:198.19.0.2:6642"}, "several southbound servers"},
+		{"a socket elsewhere", map[string]string{"ovn-remote": "unix:/tmp/sb.sock"}, "only in its OVN run directory"},
+		{"a zone database not there", map[string]string{"ovn-remote": "unix:/var/run/ovn/none.sock"}, "none.sock"},
 	}
-	for _, c := range cases {
+	for _, c := range refusals {
 		t.Run(c.name, func(t *testing.T) {
-			f := node(c.ids).Check(ctx, c.plan)
-			var geneve []string
-			for _, p := range f.Problems {
-				if strings.Contains(p, "Geneve") || strings.Contains(p, "Encap") {
-					geneve = append(geneve, p)
-				}
-			}
-			switch {
-			case c.want == "" && len(geneve) > 0:
-				t.Fatalf("refused: %q", geneve)
-			case c.want != "" && (len(geneve) != 1 || !strings.Contains(geneve[0], c.want)):
+			f := node(c.ids).Check(ctx, plan(6081, 6090))
+			if len(f.Problems) != 1 || !strings.Contains(f.Problems[0], "the Geneve port cannot change here") || !strings.Contains(f.Problems[0], c.want) {
 				t.Fatalf("problems %q, want one saying %q", f.Problems, c.want)
 			}
 		})
 	}
-	mtu := node(own).Check(ctx, &v1alpha1.LiveChangePlan{ID: "mtu-3-1", Kind: v1alpha1.ChangeMTU, From: 1400, To: 1300, Encapsulation: v1alpha1.EncapGeneve})
+	n := node(own)
+	read := func() map[string]int {
+		s := ovs.NewSouthbound(zone)
+		defer s.Close()
+		rows, err := s.GeneveEncaps(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, r := range rows {
+			got[r.Chassis] = r.DstPort
+		}
+		return got
+	}
+	for _, c := range []struct {
+		from, to int32
+		want     int // options:dst_port, 0 when absent
+	}{{6081, 6090, 6090}, {6090, 6090, 6090}, {6090, 6081, 0}} {
+		p := plan(c.from, c.to)
+		if f := n.Check(ctx, p); len(f.Problems) > 0 || len(f.WouldChange) == 0 {
+			t.Fatalf("%d -> %d: findings %+v", c.from, c.to, f)
+		}
+		armed, err := n.Arm(ctx, p, v1alpha1.ScheduledStep{Action: StepEncapPort, Value: c.to})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := armed.Fire(ctx)
+		armed.Release()
+		if err != nil {
+			t.Fatalf("%d -> %d: %v", c.from, c.to, err)
+		}
+		changed := 2
+		if c.from == c.to {
+			changed = 0 // a step run again changes nothing
+		}
+		if got := read(); o.Changed != changed || got["node-1"] != c.want || got["node-2"] != c.want {
+			t.Fatalf("%d -> %d: changed %d (want %d), dst_port by chassis %v, want %d on both", c.from, c.to, o.Changed, changed, got, c.want)
+		}
+	}
+	mtu := node(nil).Check(ctx, &v1alpha1.LiveChangePlan{ID: "mtu-3-1", Kind: v1alpha1.ChangeMTU, From: 1400, To: 1300, Encapsulation: v1alpha1.EncapGeneve})
 	for _, p := range mtu.Problems {
 		if strings.Contains(p, "Geneve") {
 			t.Fatalf("an MTU change refused for the Geneve port: %q", mtu.Problems)
