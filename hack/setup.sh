@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a fresh Debian machine (as root) for netshift: the Debian packages
-# it needs (containerd, runc and the CNI
-# plugins for the lab's real nodes, neutron-server for the port pools, QEMU
-# and a kernel for the lab's guest), Go's modules, and the real
+# it needs (containerd, runc and the CNI plugins for the lab's real nodes,
+# nftables for OVN-Kubernetes, neutron-server for the port pools, QEMU and a
+# kernel for the lab's guest), Go's modules, and the real
 # kube-apiserver, etcd, kubectl, kubelet, kube-controller-manager and
 # kube-scheduler built from the Go module proxy, kwok for the scale tests, and
 # the lab's Open vSwitch 3.5 and OVN 25.03, Debian 13's packages unpacked
@@ -22,7 +22,8 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 
 # The tools the lab drives its nodes with, patchelf (which points Debian 13's
-# Open vSwitch and OVN at their own libraries, hack/ovs-dist.sh), the
+# Open vSwitch and OVN at their own libraries, hack/ovs-dist.sh), nftables
+# (the nft that OVN-Kubernetes' ovnkube-node runs, put in its lab image), the
 # real neutron-server the port pool tests run (no Keystone, SQLite; started by
 # the tests themselves, never as a service), and MariaDB, which the lab's
 # neutron-server runs on (the lab starts its own server, never the service).

@@ -71,13 +71,16 @@ func labZoneBenchCmd(name *string) *cobra.Command {
 		cmd := &cobra.Command{
 			Use:   "zone-bench",
 			Short: "Move a single-zone OVN lab to multizone and back node by node, with the probe around each move, and print each move's figures",
-			Long: `Starts from a single-zone OVN lab (netshift lab up --ovn): moves each node into its own zone (name
+			Long: `Starts from a single-zone OVN lab (netshift lab up --ovn, or --ovn-kubernetes DIR --zones single,
+where the central zone is ovnkube-master): moves each node into its own zone (name
 order), retires the central zone, starts it again and moves each node back, with the traffic probe
 running around each step alone. Each step goes through the network plugin's objects, as netshift's
 operator takes it: the node's k8s.ovn.org/zone-name label set and its plugin pod deleted, done once
 the new pod has annotated the node; the central zone's Deployment scaled to 0 and back. The operator
 is scaled to 0 meanwhile and restored at the end. With --direct the same steps are first run by the
-lab alone (its zone move and central commands, without the pod restart), measured beside them.
+lab alone (its zone move and central commands, without the pod restart), measured beside them
+(the lab's own OVN only). The probe runs on 700 ms after each step (10 s on OVN-Kubernetes, whose
+moved node's connections come back at TCP's next retransmission).
 Prints, per step, how long it took, the longest silence of the long-lived connections with an end
 on the moving node and of the others, broken connections and failed requests. Targets: moving
 node's connections under 500 ms, the others under 100 ms, nothing broken. Leaves the lab as it

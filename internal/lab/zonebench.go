@@ -6,8 +6,12 @@ import (
 	"io"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"netshift.io/netshift/internal/lab/probe"
 	"netshift.io/netshift/internal/lab/standin"
+	"netshift.io/netshift/internal/netplugin/ovnkubernetes"
+	"netshift.io/netshift/internal/zones"
 )
 
 // ZoneStep is one step of the zone benchmark, measured by the probe running
@@ -53,11 +57,23 @@ type ZonePathReport struct {
 type zoneMoves struct {
 	node    func(node, zone string) error
 	central func(start bool) error
+	// settle is how long the probe runs on after a step: the window in
+	// which a gap the step caused still shows.
+	settle time.Duration
 }
 
-// ZoneBench moves a single-zone OVN lab to multizone node by node (name
-// order), retires the central zone, starts it again and moves every node
-// back, with the probe running around each step alone, and reports each.
+// labSettle is the lab's own moves' settle; ovnkSettle the real
+// OVN-Kubernetes', whose moved node's connections come back at TCP's next
+// retransmission after ovnkube-node, restarted, has set the node up again.
+const (
+	labSettle  = 700 * time.Millisecond
+	ovnkSettle = 10 * time.Second
+)
+
+// ZoneBench moves a single-zone OVN lab (the lab's own OVN, or the real
+// OVN-Kubernetes) to multizone node by node (name order), retires the central
+// zone, starts it again and moves every node back, with the probe running
+// around each step alone, and reports each.
 // Every step goes the way netshift's operator takes it, through the network
 // plugin's objects: a node is labelled for its zone and its plugin pod
 // deleted, and the step ends once the pod the DaemonSet starts in its place
@@ -72,8 +88,14 @@ func ZoneBench(ctx context.Context, name string, direct bool, out io.Writer) (re
 	if err != nil {
 		return rep, err
 	}
+	if s.runsOVNKubernetes() && len(s.Topology.Nodes) >= 2 {
+		if direct {
+			return rep, fmt.Errorf("lab %s: --direct moves nodes with the lab's own OVN (lab up --ovn), not OVN-Kubernetes'", name)
+		}
+		return rep, ovnkZoneBench(ctx, s, &rep.ZonePathReport, out)
+	}
 	if !s.Options.OVN || len(s.Topology.Nodes) < 2 {
-		return rep, fmt.Errorf("lab %s: the zone benchmark needs an OVN lab of at least 2 nodes", name)
+		return rep, fmt.Errorf("lab %s: the zone benchmark needs an OVN lab (--ovn or --ovn-kubernetes) of at least 2 nodes", name)
 	}
 	if err := s.centralUp(); err != nil {
 		return rep, fmt.Errorf("lab %s: the zone benchmark starts from a single-zone lab: %w", name, err)
@@ -108,13 +130,9 @@ func ZoneBench(ctx context.Context, name string, direct bool, out io.Writer) (re
 	if err != nil {
 		return rep, err
 	}
-	pods, err := s.Pods(ctx)
+	nodeOf, err := s.podNodes(ctx)
 	if err != nil {
 		return rep, err
-	}
-	nodeOf := map[string]string{}
-	for _, p := range pods {
-		nodeOf[p.Name] = p.Node
 	}
 	quiet := func(string, ...any) {}
 	if direct {
@@ -128,6 +146,7 @@ func ZoneBench(ctx context.Context, name string, direct bool, out io.Writer) (re
 				}
 				return ic.CentralRetire(ctx)
 			},
+			settle: labSettle,
 		}); err != nil {
 			return rep, fmt.Errorf("direct: %w", err)
 		}
@@ -141,15 +160,76 @@ func ZoneBench(ctx context.Context, name string, direct bool, out io.Writer) (re
 			}
 			return s.scaleCentral(ctx, c, 0)
 		},
+		settle: labSettle,
 	})
 	return rep, err
+}
+
+// ovnkZoneBench is ZoneBench on the real OVN-Kubernetes, from single zone:
+// every node's move goes through ovnkube's own objects (its zone label and
+// its ovnkube-node pod), the central zone is ovnkube-master scaled.
+func ovnkZoneBench(ctx context.Context, s *State, rep *ZonePathReport, out io.Writer) (err error) {
+	c, err := s.Client()
+	if err != nil {
+		return err
+	}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return err
+	}
+	for _, n := range nodes.Items {
+		if z := n.Annotations[zones.ZoneAnnotation]; z != globalZone {
+			return fmt.Errorf("lab %s: the zone benchmark starts from single zone (lab up --zones single), but node %s is in zone %q", s.Options.Name, n.Name, z)
+		}
+	}
+	restore, err := pauseOperator(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := restore(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	cfg, err := s.ProbeConfig(ctx, 0)
+	if err != nil {
+		return err
+	}
+	nodeOf, err := s.podNodes(ctx)
+	if err != nil {
+		return err
+	}
+	central := map[string]string{"name": ovnkubernetes.CentralDeployment}
+	return zonePath(ctx, s, cfg, nodeOf, rep, out, zoneMoves{
+		node: func(node, zone string) error { return standin.RestartIntoZone(ctx, c, node, zone) },
+		central: func(start bool) error {
+			if start {
+				return standin.ScaleDeployment(ctx, c, ovnkubernetes.CentralDeployment, central, 1, nil)
+			}
+			return standin.ScaleDeployment(ctx, c, ovnkubernetes.CentralDeployment, central, 0, nil)
+		},
+		settle: ovnkSettle,
+	})
+}
+
+// podNodes maps each of the lab's pods to its node.
+func (s *State) podNodes(ctx context.Context) (map[string]string, error) {
+	pods, err := s.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nodeOf := map[string]string{}
+	for _, p := range pods {
+		nodeOf[p.Name] = p.Node
+	}
+	return nodeOf, nil
 }
 
 // zonePath takes every node into its own zone, the central zone down and up
 // again, and every node back, through moves, the probe around each step.
 func zonePath(ctx context.Context, s *State, cfg probe.Config, nodeOf map[string]string, rep *ZonePathReport, out io.Writer, moves zoneMoves) error {
 	measure := func(node, step string, do func() error) error {
-		r, took, err := probeAround(ctx, cfg, do)
+		r, took, err := probeAround(ctx, cfg, moves.settle, do)
 		if err != nil {
 			return fmt.Errorf("%s: %w", step, err)
 		}
@@ -198,7 +278,7 @@ func zonePath(ctx context.Context, s *State, cfg probe.Config, nodeOf map[string
 // connection carries traffic, and the probe runs on for 700 ms after it, the
 // window in which a gap do caused still shows. A probe that did not run, or
 // a connection that carried nothing, is an error: never a 0 ms gap.
-func probeAround(ctx context.Context, cfg probe.Config, do func() error) (probe.Report, time.Duration, error) {
+func probeAround(ctx context.Context, cfg probe.Config, settle time.Duration, do func() error) (probe.Report, time.Duration, error) {
 	type probeRun struct {
 		r   probe.Report
 		err error
@@ -222,7 +302,7 @@ func probeAround(ctx context.Context, cfg probe.Config, do func() error) (probe.
 	start := time.Now()
 	err := do()
 	took := time.Since(start)
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(settle)
 	cancel()
 	pr := <-done
 	switch {

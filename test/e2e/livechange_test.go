@@ -37,7 +37,7 @@ import (
 )
 
 // edit patches NetshiftNetwork "cluster" of a lab.
-func edit(t *testing.T, c client.Client, patch string) {
+func edit(t testing.TB, c client.Client, patch string) {
 	t.Helper()
 	cn := &v1alpha1.NetshiftNetwork{}
 	cn.Name = v1alpha1.NetshiftNetworkName
@@ -61,7 +61,7 @@ func waitChange(t *testing.T, c client.Client) *v1alpha1.NetshiftNetwork {
 
 // waitChangeSeeingCordons is waitChange that also says whether a node was
 // seen cordoned while the change was scheduled (T0 set, not yet ended).
-func waitChangeSeeingCordons(t *testing.T, c client.Client) (*v1alpha1.NetshiftNetwork, bool) {
+func waitChangeSeeingCordons(t testing.TB, c client.Client) (*v1alpha1.NetshiftNetwork, bool) {
 	t.Helper()
 	var cn v1alpha1.NetshiftNetwork
 	cordoned := false
@@ -342,7 +342,7 @@ func portHeldOnOneNode(t *testing.T, name string) {
 	})
 }
 
-func labNodes(t *testing.T, c client.Client) map[string]bool {
+func labNodes(t testing.TB, c client.Client) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	nodes := &nodeList{}

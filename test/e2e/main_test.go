@@ -192,7 +192,7 @@ func keepLabFiles(t *testing.T, dir, dest string) {
 	t.Logf("the lab's files are kept in %s", dest)
 }
 
-func status(t *testing.T, name string) lab.Status {
+func status(t testing.TB, name string) lab.Status {
 	t.Helper()
 	st, err := labStatus(name)
 	if err != nil {

@@ -111,7 +111,7 @@ func ovnKubernetesPortChange(t *testing.T, name string, s *lab.State, c client.C
 
 // ovnKubernetesChange makes a change under the probe, waits for it and for
 // what follows it (rolled), and checks that no long-lived connection died.
-func ovnKubernetesChange(t *testing.T, name string, c client.Client, patch string, rolled func()) (*v1alpha1.NetshiftNetwork, probe.Report) {
+func ovnKubernetesChange(t testing.TB, name string, c client.Client, patch string, rolled func()) (*v1alpha1.NetshiftNetwork, probe.Report) {
 	t.Helper()
 	var cn *v1alpha1.NetshiftNetwork
 	r := underProbe(t, name, func() {
@@ -130,7 +130,7 @@ func ovnKubernetesChange(t *testing.T, name string, c client.Client, patch strin
 
 // noDaemonDied fails the test for every process of the lab that died (an
 // ovs-vswitchd its monitor started again among them).
-func noDaemonDied(t *testing.T, name string) {
+func noDaemonDied(t testing.TB, name string) {
 	t.Helper()
 	for _, p := range status(t, name).Processes {
 		if !p.Alive || p.DiedPid != 0 {
@@ -141,7 +141,7 @@ func noDaemonDied(t *testing.T, name string) {
 
 // waitOVNKubernetesRolled waits until ovn-config says mtu (and port, unless
 // 0) and every ovnkube pod was restarted since it did, and is ready.
-func waitOVNKubernetesRolled(t *testing.T, c client.Client, mtu, port int) {
+func waitOVNKubernetesRolled(t testing.TB, c client.Client, mtu, port int) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(4 * time.Minute)
@@ -323,9 +323,10 @@ func newPodMTU(t *testing.T, name string, c client.Client, node string) int {
 // to multizone and back to single zone, each by the operator through
 // OVN-Kubernetes' own objects (its workloads' OVN_ENABLE_INTERCONNECT, the
 // nodes' zone labels and ovnkube-node's pods, ovnkube-master's scale) with
-// the probe running: every long-lived connection stays alive, and every
-// node's k8s.ovn.org/zone-name annotation, which only ovnkube-node writes,
-// names the zone of each layout.
+// the probe running: every long-lived connection stays alive, no
+// short-lived or HTTPS request fails, every node's k8s.ovn.org/zone-name
+// annotation, which only ovnkube-node writes, names the zone of each layout,
+// and no daemon of the lab died.
 func TestOVNKubernetesZoneMoves(t *testing.T) {
 	dir := ovnKubernetesBinaries(t)
 	name := "e2eovnz"
@@ -374,10 +375,14 @@ func TestOVNKubernetesZoneMoves(t *testing.T) {
 			time.Sleep(ovnKubernetesSettle)
 		})
 		noneBroken(t, step.what, r)
+		if r.ShortLived.Failures > 0 || r.HTTPS.Failures > 0 {
+			t.Errorf("%s: %d short-lived connections and %d HTTPS requests failed", step.what, r.ShortLived.Failures, r.HTTPS.Failures)
+		}
 		t.Logf("%s on OVN-Kubernetes: %s; longest gap %.1f ms", step.what, took.Round(time.Second), maxGap(r))
 		ovnKubernetesInterconnect(t, c, true)
 		checkLayout(t, c, name, step.layout)
 	}
+	noDaemonDied(t, name)
 }
 
 // ovnKubernetesSettle is how long the probe runs on after a zone move, and

@@ -106,7 +106,7 @@ func checkLayout(t *testing.T, c client.Client, name string, layout zones.Mode) 
 // noneBroken asserts every long-lived connection survived; requests that
 // failed during a move (a new connection whose SYN fell into a move's gap) are
 // logged with their reasons: the acceptance is about the connections.
-func noneBroken(t *testing.T, what string, r probe.Report) {
+func noneBroken(t testing.TB, what string, r probe.Report) {
 	t.Helper()
 	for _, l := range r.LongLived {
 		if !l.Alive {
@@ -274,17 +274,7 @@ func BenchmarkZoneMoves(b *testing.B) {
 		args = append(args, "--direct")
 	}
 	for b.Loop() {
-		cmd := exec.Command(binary, args...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("lab zone-bench: %v\n%s", err, errb.String())
-		}
-		var rep lab.ZoneBenchReport
-		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-			b.Fatal(err)
-		}
-		b.Logf("zone moves:\n%s", errb.String())
+		rep := zoneBench(b, args...)
 		b.ReportMetric(rep.MaxMovingGapMs, "moving-maxgap-ms")
 		b.ReportMetric(rep.MaxOthersGapMs, "others-maxgap-ms")
 		b.ReportMetric(float64(rep.Broken), "broken")
@@ -302,6 +292,23 @@ func BenchmarkZoneMoves(b *testing.B) {
 			b.Fatalf("%d long-lived connections broke during the zone moves (every connection must stay alive)", broken)
 		}
 	}
+}
+
+// zoneBench runs `lab zone-bench` with args and logs what it printed for people.
+func zoneBench(b *testing.B, args ...string) lab.ZoneBenchReport {
+	b.Helper()
+	cmd := exec.Command(binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("lab zone-bench: %v\n%s", err, errb.String())
+	}
+	var rep lab.ZoneBenchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("zone moves:\n%s", errb.String())
+	return rep
 }
 
 // An ovn-ic that stops serving its zone (frozen here with SIGSTOP; seen in CI

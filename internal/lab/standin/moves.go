@@ -2,6 +2,7 @@ package standin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,10 +52,27 @@ func RestartIntoZone(ctx context.Context, c client.Client, node, zone string) er
 // runs (its pod ready and centralUp nil) or is retired (its pod gone and
 // centralUp an error).
 func ScaleCentral(ctx context.Context, c client.Client, replicas int32, centralUp func() error) error {
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: CentralApp}}
+	return ScaleDeployment(ctx, c, CentralApp, map[string]string{"app": CentralApp}, replicas, centralUp)
+}
+
+// ScaleDeployment scales a Deployment of the plugin's namespace whose pods
+// carry podLabels and waits until its pods are ready (and up, when given,
+// says nil) or gone (and up says an error): the central zone of the
+// stand-in's or of the real OVN-Kubernetes.
+func ScaleDeployment(ctx context.Context, c client.Client, name string, podLabels map[string]string, replicas int32, up func() error) error {
+	if up == nil {
+		up = func() error {
+			if replicas == 0 {
+				return errors.New("retired")
+			}
+			return nil
+		}
+	}
+	centralUp := up
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name}}
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
 	if err := c.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		return fmt.Errorf("scale %s/%s to %d: %w", Namespace, CentralApp, replicas, err)
+		return fmt.Errorf("scale %s/%s to %d: %w", Namespace, name, replicas, err)
 	}
 	return poll.Until(ctx, 50*time.Millisecond, 5*time.Minute, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
@@ -62,11 +80,11 @@ func ScaleCentral(ctx context.Context, c client.Client, replicas int32, centralU
 		}
 		if replicas == 0 {
 			var pods corev1.PodList
-			err := c.List(ctx, &pods, client.InNamespace(Namespace), client.MatchingLabels{"app": CentralApp})
+			err := c.List(ctx, &pods, client.InNamespace(Namespace), client.MatchingLabels(podLabels))
 			return err == nil && len(pods.Items) == 0 && centralUp() != nil, nil
 		}
 		return dep.Status.ReadyReplicas >= replicas && centralUp() == nil, nil
 	}, func() error {
-		return fmt.Errorf("the central zone's Deployment did not reach %d ready replicas within 5m", replicas)
+		return fmt.Errorf("Deployment %s/%s did not reach %d ready replicas within 5m", Namespace, name, replicas)
 	})
 }

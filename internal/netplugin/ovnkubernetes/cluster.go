@@ -13,6 +13,8 @@ import (
 	"netshift.io/netshift/api/v1alpha1"
 	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/netplugin"
+	"netshift.io/netshift/internal/netplugin/ovsbridge"
+	"netshift.io/netshift/internal/ovs"
 )
 
 // Name is the driver's name, as --network-plugin takes it.
@@ -41,6 +43,12 @@ type Cluster struct {
 	Client client.Client
 	// Now is the operator's clock.
 	Now func() time.Time
+	// Southbound, when the operator was given one (--ovn-sb), is the central
+	// zone's southbound database, which the operator then sets the Geneve
+	// port in itself: the way for a central zone served over SSL, whose
+	// certificate the agents do not hold. nil: every node's agent sets its
+	// zone's (StepEncapPort).
+	Southbound *ovs.Southbound
 }
 
 var _ netplugin.Cluster = (*Cluster)(nil)
@@ -53,18 +61,25 @@ func (c *Cluster) Name() string { return Name }
 // sends to services, and the pods' eth0), then the path: the pods' veths'
 // node ends and br-int's internal ports (ovn-k8s-mp0 among them). A Geneve
 // port is the southbound Encap rows' (the tunnels are ovn-controller's,
-// built from them), which every node sets in its zone's database at T0.
+// built from them), which every node sets in its zone's database at T0, or
+// the operator in the central zone's when it holds it.
 func (c *Cluster) Steps(kind v1alpha1.ChangeKind, _ v1alpha1.Encapsulation) livechange.NodeSteps {
 	s := livechange.NodeSteps{Path: []v1alpha1.StepAction{StepRouteMTU, netplugin.StepPodMTU, netplugin.StepHostVethMTU, netplugin.StepNodePortMTU}}
-	if kind == v1alpha1.ChangeGenevePort {
+	if kind == v1alpha1.ChangeGenevePort && c.TunnelPortRecord(kind) == nil {
 		s.Tunnel = []v1alpha1.StepAction{StepEncapPort}
 	}
 	return s
 }
 
-// TunnelPortRecord: none in the cluster, as every zone's southbound database
-// is set by its own nodes (StepEncapPort); ovnkube never updates a row netshift set.
-func (c *Cluster) TunnelPortRecord(v1alpha1.ChangeKind) netplugin.TunnelPortRecord { return nil }
+// TunnelPortRecord is the central zone's southbound Encap rows when the
+// operator holds that database; between changes it keeps the applied port
+// on them, as a chassis that registers again comes without it.
+func (c *Cluster) TunnelPortRecord(kind v1alpha1.ChangeKind) netplugin.TunnelPortRecord {
+	if kind != v1alpha1.ChangeGenevePort || c.Southbound == nil {
+		return nil
+	}
+	return ovsbridge.EncapRecord{SB: c.Southbound}
+}
 
 // Zones: a node's pods are the DaemonSet ovnkube-node's, which read the
 // node's zone label when they start; the central zone (its databases,

@@ -3,6 +3,7 @@ package ovnkubernetes
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 
@@ -37,11 +38,18 @@ var _ netplugin.Node = (*Node)(nil)
 
 // Check is the bridge's, and for a Geneve port that the southbound database
 // the node's ovn-controller builds its tunnels from can be reached and holds
-// its zone's Geneve rows. Nothing is touched.
+// its zone's Geneve rows, or, when the operator sets the central zone's
+// rows itself (no step of the node's), that the node is in that zone.
+// Nothing is touched.
 func (n *Node) Check(ctx context.Context, plan *v1alpha1.LiveChangePlan) netplugin.Findings {
 	f := n.Node.Check(ctx, plan)
-	if plan.Kind == v1alpha1.ChangeGenevePort {
+	if plan.Kind != v1alpha1.ChangeGenevePort {
+		return f
+	}
+	if slices.ContainsFunc(plan.Steps, func(s v1alpha1.ScheduledStep) bool { return s.Action == StepEncapPort }) {
 		n.checkEncapPort(ctx, plan, &f)
+	} else if p := n.ownZone(ctx); p != "" {
+		f.Problems = append(f.Problems, "the Geneve port cannot change here: "+p)
 	}
 	return f
 }

@@ -103,7 +103,8 @@ func TestAGenevePortChangeSetsTheZonesSouthbound(t *testing.T) {
 	}
 	own := map[string]string{"ovn-remote": "unix:/var/run/ovn/" + filepath.Base(socket)}
 	plan := func(from, to int32) *v1alpha1.LiveChangePlan {
-		return &v1alpha1.LiveChangePlan{ID: fmt.Sprintf("geneveport-%d", to), Kind: v1alpha1.ChangeGenevePort, From: from, To: to, Encapsulation: v1alpha1.EncapGeneve}
+		return &v1alpha1.LiveChangePlan{ID: fmt.Sprintf("geneveport-%d", to), Kind: v1alpha1.ChangeGenevePort, From: from, To: to, Encapsulation: v1alpha1.EncapGeneve,
+			Steps: []v1alpha1.ScheduledStep{{Action: StepEncapPort, Value: to}}}
 	}
 	refusals := []struct {
 		name string
@@ -162,6 +163,15 @@ func TestAGenevePortChangeSetsTheZonesSouthbound(t *testing.T) {
 		if got := read(); o.Changed != changed || got["node-1"] != c.want || got["node-2"] != c.want {
 			t.Fatalf("%d -> %d: changed %d (want %d), dst_port by chassis %v, want %d on both", c.from, c.to, o.Changed, changed, got, c.want)
 		}
+	}
+	// An operator given the central zone's database (--ovn-sb) sets the rows itself: the nodes get no step, and one in a zone of its own refuses.
+	held := plan(6081, 6090)
+	held.Steps = nil
+	if f := node(own).Check(ctx, held); len(f.Problems) != 1 || !strings.Contains(f.Problems[0], "without --ovn-sb") {
+		t.Errorf("a node of its own zone, the operator holding the central one: problems %q", f.Problems)
+	}
+	if f := node(map[string]string{"ovn-remote": "tcp:198.19.0.1:6642"}).Check(ctx, held); len(f.Problems) > 0 {
+		t.Errorf("a node of the central zone, the operator holding it: refused: %q", f.Problems)
 	}
 	mtu := node(nil).Check(ctx, &v1alpha1.LiveChangePlan{ID: "mtu-3-1", Kind: v1alpha1.ChangeMTU, From: 1400, To: 1300, Encapsulation: v1alpha1.EncapGeneve})
 	for _, p := range mtu.Problems {

@@ -51,7 +51,7 @@ func Cluster(name string, env ClusterEnv) (netplugin.Cluster, error) {
 	case ovsbridge.Name:
 		return &ovsbridge.Cluster{Southbound: env.Southbound}, nil
 	case ovnkubernetes.Name:
-		return &ovnkubernetes.Cluster{Reader: env.Reader, Client: env.Client, Now: env.Now}, nil
+		return &ovnkubernetes.Cluster{Reader: env.Reader, Client: env.Client, Now: env.Now, Southbound: env.Southbound}, nil
 	}
 	return nil, unknown(name)
 }
