@@ -201,7 +201,9 @@ func ovnkZoneBench(ctx context.Context, s *State, rep *ZonePathReport, out io.Wr
 	}
 	central := map[string]string{"name": ovnkubernetes.CentralDeployment}
 	return zonePath(ctx, s, cfg, nodeOf, rep, out, zoneMoves{
-		node: func(node, zone string) error { return standin.RestartIntoZone(ctx, c, node, zone) },
+		node: func(node, zone string) error {
+			return standin.RestartIntoZone(ctx, c, node, zone, zones.RemoteZoneMigrated)
+		},
 		central: func(start bool) error {
 			if start {
 				return standin.ScaleDeployment(ctx, c, ovnkubernetes.CentralDeployment, central, 1, nil)

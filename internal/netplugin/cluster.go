@@ -51,6 +51,11 @@ type Zones struct {
 	// Interconnect turns the plugin's interconnect on; nil for a plugin
 	// whose pods always run with it.
 	Interconnect Interconnect
+	// LeftCentral are the node annotations the plugin sets when a node
+	// leaves the central zone and never removes, which keep the central zone
+	// from taking the node back: a move into the central zone removes them
+	// with the node's label, just before its pod restarts.
+	LeftCentral []string
 }
 
 // Interconnect is a plugin's switch between its legacy layout (no

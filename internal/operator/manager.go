@@ -318,7 +318,7 @@ func setupZones(mgr ctrl.Manager, o Options, objects netplugin.Zones, ledger *Le
 	}
 	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Enabled: o.ZoneMigration, Now: time.Now,
 		Plugin: ZonePlugin{Namespace: objects.Namespace, NodePods: pluginPods, Central: objects.Central, Replicas: o.ZoneCentralReplicas, Interconnect: objects.Interconnect,
-			MoveTimeout: o.ZoneMoveTimeout},
+			MoveTimeout: o.ZoneMoveTimeout, LeftCentral: objects.LeftCentral},
 		Passes: zonePasses, Ledger: ledger}
 	if err := zr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up zone controller: %w", err)

@@ -492,7 +492,8 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 	ctx := t.Context()
 	op := clientFor(t, env.OperatorConfig())
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{GenerateName: "opwrites-",
-		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"sriovnetwork.openshift.io/state": "Idle", "other": "x"}}}
+		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"sriovnetwork.openshift.io/state": "Idle", "other": "x",
+			zones.RemoteZoneMigrated: "z"}}}
 	if err := env.Client.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
@@ -558,6 +559,12 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 			return taints("", corev1.Taint{Key: "netshift.io/moving", Effect: corev1.TaintEffectNoSchedule})
 		}, ""},
 		{"removing the legacy drain annotation", "node", func() string { return `{"metadata":{"annotations":{"sriovnetwork.openshift.io/state":null}}}` }, ""},
+		{"removing OVN-Kubernetes' left-the-central-zone mark, not for the central zone", "node", func() string {
+			return `{"metadata":{"labels":{"k8s.ovn.org/zone-name":"z"},"annotations":{"k8s.ovn.org/remote-zone-migrated":null}}}`
+		}, "metadata.annotations of node"},
+		{"removing it labelling the node for the central zone", "node", func() string {
+			return `{"metadata":{"labels":{"k8s.ovn.org/zone-name":"global"},"annotations":{"k8s.ovn.org/remote-zone-migrated":null}}}`
+		}, ""},
 		{"another label", "node", func() string { return `{"metadata":{"labels":{"team":"b"}}}` }, "metadata.labels of node"},
 		{"removing another label", "node", func() string { return `{"metadata":{"labels":{"team":null}}}` }, "metadata.labels of node"},
 		{"another annotation", "node", func() string { return `{"metadata":{"annotations":{"other":"y"}}}` }, "metadata.annotations of node"},

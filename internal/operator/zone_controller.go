@@ -49,6 +49,9 @@ type ZonePlugin struct {
 	// MoveTimeout is how long a restarted plugin pod may take to annotate its
 	// node before the move is reported held.
 	MoveTimeout time.Duration
+	// LeftCentral are node annotations a move into the central zone removes
+	// (netplugin.Zones).
+	LeftCentral []string
 }
 
 // ZoneReconciler moves the cluster between OVN interconnect layouts: it reads
@@ -495,7 +498,8 @@ func (r *ZoneReconciler) startMoves(ctx context.Context, cl *cluster, moves map[
 
 // startMove takes the node's ZoneMove hold (recorded first, so a restarted
 // operator uncordons only what it cordoned; no pod is evicted), then cordons
-// and labels it for its zone in one patch; its plugin pod is restarted by
+// and labels it for its zone in one patch (into the central zone, without
+// the plugin's LeftCentral annotations); its plugin pod is restarted by
 // restartPlugin in the same pass. The caller holds the ledger and read n and
 // nns past the cache.
 func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NetshiftNodeState, n *corev1.Node, zone string) error {
@@ -516,6 +520,11 @@ func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NetshiftNo
 		n.Labels = map[string]string{}
 	}
 	n.Labels[zones.ZoneLabel] = zone
+	if zone == zones.GlobalZone {
+		for _, a := range r.Plugin.LeftCentral {
+			delete(n.Annotations, a)
+		}
+	}
 	if err := r.Client.Patch(ctx, n, p); err != nil {
 		return fmt.Errorf("node %s: cordon and label %s=%s for its move: %w", n.Name, zones.ZoneLabel, zone, err)
 	}

@@ -21,6 +21,14 @@ import (
 // ZoneLabel on a Node is the zone its network plugin pod joins when it starts.
 const ZoneLabel = "k8s.ovn.org/zone-name"
 
+// RemoteZoneMigrated is the annotation OVN-Kubernetes' ovnkube-node (v1.0 to
+// v1.2) sets on its node when it first starts outside the central zone
+// GlobalZone, and never removes: while a node carries it, the central zone's
+// ovnkube-controller takes the node for remote whatever its zone, so a node
+// moved back would get no switch, gateway or pod ports there (upstream
+// removed this in v1.3). A move into the central zone removes it.
+const RemoteZoneMigrated = "k8s.ovn.org/remote-zone-migrated"
+
 // Restart is the operator's record of the plugin pod it deleted for a node's
 // move: kept in the API server, so a restarted operator neither deletes the
 // pod's successor nor forgets to delete the pod.

@@ -3,8 +3,10 @@
 // does not run is played by the test: the network plugin's DaemonSet (a
 // deleted plugin pod is finalized, as its kubelet would, and a new one
 // created), its pods (one reads its node's zone label when it starts, moves
-// the node and annotates it, then reports ready), and the Deployment
-// controller of the plugin's central side (its status follows its replicas).
+// the node and annotates it, then reports ready; leaving the central zone
+// the first time, it marks the node as OVN-Kubernetes v1.1 does, and a node
+// moved back still marked fails the test), and the Deployment controller of
+// the plugin's central side (its status follows its replicas).
 package zones
 
 import (
@@ -117,6 +119,9 @@ func setup(t *testing.T, zonesOf []string, cm map[string]string, tweaks ...func(
 		if z != "" {
 			n.Annotations = map[string]string{zones.ZoneAnnotation: z}
 			n.Labels = map[string]string{zones.ZoneLabel: z}
+		}
+		if z != "" && z != zones.GlobalZone {
+			n.Annotations[zones.RemoteZoneMigrated] = z // as its plugin pod marked it when it started there
 		}
 		if err := cl.c.Create(ctx, n); err != nil {
 			t.Fatal(err)
@@ -250,9 +255,16 @@ func (cl *cluster) plugin(node string) {
 		if !n.Spec.Unschedulable {
 			cl.t.Errorf("node %s labelled for zone %s but not cordoned", node, zone)
 		}
+		// As OVN-Kubernetes v1.1: the central zone takes a node that carries the annotation for remote.
+		if _, left := n.Annotations[zones.RemoteZoneMigrated]; left && zone == zones.GlobalZone {
+			cl.t.Errorf("node %s moved into the central zone still annotated %s: the central zone would take it for remote", node, zones.RemoteZoneMigrated)
+		}
 		patch := client.MergeFrom(n.DeepCopy())
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}
+		}
+		if _, left := n.Annotations[zones.RemoteZoneMigrated]; !left && zone != zones.GlobalZone {
+			n.Annotations[zones.RemoteZoneMigrated] = zone
 		}
 		n.Annotations[zones.ZoneAnnotation] = zone
 		if cl.c.Patch(cl.ctx, &n, patch) != nil {

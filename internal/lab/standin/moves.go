@@ -18,15 +18,25 @@ import (
 )
 
 // RestartIntoZone moves a node the way netshift's operator does: its zone
-// label set, its plugin pod deleted, and back once the pod the DaemonSet
+// label set (and, into the central zone, the annotations leftCentral
+// removed), its plugin pod deleted, and back once the pod the DaemonSet
 // starts in its place has annotated the node.
-func RestartIntoZone(ctx context.Context, c client.Client, node, zone string) error {
+func RestartIntoZone(ctx context.Context, c client.Client, node, zone string, leftCentral ...string) error {
 	var n corev1.Node
 	if err := c.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
 		return err
 	}
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, zones.ZoneLabel, zone)
-	if err := c.Patch(ctx, &n, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+	p := client.MergeFrom(n.DeepCopy())
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[zones.ZoneLabel] = zone
+	if zone == zones.GlobalZone {
+		for _, a := range leftCentral {
+			delete(n.Annotations, a)
+		}
+	}
+	if err := c.Patch(ctx, &n, p); err != nil {
 		return fmt.Errorf("node %s: label %s=%s: %w", node, zones.ZoneLabel, zone, err)
 	}
 	var pods corev1.PodList

@@ -15,6 +15,7 @@ import (
 	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/netplugin/ovsbridge"
 	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/zones"
 )
 
 // Name is the driver's name, as --network-plugin takes it.
@@ -87,7 +88,8 @@ func (c *Cluster) TunnelPortRecord(kind v1alpha1.ChangeKind) netplugin.TunnelPor
 // runs OVN-Kubernetes' legacy master until interconnect is on. The cluster
 // manager (ovnkube-control-plane) runs in every layout and is never scaled.
 func (c *Cluster) Zones() *netplugin.Zones {
-	return &netplugin.Zones{Namespace: Namespace, NodePods: "app=ovnkube-node", Central: CentralDeployment, Interconnect: c}
+	return &netplugin.Zones{Namespace: Namespace, NodePods: "app=ovnkube-node", Central: CentralDeployment, Interconnect: c,
+		LeftCentral: []string{zones.RemoteZoneMigrated}}
 }
 
 // CentralDeployment runs the central zone.

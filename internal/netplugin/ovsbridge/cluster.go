@@ -8,6 +8,7 @@ import (
 	"netshift.io/netshift/internal/livechange"
 	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/ovs"
+	"netshift.io/netshift/internal/zones"
 )
 
 // Name is the driver's name, as --network-plugin takes it.
@@ -49,13 +50,17 @@ func (c *Cluster) TunnelPortRecord(kind v1alpha1.ChangeKind) netplugin.TunnelPor
 // pods, and a central Deployment of the databases (the lab's stand-in plays
 // them).
 func (c *Cluster) Zones() *netplugin.Zones {
-	return &netplugin.Zones{Namespace: "ovn-kubernetes", NodePods: "app=ovnkube-node", Central: "ovnkube-central"}
+	return &netplugin.Zones{Namespace: "ovn-kubernetes", NodePods: "app=ovnkube-node", Central: "ovnkube-central", LeftCentral: leftCentral}
 }
 
 // Follow has nothing to do: the plugin's new pods are set up from the node's
 // network configuration, which the NetworkConfig step rewrote, and its tunnels
 // from the OVSDB rows (or the southbound Encap rows) the change set.
 func (c *Cluster) Follow(context.Context, v1alpha1.AppliedNetwork) (string, error) { return "", nil }
+
+// leftCentral: the node annotations OVN-Kubernetes leaves on a node that
+// left the central zone (netplugin.Zones), which the stand-in plays too.
+var leftCentral = []string{zones.RemoteZoneMigrated}
 
 // EncapRecord is OVN's southbound Encap rows of type geneve.
 type EncapRecord struct{ SB *ovs.Southbound }
