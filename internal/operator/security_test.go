@@ -562,7 +562,7 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 		{"removing OVN-Kubernetes' left-the-central-zone mark, not for the central zone", "node", func() string {
 			return `{"metadata":{"labels":{"k8s.ovn.org/zone-name":"z"},"annotations":{"k8s.ovn.org/remote-zone-migrated":null}}}`
 		}, "metadata.annotations of node"},
-		{"removing it labelling the node for the central zone", "node", func() string {
+		{"removing it from a node labelled for the central zone", "node", func() string {
 			return `{"metadata":{"labels":{"k8s.ovn.org/zone-name":"global"},"annotations":{"k8s.ovn.org/remote-zone-migrated":null}}}`
 		}, ""},
 		{"another label", "node", func() string { return `{"metadata":{"labels":{"team":"b"}}}` }, "metadata.labels of node"},

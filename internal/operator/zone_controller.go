@@ -498,8 +498,7 @@ func (r *ZoneReconciler) startMoves(ctx context.Context, cl *cluster, moves map[
 
 // startMove takes the node's ZoneMove hold (recorded first, so a restarted
 // operator uncordons only what it cordoned; no pod is evicted), then cordons
-// and labels it for its zone in one patch (into the central zone, without
-// the plugin's LeftCentral annotations); its plugin pod is restarted by
+// and labels it for its zone in one patch; its plugin pod is restarted by
 // restartPlugin in the same pass. The caller holds the ledger and read n and
 // nns past the cache.
 func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NetshiftNodeState, n *corev1.Node, zone string) error {
@@ -520,11 +519,6 @@ func (r *ZoneReconciler) startMove(ctx context.Context, nns *v1alpha1.NetshiftNo
 		n.Labels = map[string]string{}
 	}
 	n.Labels[zones.ZoneLabel] = zone
-	if zone == zones.GlobalZone {
-		for _, a := range r.Plugin.LeftCentral {
-			delete(n.Annotations, a)
-		}
-	}
 	if err := r.Client.Patch(ctx, n, p); err != nil {
 		return fmt.Errorf("node %s: cordon and label %s=%s for its move: %w", n.Name, zones.ZoneLabel, zone, err)
 	}
@@ -612,12 +606,44 @@ func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error 
 		if !movedInto(nns.Status, zone) || n.Labels[zones.ZoneLabel] != zone {
 			continue // the cache was behind
 		}
+		if err := r.forgetLeftCentral(ctx, &n, zone); err != nil {
+			return err
+		}
 		err := releaseHold(ctx, r.Client, &nns, &n, v1alpha1.HoldZoneMove, "", func(s *v1alpha1.NetshiftNodeStateStatus) { s.ZoneRestart = nil })
 		if err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
 		log.FromContext(ctx).WithName("zones").Info("node moved", "node", name, "zone", zone)
 	}
+	return nil
+}
+
+// forgetLeftCentral removes, from a node its plugin pod has just annotated
+// in the central zone, the plugin's marks of its having left it
+// (ZonePlugin.LeftCentral): only now, as the node's ovn-controller already
+// reads the central zone's database; removed earlier, the central zone would
+// take the node's pods for its own while they are still in the zone they
+// leave, and every other node of the central zone would lose them until the
+// pod restarted.
+func (r *ZoneReconciler) forgetLeftCentral(ctx context.Context, n *corev1.Node, zone string) error {
+	if zone != zones.GlobalZone {
+		return nil
+	}
+	p := client.MergeFrom(n.DeepCopy())
+	marked := false
+	for _, a := range r.Plugin.LeftCentral {
+		if _, ok := n.Annotations[a]; ok {
+			delete(n.Annotations, a)
+			marked = true
+		}
+	}
+	if !marked {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, n, p); err != nil {
+		return fmt.Errorf("node %s: remove %v, which keeps the central zone from taking it back: %w", n.Name, r.Plugin.LeftCentral, err)
+	}
+	log.FromContext(ctx).WithName("zones").Info("node back in the central zone: its plugin's marks of its leaving removed", "node", n.Name, "annotations", r.Plugin.LeftCentral)
 	return nil
 }
 

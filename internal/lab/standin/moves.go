@@ -18,9 +18,9 @@ import (
 )
 
 // RestartIntoZone moves a node the way netshift's operator does: its zone
-// label set (and, into the central zone, the annotations leftCentral
-// removed), its plugin pod deleted, and back once the pod the DaemonSet
-// starts in its place has annotated the node.
+// label set, its plugin pod deleted, and back once the pod the DaemonSet
+// starts in its place has annotated the node and, into the central zone,
+// the annotations leftCentral are removed.
 func RestartIntoZone(ctx context.Context, c client.Client, node, zone string, leftCentral ...string) error {
 	var n corev1.Node
 	if err := c.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
@@ -31,11 +31,6 @@ func RestartIntoZone(ctx context.Context, c client.Client, node, zone string, le
 		n.Labels = map[string]string{}
 	}
 	n.Labels[zones.ZoneLabel] = zone
-	if zone == zones.GlobalZone {
-		for _, a := range leftCentral {
-			delete(n.Annotations, a)
-		}
-	}
 	if err := c.Patch(ctx, &n, p); err != nil {
 		return fmt.Errorf("node %s: label %s=%s: %w", node, zones.ZoneLabel, zone, err)
 	}
@@ -50,12 +45,20 @@ func RestartIntoZone(ctx context.Context, c client.Client, node, zone string, le
 			}
 		}
 	}
-	return poll.Until(ctx, 50*time.Millisecond, 5*time.Minute, func(ctx context.Context) (bool, error) {
+	err := poll.Until(ctx, 50*time.Millisecond, 5*time.Minute, func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, types.NamespacedName{Name: node}, &n)
 		return err == nil && n.Annotations[zones.ZoneAnnotation] == zone, nil
 	}, func() error {
 		return fmt.Errorf("node %s: not annotated in zone %s within 5m by its new plugin pod", node, zone)
 	})
+	if err != nil || zone != zones.GlobalZone || len(leftCentral) == 0 {
+		return err
+	}
+	p = client.MergeFrom(n.DeepCopy())
+	for _, a := range leftCentral {
+		delete(n.Annotations, a)
+	}
+	return c.Patch(ctx, &n, p)
 }
 
 // ScaleCentral scales the central zone's Deployment and waits until the zone
