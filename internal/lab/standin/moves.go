@@ -98,6 +98,6 @@ func ScaleDeployment(ctx context.Context, c client.Client, name string, podLabel
 		}
 		return dep.Status.ReadyReplicas >= replicas && centralUp() == nil, nil
 	}, func() error {
-		return fmt.Errorf("Deployment %s/%s did not reach %d ready replicas within 5m", Namespace, name, replicas)
+		return fmt.Errorf("deployment %s/%s did not reach %d ready replicas within 5m", Namespace, name, replicas)
 	})
 }
