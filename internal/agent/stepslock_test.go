@@ -57,8 +57,10 @@ func TestNoPodIsSetUpBetweenTheStepsOfAnMTUChange(t *testing.T) {
 			}
 			plan := &v1alpha1.LiveChangePlan{ID: "steps-lock-1", Kind: tc.kind, From: tc.from, To: tc.to, Encapsulation: v1alpha1.EncapVXLAN,
 				UnderlayMTU: 9000, TimeURL: timeServer(t), Network: &network}
+			// Steps half a second apart: a window long enough that a pod set up every few
+			// milliseconds falls into it unless held off, however late a loaded machine runs the first.
 			for i, a := range tc.steps {
-				plan.Steps = append(plan.Steps, v1alpha1.ScheduledStep{Action: a, Value: tc.to, OffsetMs: int32(i * 100)})
+				plan.Steps = append(plan.Steps, v1alpha1.ScheduledStep{Action: a, Value: tc.to, OffsetMs: int32(i * 500)})
 			}
 			nns := &v1alpha1.NetshiftNodeState{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NetshiftNodeStateSpec{LiveChange: plan}}
 			if err := c.Create(ctx, nns); err != nil {
