@@ -8,6 +8,11 @@
 # Prints the directory. Run as root; about 20 seconds the first time.
 set -euo pipefail
 root=${NETSHIFT_OVS_ROOT:-/var/cache/netshift/openvswitch}
+# The programs name their loader by this path: absolute, no trailing slash.
+[[ $root == /* ]] || { echo "ovs-dist: NETSHIFT_OVS_ROOT must be an absolute path, not $root" >&2; exit 1; }
+root=$(realpath -m "$root")
+[[ $root != / ]] || { echo "ovs-dist: NETSHIFT_OVS_ROOT must not be /" >&2; exit 1; }
+[[ $(uname -m) == x86_64 ]] || { echo "ovs-dist: unpacks amd64 packages; this machine is $(uname -m)" >&2; exit 1; }
 want_ovs=3.5. want_ovn=25.03.
 if [[ -f $root/VERSION ]] && grep -q "^openvswitch-switch $want_ovs" "$root/VERSION" && grep -q "^ovn-host $want_ovn" "$root/VERSION"; then
   echo "$root"
@@ -27,7 +32,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work"/apt/parts "$work"/apt/lists/partial "$work"/apt/cache/archives/partial "$work"/debs "$work"/root
 echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" > "$work/apt/sources.list"
 apt=(-o Dir::Etc::SourceList="$work/apt/sources.list" -o Dir::Etc::SourceParts="$work/apt/parts"
-  -o Dir::State::Lists="$work/apt/lists" -o Dir::Cache="$work/apt/cache" -o Dir::Etc::PreferencesParts="$work/apt/parts"
+  -o Dir::State::Lists="$work/apt/lists" -o Dir::Cache="$work/apt/cache" -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts="$work/apt/parts"
   -o Dir::State::status=/dev/null -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
 apt-get "${apt[@]}" -qq update >/dev/null
 (cd "$work/debs" && apt-get "${apt[@]}" -qq download "${packages[@]}" >/dev/null)
@@ -42,14 +47,22 @@ fi
 lib=$root/usr/lib/x86_64-linux-gnu
 mkdir -p "$work/root/bin"
 for f in "$work"/root/usr/bin/* "$work"/root/usr/sbin/* "$work"/root/usr/lib/openvswitch-switch/ovs-vswitchd; do
-  [[ $(head -c4 "$f" | tr -d '\0') == $'\x7fELF' ]] || continue
+  [[ ! -L $f && $(head -c4 "$f" | tr -d '\0') == $'\x7fELF' ]] || continue
   patchelf --set-interpreter "$root/usr/lib64/ld-linux-x86-64.so.2" --force-rpath --set-rpath "$lib" "$f"
   ln -s "${f#"$work/root"}" "$work/root/bin/${f##*/}"
 done
 # The links name the final paths; rewrite them under it.
 for l in "$work"/root/bin/*; do ln -sfn "$root$(readlink "$l")" "$l"; done
-printf 'openvswitch-switch %s\novn-host %s\n' "$ovs" "$ovn" > "$work/root/VERSION"
-rm -rf "$root" && mv "$work/root" "$root"
-"$root/bin/ovsdb-server" --version | head -1 >&2
-"$root/bin/ovn-controller" --version | head -1 >&2
+# In place, the programs must run before VERSION says they are there; an
+# earlier copy is set aside until then, and back if they do not.
+old=
+if [[ -e $root ]]; then old="$work/old" && mv "$root" "$old"; fi
+mv "$work/root" "$root"
+if ! "$root/bin/ovsdb-server" --version >&2 || ! "$root/bin/ovn-controller" --version >&2; then
+  rm -rf "$root"
+  if [[ -n $old ]]; then mv "$old" "$root"; fi
+  echo "ovs-dist: the unpacked programs do not run (see above)" >&2
+  exit 1
+fi
+printf 'openvswitch-switch %s\novn-host %s\n' "$ovs" "$ovn" > "$root/VERSION"
 echo "$root"

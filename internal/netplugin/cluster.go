@@ -54,7 +54,7 @@ type Zones struct {
 	// LeftCentral are the node annotations the plugin sets when a node
 	// leaves the central zone and never removes, which keep the central zone
 	// from taking the node back: a move into the central zone removes them
-	// with the node's label, just before its pod restarts.
+	// once the node's new plugin pod has annotated it there.
 	LeftCentral []string
 }
 

@@ -493,7 +493,7 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 	op := clientFor(t, env.OperatorConfig())
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{GenerateName: "opwrites-",
 		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"sriovnetwork.openshift.io/state": "Idle", "other": "x",
-			zones.RemoteZoneMigrated: "z"}}}
+			zones.RemoteZoneMigrated: "z", zones.ZoneAnnotation: zones.GlobalZone}}} // its plugin pod has put it in the central zone
 	if err := env.Client.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
@@ -559,11 +559,15 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 			return taints("", corev1.Taint{Key: "netshift.io/moving", Effect: corev1.TaintEffectNoSchedule})
 		}, ""},
 		{"removing the legacy drain annotation", "node", func() string { return `{"metadata":{"annotations":{"sriovnetwork.openshift.io/state":null}}}` }, ""},
-		{"removing OVN-Kubernetes' left-the-central-zone mark, not for the central zone", "node", func() string {
-			return `{"metadata":{"labels":{"k8s.ovn.org/zone-name":"z"},"annotations":{"k8s.ovn.org/remote-zone-migrated":null}}}`
+		{"removing OVN-Kubernetes' left-the-central-zone mark from a node not labelled for the central zone", "node", func() string {
+			return `{"metadata":{"annotations":{"k8s.ovn.org/remote-zone-migrated":null}}}`
 		}, "metadata.annotations of node"},
-		{"removing it from a node labelled for the central zone", "node", func() string {
+		{"removing it in the write that labels the node for the central zone", "node", func() string {
 			return `{"metadata":{"labels":{"k8s.ovn.org/zone-name":"global"},"annotations":{"k8s.ovn.org/remote-zone-migrated":null}}}`
+		}, "metadata.annotations of node"},
+		{"labelling the node for the central zone", "node", func() string { return `{"metadata":{"labels":{"k8s.ovn.org/zone-name":"global"}}}` }, ""},
+		{"removing the mark once the node is labelled and annotated in the central zone", "node", func() string {
+			return `{"metadata":{"annotations":{"k8s.ovn.org/remote-zone-migrated":null}}}`
 		}, ""},
 		{"another label", "node", func() string { return `{"metadata":{"labels":{"team":"b"}}}` }, "metadata.labels of node"},
 		{"removing another label", "node", func() string { return `{"metadata":{"labels":{"team":null}}}` }, "metadata.labels of node"},

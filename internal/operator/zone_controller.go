@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -590,6 +591,7 @@ func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error 
 	}
 	r.Ledger.Lock()
 	defer r.Ledger.Unlock()
+	var errs []error
 	for _, name := range names {
 		var n corev1.Node
 		var nns v1alpha1.NetshiftNodeState
@@ -607,7 +609,8 @@ func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error 
 			continue // the cache was behind
 		}
 		if err := r.forgetLeftCentral(ctx, &n, zone); err != nil {
-			return err
+			errs = append(errs, err) // the move ends once the mark is gone; the other nodes' end now
+			continue
 		}
 		err := releaseHold(ctx, r.Client, &nns, &n, v1alpha1.HoldZoneMove, "", func(s *v1alpha1.NetshiftNodeStateStatus) { s.ZoneRestart = nil })
 		if err != nil {
@@ -615,7 +618,7 @@ func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error 
 		}
 		log.FromContext(ctx).WithName("zones").Info("node moved", "node", name, "zone", zone)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // forgetLeftCentral removes, from a node its plugin pod has just annotated

@@ -63,6 +63,7 @@ func TestOVNKubernetesLiveChanges(t *testing.T) {
 			mtu := s.Options.MTU
 			for _, want := range []int{mtu - 100, mtu} {
 				cn, r := ovnKubernetesChange(t, name, c, fmt.Sprintf(`{"spec":{"mtu":%d}}`, want), func() { waitOVNKubernetesRolled(t, c, want, 0) })
+				noRequestFailed(t, fmt.Sprintf("MTU %d", want), r)
 				if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
 					t.Fatalf("MTU %d: change %+v", want, cn.Status.Change)
 				}
@@ -99,6 +100,7 @@ func ovnKubernetesPortChange(t *testing.T, name string, s *lab.State, c client.C
 	for _, port := range []int{ovnKubernetesGenevePort, ovs.DefaultGenevePort} {
 		patch := fmt.Sprintf(`{"spec":{"genevePort":%d}}`, port)
 		cn, r := ovnKubernetesChange(t, name, c, patch, func() { waitOVNKubernetesRolled(t, c, s.Options.MTU, port) })
+		noRequestFailed(t, fmt.Sprintf("Geneve port %d", port), r)
 		if cn.Status.Change.Phase != v1alpha1.PhaseSucceeded {
 			t.Fatalf("Geneve port %d: change %+v", port, cn.Status.Change)
 		}
@@ -122,10 +124,16 @@ func ovnKubernetesChange(t testing.TB, name string, c client.Client, patch strin
 		time.Sleep(ovnKubernetesRestartSettle)
 	})
 	noneBroken(t, patch, r)
-	if r.ShortLived.Failures > 0 || r.HTTPS.Failures > 0 {
-		t.Errorf("%s: %d short-lived connections and %d HTTPS requests failed", patch, r.ShortLived.Failures, r.HTTPS.Failures)
-	}
 	return cn, r
+}
+
+// noRequestFailed fails the test for a short-lived connection or HTTPS
+// request that failed during a change.
+func noRequestFailed(t *testing.T, what string, r probe.Report) {
+	t.Helper()
+	if r.ShortLived.Failures > 0 || r.HTTPS.Failures > 0 {
+		t.Errorf("%s: %d short-lived connections and %d HTTPS requests failed", what, r.ShortLived.Failures, r.HTTPS.Failures)
+	}
 }
 
 // noDaemonDied fails the test for every process of the lab that died (an

@@ -58,7 +58,10 @@ func RestartIntoZone(ctx context.Context, c client.Client, node, zone string, le
 	for _, a := range leftCentral {
 		delete(n.Annotations, a)
 	}
-	return c.Patch(ctx, &n, p)
+	if err := c.Patch(ctx, &n, p); err != nil {
+		return fmt.Errorf("node %s: back in zone %s, remove %v: %w", node, zone, leftCentral, err)
+	}
+	return nil
 }
 
 // ScaleCentral scales the central zone's Deployment and waits until the zone

@@ -94,14 +94,14 @@ func (n *Node) ownZone(ctx context.Context) string {
 // checkEncapPort says what the step would change, or why it cannot: the
 // database must answer and hold the zone's Geneve rows.
 func (n *Node) checkEncapPort(ctx context.Context, plan *v1alpha1.LiveChangePlan, f *netplugin.Findings) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	sb, err := n.southbound(ctx)
 	if err != nil {
 		f.Problems = append(f.Problems, "the Geneve port cannot change here: "+err.Error())
 		return
 	}
 	defer sb.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	rows, err := sb.GeneveEncaps(ctx)
 	switch {
 	case err != nil:

@@ -46,6 +46,12 @@ func (n *Node) Check(ctx context.Context, plan *v1alpha1.LiveChangePlan) netplug
 	if plan.Kind != v1alpha1.ChangeGenevePort {
 		return f
 	}
+	if slices.ContainsFunc(plan.Steps, func(s v1alpha1.ScheduledStep) bool { return s.Action == netplugin.StepTunnelPort }) {
+		// An operator of an older netshift: the tunnels are ovn-controller's, never the bridge driver's to rewrite.
+		f.Problems = append(f.Problems, "the Geneve port cannot change here: the plan gives the node a TunnelPort step, but OVN-Kubernetes' tunnels "+
+			"are ovn-controller's, built from the southbound Encap rows (an operator of this version gives SouthboundEncapPort)")
+		return f
+	}
 	if slices.ContainsFunc(plan.Steps, func(s v1alpha1.ScheduledStep) bool { return s.Action == StepEncapPort }) {
 		n.checkEncapPort(ctx, plan, &f)
 	} else if p := n.ownZone(ctx); p != "" {
@@ -60,6 +66,8 @@ func (n *Node) Arm(ctx context.Context, plan *v1alpha1.LiveChangePlan, step v1al
 	switch step.Action {
 	case StepEncapPort:
 		return n.armEncapPort(ctx, step)
+	case netplugin.StepTunnelPort:
+		return netplugin.Armed{}, fmt.Errorf("node %s: OVN-Kubernetes' tunnels are ovn-controller's: no %s step", n.env.Node, step.Action)
 	case StepRouteMTU:
 	default:
 		return n.Node.Arm(ctx, plan, step)

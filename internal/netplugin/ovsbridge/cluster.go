@@ -86,7 +86,9 @@ func (e EncapRecord) Keep(ctx context.Context, port int) (int, error) {
 	return e.SB.SetEncapPort(ctx, port, fix)
 }
 
-// EncapsToFix are the records whose port is not the wanted one, in UUID order.
+// EncapsToFix are the records whose port is not the wanted one, in UUID
+// order; for the default port, also those that name it (the default names no
+// port).
 func EncapsToFix(records []ovs.Encap, port int) []string {
 	var fix []string
 	for _, r := range records {
@@ -94,7 +96,7 @@ func EncapsToFix(records []ovs.Encap, port int) []string {
 		if have == 0 {
 			have = ovs.DefaultGenevePort
 		}
-		if have != port {
+		if have != port || (port == ovs.DefaultGenevePort && r.DstPort != 0) {
 			fix = append(fix, r.UUID)
 		}
 	}

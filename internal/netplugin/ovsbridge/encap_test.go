@@ -13,7 +13,7 @@ func TestEncapsToFix(t *testing.T) {
 		port int
 		want []string
 	}{
-		{6081, []string{"c"}},           // no dst_port is the default 6081
+		{6081, []string{"b", "c"}},      // no dst_port is the default 6081; a record naming 6081 loses it
 		{6082, []string{"a", "b"}},      // a chassis that registered again lost the port
 		{7000, []string{"a", "b", "c"}}, // every record
 	} {

@@ -53,10 +53,13 @@ func Find() (Dist, error) {
 			d.OVN = version
 		}
 	}
+	if err := sc.Err(); err != nil {
+		return d, fmt.Errorf("read %s: %w", f.Name(), err)
+	}
 	if d.OVS == "" || d.OVN == "" {
 		return d, fmt.Errorf("%s names no openvswitch-switch or ovn-host version: run hack/setup.sh as root to unpack them again", f.Name())
 	}
-	return d, sc.Err()
+	return d, nil
 }
 
 // Bin is the directory of its programs, to put first on PATH.
