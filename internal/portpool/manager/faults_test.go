@@ -133,8 +133,10 @@ func TestNeutronFaults(t *testing.T) {
 	if creates < 3 {
 		t.Fatalf("%d bulk creates reached the proxy: want the refused ones retried", creates)
 	}
-	// More ports than the pod needed: the next bulk create is the late one.
-	if _, err := m.Populate(f.ctx, f.key, 4); err != nil {
+	// More ports than the pod needed: the next bulk create is the late one. On a
+	// busy machine its ports, adopted once they appear, may fill the pool before
+	// Populate makes its own: that is the pool at its maximum, not a failure.
+	if _, err := m.Populate(f.ctx, f.key, 4); err != nil && !strings.Contains(err.Error(), "at its maximum size") {
 		t.Fatalf("populate past the late create: %v", err)
 	}
 	var stalled []string
