@@ -73,24 +73,6 @@ func (n *Node) southbound(ctx context.Context) (*ovs.Southbound, error) {
 	return ovs.NewSouthbound(ep), nil
 }
 
-// ownZone says why the node cannot take a Geneve port the operator sets in
-// the central zone's southbound database ("" when it can): its ovn-controller
-// reads a database of the node's own zone.
-func (n *Node) ownZone(ctx context.Context) string {
-	if n.env.Switch == nil {
-		return "no Open vSwitch database to read the node's ovn-remote from (--ovsdb)"
-	}
-	remote, err := n.env.Switch.OpenvSwitchExternalID(ctx, "ovn-remote")
-	switch {
-	case err != nil:
-		return fmt.Sprintf("read the node's ovn-remote: %v", err)
-	case strings.HasPrefix(remote, "unix:"):
-		return fmt.Sprintf("the node is in an OVN zone of its own (ovn-remote %s), and the operator sets the Geneve port in the central zone's "+
-			"southbound database (--ovn-sb): without --ovn-sb, every node's agent sets its own zone's", remote)
-	}
-	return ""
-}
-
 // checkEncapPort says what the step would change, or why it cannot: the
 // database must answer and hold the zone's Geneve rows.
 func (n *Node) checkEncapPort(ctx context.Context, plan *v1alpha1.LiveChangePlan, f *netplugin.Findings) {

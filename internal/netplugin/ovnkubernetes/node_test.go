@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"netshift.io/netshift/api/v1alpha1"
+	"netshift.io/netshift/internal/netplugin"
 	"netshift.io/netshift/internal/nodenet"
 	"netshift.io/netshift/internal/ovs"
 	"netshift.io/netshift/internal/ovs/model/sb"
@@ -164,14 +165,16 @@ func TestAGenevePortChangeSetsTheZonesSouthbound(t *testing.T) {
 			t.Fatalf("%d -> %d: changed %d (want %d), dst_port by chassis %v, want %d on both", c.from, c.to, o.Changed, changed, got, c.want)
 		}
 	}
-	// An operator given the central zone's database (--ovn-sb) sets the rows itself: the nodes get no step, and one in a zone of its own refuses.
-	held := plan(6081, 6090)
-	held.Steps = nil
-	if f := node(own).Check(ctx, held); len(f.Problems) != 1 || !strings.Contains(f.Problems[0], "without --ovn-sb") {
-		t.Errorf("a node of its own zone, the operator holding the central one: problems %q", f.Problems)
+	// The preconditions come before the steps are scheduled: a plan without them is checked the same.
+	unscheduled := plan(6081, 6090)
+	unscheduled.Steps = nil
+	if f := n.Check(ctx, unscheduled); len(f.Problems) > 0 || len(f.WouldChange) == 0 {
+		t.Errorf("a plan whose steps are not scheduled yet: findings %+v", f)
 	}
-	if f := node(map[string]string{"ovn-remote": "tcp:198.19.0.1:6642"}).Check(ctx, held); len(f.Problems) > 0 {
-		t.Errorf("a node of the central zone, the operator holding it: refused: %q", f.Problems)
+	oldOperator := plan(6081, 6090)
+	oldOperator.Steps = []v1alpha1.ScheduledStep{{Action: netplugin.StepTunnelPort, Value: 6090}}
+	if f := n.Check(ctx, oldOperator); len(f.Problems) != 1 || !strings.Contains(f.Problems[0], "TunnelPort") {
+		t.Errorf("a plan with the bridge's TunnelPort step: problems %q", f.Problems)
 	}
 	mtu := node(nil).Check(ctx, &v1alpha1.LiveChangePlan{ID: "mtu-3-1", Kind: v1alpha1.ChangeMTU, From: 1400, To: 1300, Encapsulation: v1alpha1.EncapGeneve})
 	for _, p := range mtu.Problems {
