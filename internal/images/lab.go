@@ -173,10 +173,13 @@ func OVSPrograms(dir string, names ...string) ([]File, error) {
 		}
 	}
 	files, err := WithLibraries(programs...)
+	if err != nil {
+		return nil, err
+	}
 	for i, n := range names {
 		files = append(files, File{Path: filepath.Join(dir, n), Link: programs[i]})
 	}
-	return files, err
+	return files, nil
 }
 
 // libraries lists what the program's loader loads for it, the loader

@@ -153,14 +153,9 @@ func ZoneBench(ctx context.Context, name string, direct bool, out io.Writer) (re
 		fmt.Fprintln(out, "through the network plugin's objects (label, plugin pod restart, Deployment scaled):")
 	}
 	err = zonePath(ctx, s, cfg, nodeOf, &rep.ZonePathReport, out, zoneMoves{
-		node: func(node, zone string) error { return standin.RestartIntoZone(ctx, c, node, zone) },
-		central: func(start bool) error {
-			if start {
-				return s.scaleCentral(ctx, c, 1)
-			}
-			return s.scaleCentral(ctx, c, 0)
-		},
-		settle: labSettle,
+		node:    func(node, zone string) error { return standin.RestartIntoZone(ctx, c, node, zone) },
+		central: func(start bool) error { return s.scaleCentral(ctx, c, replicasFor(start)) },
+		settle:  labSettle,
 	})
 	return rep, err
 }
@@ -205,13 +200,18 @@ func ovnkZoneBench(ctx context.Context, s *State, rep *ZonePathReport, out io.Wr
 			return standin.RestartIntoZone(ctx, c, node, zone, zones.RemoteZoneMigrated)
 		},
 		central: func(start bool) error {
-			if start {
-				return standin.ScaleDeployment(ctx, c, ovnkubernetes.CentralDeployment, central, 1, nil)
-			}
-			return standin.ScaleDeployment(ctx, c, ovnkubernetes.CentralDeployment, central, 0, nil)
+			return standin.ScaleDeployment(ctx, c, ovnkubernetes.CentralDeployment, central, replicasFor(start), nil)
 		},
 		settle: ovnkSettle,
 	})
+}
+
+// replicasFor is the central Deployment's scale: 1 started, 0 retired.
+func replicasFor(start bool) int32 {
+	if start {
+		return 1
+	}
+	return 0
 }
 
 // podNodes maps each of the lab's pods to its node.

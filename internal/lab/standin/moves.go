@@ -2,7 +2,6 @@ package standin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -76,15 +75,8 @@ func ScaleCentral(ctx context.Context, c client.Client, replicas int32, centralU
 // says nil) or gone (and up says an error): the central zone of the
 // stand-in's or of the real OVN-Kubernetes.
 func ScaleDeployment(ctx context.Context, c client.Client, name string, podLabels map[string]string, replicas int32, up func() error) error {
-	if up == nil {
-		up = func() error {
-			if replicas == 0 {
-				return errors.New("retired")
-			}
-			return nil
-		}
-	}
-	centralUp := up
+	// runs says whether the zone runs, when the caller can tell: nil, the pods alone say.
+	runs := func(want bool) bool { return up == nil || (up() == nil) == want }
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name}}
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
 	if err := c.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
@@ -97,9 +89,9 @@ func ScaleDeployment(ctx context.Context, c client.Client, name string, podLabel
 		if replicas == 0 {
 			var pods corev1.PodList
 			err := c.List(ctx, &pods, client.InNamespace(Namespace), client.MatchingLabels(podLabels))
-			return err == nil && len(pods.Items) == 0 && centralUp() != nil, nil
+			return err == nil && len(pods.Items) == 0 && runs(false), nil
 		}
-		return dep.Status.ReadyReplicas >= replicas && centralUp() == nil, nil
+		return dep.Status.ReadyReplicas >= replicas && runs(true), nil
 	}, func() error {
 		return fmt.Errorf("deployment %s/%s did not reach %d ready replicas within 5m", Namespace, name, replicas)
 	})
