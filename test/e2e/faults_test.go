@@ -3,6 +3,7 @@ package e2e
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os/exec"
@@ -43,10 +44,11 @@ func TestThreeNodeFaultLab(t *testing.T) {
 
 // ipv6KeepsTheMTUAbove1280: node-1's pod gets a ULA IPv6 address beside its
 // IPv4 one, and node-2's own port into the pod network (br-int) one of its
-// own. An MTU of 1200 (under IPv6's 1280, where the kernel removes a link's
-// IPv6 addresses) fails its preconditions on node-1, naming the pod, and on
-// node-2, naming the port; nothing changes: every pod keeps 1450 and the
-// pod's address stays.
+// own. A dry run of an MTU of 1200 (under IPv6's 1280, where the kernel
+// removes a link's IPv6 addresses) finds both, naming the pod on node-1 and
+// the port on node-2; the change itself stops at the first node that answers
+// with its problem, and nothing changes: every pod keeps 1450 and the pod's
+// address stays.
 func ipv6KeepsTheMTUAbove1280(t *testing.T, name string) {
 	s, _ := lab.LoadState(name)
 	c := labClient(t, name)
@@ -65,13 +67,22 @@ func ipv6KeepsTheMTUAbove1280(t *testing.T, name string) {
 		t.Fatalf("add an IPv6 address to node-2's br-int: %v: %s", err, out)
 	}
 	defer func() { _ = exec.Command("ip", "-n", node2, "addr", "del", "fd00:98::2/64", "dev", "br-int").Run() }()
+	podProblem := "MTU 1200 is below IPv6's least MTU of 1280, and pod " + lab.PodNamespace + "/" + pod.Name + " eth0: fd00:99::1/64 has IPv6"
+	portProblem := "MTU 1200 is below IPv6's least MTU of 1280, and the node's port br-int: fd00:98::2/64 has IPv6"
+	// The dry run waits for every node: both problems, each on its node's row.
+	out, err := netshift(t, "change", "mtu", "1200", "--dry-run", "--kubeconfig="+s.Kubeconfig)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !rowHas(out, "node-1", podProblem) || !rowHas(out, "node-2", portProblem) {
+		t.Fatalf("dry run of MTU 1200: %v\n%s\nwant exit 3, node-1's row naming pod %s and node-2's naming br-int", err, out, pod.Name)
+	}
+	// The change stops at the first node that answers with a problem: one of the two.
 	edit(t, c, `{"spec":{"mtu":1200}}`)
 	cn := waitChange(t, c)
 	ch := cn.Status.Change
-	if ch.Phase != v1alpha1.PhaseFailed || ch.T0 != nil || !strings.Contains(ch.Message, "node node-1: MTU 1200 is below IPv6's least MTU of 1280") ||
-		!strings.Contains(ch.Message, "pod "+lab.PodNamespace+"/"+pod.Name) || cn.Status.Applied.MTU != 1450 ||
-		!strings.Contains(ch.Message, "node node-2: MTU 1200 is below IPv6's least MTU of 1280, and the node's port br-int: fd00:98::2/64 has IPv6") {
-		t.Fatalf("change %+v, applied %+v: want its preconditions failed on node-1, naming pod %s and IPv6, and on node-2, naming br-int", ch, cn.Status.Applied, pod.Name)
+	named := strings.Contains(ch.Message, "node node-1: "+podProblem) || strings.Contains(ch.Message, "node node-2: "+portProblem)
+	if ch.Phase != v1alpha1.PhaseFailed || ch.T0 != nil || !named || !strings.HasPrefix(ch.Message, "preconditions failed, nothing was changed") ||
+		cn.Status.Applied.MTU != 1450 {
+		t.Fatalf("change %+v, applied %+v: want its preconditions failed, naming node-1's pod %s or node-2's br-int, nothing changed", ch, cn.Status.Applied, pod.Name)
 	}
 	edit(t, c, `{"spec":{"mtu":1450}}`)
 	if got := podMTUs(t, s); got[1450] != len(labPods(t, s)) {
@@ -81,6 +92,16 @@ func ipv6KeepsTheMTUAbove1280(t *testing.T, name string) {
 		t.Fatalf("pod %s's IPv6 address after the refused change: %q (%v)", pod.Name, held, err)
 	}
 	t.Logf("refused: %s", ch.Message)
+}
+
+// rowHas reports whether a line of a table starts with node and holds text.
+func rowHas(table, node, text string) bool {
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, node+" ") && strings.Contains(l, text) {
+			return true
+		}
+	}
+	return false
 }
 
 // downNodesHoldNothingBack: a Node labelled Windows (no kubelet, no agent)
