@@ -216,5 +216,8 @@ func (s *State) Client() (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab %s: %w", s.Options.Name, err)
 	}
+	// No client-side rate limit, as the operator's: a move the lab plays reacts
+	// to its plugin pod's annotation as fast as the operator's would.
+	cfg.QPS = -1
 	return client.New(cfg, client.Options{Scheme: scheme.New()})
 }
