@@ -56,6 +56,7 @@ func operatorCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.ZoneCentral, "zone-central-deployment", o.ZoneCentral, "name of the Deployment running the central NB/SB databases and ovn-northd: scaled up before nodes join the central zone, to 0 once none is left in it; empty: the plugin driver's")
 	f.Int32Var(&o.ZoneCentralReplicas, "zone-central-replicas", o.ZoneCentralReplicas, "replicas of the central Deployment when it runs (1..9)")
 	f.DurationVar(&o.ZoneMoveTimeout, "zone-move-timeout", o.ZoneMoveTimeout, "how long a restarted plugin pod may take to annotate its node before the move is reported held in status.zones.held (10s..1h; a crash-looping pod is reported at once)")
+	f.DurationVar(&o.ZoneMoveSettle, "zone-move-settle", o.ZoneMoveSettle, "how long after a node's move ends no other node starts one and the central side is left alone, while the plugin's other nodes take the move in (0..10m; 0: no wait)")
 	f.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "elect one leader among operator replicas; only the leader decides")
 	f.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "namespace of the leader election Lease")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "address of the Prometheus metrics endpoint (\"0\" disables it)")

@@ -51,10 +51,11 @@ type Zones struct {
 	// Interconnect turns the plugin's interconnect on; nil for a plugin
 	// whose pods always run with it.
 	Interconnect Interconnect
-	// LeftCentral are the node annotations the plugin sets when a node
-	// leaves the central zone and never removes, which keep the central zone
-	// from taking the node back: a move into the central zone removes them
-	// once the node's new plugin pod has annotated it there.
+	// LeftCentral are the node annotations the plugin sets (valued with the
+	// new zone) when a node leaves the central zone, and never removes: the
+	// central zone lets the node go when they appear, and does not take it
+	// back while they stay. A move sets or removes them as soon as the node's
+	// new plugin pod has annotated it in its zone (zones.FollowZone).
 	LeftCentral []string
 }
 

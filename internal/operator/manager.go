@@ -94,6 +94,8 @@ type Options struct {
 	// ZoneMoveTimeout is how long a restarted plugin pod may take to annotate its node before its
 	// move is reported held in status.zones.held.
 	ZoneMoveTimeout time.Duration
+	// ZoneMoveSettle is how long after a node's move no other starts (the plugin's nodes take it in).
+	ZoneMoveSettle time.Duration
 	// PortPools, when set, runs the Neutron port pools: the pool manager, its API and the pod
 	// controller (leader only).
 	PortPools *PortPoolOptions
@@ -157,7 +159,7 @@ func DefaultOptions() Options {
 		ChangeLead: 2 * time.Second, StepSpacing: 100 * time.Millisecond, TimeAddr: ":8082",
 		AgentWriteSpacing: livechange.DefaultAgentWriteSpacing, AnswerTimeout: 30 * time.Second,
 		SouthboundResync: 30 * time.Second, ChangeRetry: 15 * time.Second,
-		NetworkPlugin: plugins.Default, ZoneCentralReplicas: 1, ZoneMoveTimeout: 5 * time.Minute,
+		NetworkPlugin: plugins.Default, ZoneCentralReplicas: 1, ZoneMoveTimeout: 5 * time.Minute, ZoneMoveSettle: 5 * time.Second,
 		AgentDaemonSet: Namespace + "/netshift-agent",
 	}
 }
@@ -318,7 +320,7 @@ func setupZones(mgr ctrl.Manager, o Options, objects netplugin.Zones, ledger *Le
 	}
 	zr := &ZoneReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.zoneNamespace(), Enabled: o.ZoneMigration, Now: time.Now,
 		Plugin: ZonePlugin{Namespace: objects.Namespace, NodePods: pluginPods, Central: objects.Central, Replicas: o.ZoneCentralReplicas, Interconnect: objects.Interconnect,
-			MoveTimeout: o.ZoneMoveTimeout, LeftCentral: objects.LeftCentral},
+			MoveTimeout: o.ZoneMoveTimeout, Settle: o.ZoneMoveSettle, LeftCentral: objects.LeftCentral},
 		Passes: zonePasses, Ledger: ledger}
 	if err := zr.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up zone controller: %w", err)

@@ -33,6 +33,7 @@ func (o Options) Validate() error {
 		{"--southbound-resync", o.SouthboundResync, time.Second, time.Hour},
 		{"--change-retry", o.ChangeRetry, time.Second, time.Hour},
 		{"--zone-move-timeout", o.ZoneMoveTimeout, 10 * time.Second, time.Hour},
+		{"--zone-move-settle", o.ZoneMoveSettle, 0, 10 * time.Minute},
 	} {
 		if b.value < b.min || b.value > b.max {
 			return fmt.Errorf("%s: %s is outside %s..%s", b.flag, b.value, b.min, b.max)

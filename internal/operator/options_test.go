@@ -26,6 +26,7 @@ func TestOptionsValidate(t *testing.T) {
 		{func(o *Options) { o.SouthboundResync = 0 }, "--southbound-resync: 0s is outside 1s..1h0m0s"},
 		{func(o *Options) { o.ChangeRetry = 2 * time.Hour }, "--change-retry: 2h0m0s is outside 1s..1h0m0s"},
 		{func(o *Options) { o.ZoneMoveTimeout = time.Second }, "--zone-move-timeout: 1s is outside 10s..1h0m0s"},
+		{func(o *Options) { o.ZoneMoveSettle = 11 * time.Minute }, "--zone-move-settle: 11m0s is outside 0s..10m0s"},
 		{func(o *Options) { o.ZoneCentralReplicas = 0 }, "--zone-central-replicas: 0 is outside 1..9"},
 		{func(o *Options) { o.ZonePluginPods = "app in" }, `--zone-plugin-pods: "app in" is not a label selector`},
 		{func(o *Options) { o.ZonePluginPods = "  " }, `--zone-plugin-pods: "  " is not a label selector`},

@@ -486,7 +486,9 @@ func waitPolicyActive(t *testing.T, policy string, forbidden func() error) {
 // rights on nodes and pods reach only what netshift owns there. Its cordon and
 // its netshift.io/ labels, annotations and taints go through; another
 // label, annotation, taint or a finalizer is refused, on a node and on a pod,
-// while an admin may still make the same edits.
+// while an admin may still make the same edits. OVN-Kubernetes' mark of a
+// node's leaving the central zone is set and removed only where the node is
+// labelled and annotated in the zone it moves into.
 func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 	testenv.Require(t, envMissing)
 	ctx := t.Context()
@@ -528,6 +530,9 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 	}
 	nodeRef := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
 	podRef := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns.Name}}
+	markLeft := func(zone string) string {
+		return fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, zones.RemoteZoneMigrated, zone)
+	}
 	// Until the policies are in force, each probe is a real change (a no-op
 	// patch would pass them anyway); an admin then puts the labels back.
 	probe := 0
@@ -569,6 +574,17 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 		{"removing the mark once the node is labelled and annotated in the central zone", "node", func() string {
 			return `{"metadata":{"annotations":{"k8s.ovn.org/remote-zone-migrated":null}}}`
 		}, ""},
+		{"marking the node left while it is in the central zone", "node", func() string { return markLeft(node.Name) }, "metadata.annotations of node"},
+		{"labelling the node for its own zone", "node", func() string {
+			return fmt.Sprintf(`{"metadata":{"labels":{"k8s.ovn.org/zone-name":%q}}}`, node.Name)
+		}, ""},
+		{"marking it left before its plugin pod annotated it there", "node", func() string { return markLeft(node.Name) }, "metadata.annotations of node"},
+		{"(its plugin pod annotates it in its own zone)", "admin", func() string {
+			return fmt.Sprintf(`{"metadata":{"annotations":{"k8s.ovn.org/zone-name":%q}}}`, node.Name)
+		}, ""},
+		{"marking it left with another zone's name", "node", func() string { return markLeft("other") }, "metadata.annotations of node"},
+		{"marking it left, valued with its own zone, once labelled and annotated there", "node", func() string { return markLeft(node.Name) }, ""},
+		{"changing the mark", "node", func() string { return markLeft("other") }, "metadata.annotations of node"},
 		{"another label", "node", func() string { return `{"metadata":{"labels":{"team":"b"}}}` }, "metadata.labels of node"},
 		{"removing another label", "node", func() string { return `{"metadata":{"labels":{"team":null}}}` }, "metadata.labels of node"},
 		{"another annotation", "node", func() string { return `{"metadata":{"annotations":{"other":"y"}}}` }, "metadata.annotations of node"},
@@ -582,11 +598,14 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 		{"a pod label", "pod", func() string { return `{"metadata":{"labels":{"app":"db"}}}` }, "metadata.labels of pod"},
 		{"a pod's image", "pod", func() string { return `{"spec":{"containers":[{"name":"c","image":"evil"}]}}` }, "spec, metadata.finalizers"},
 	} {
-		obj := client.Object(nodeRef)
-		if c.obj == "pod" {
+		obj, by := client.Object(nodeRef), op
+		switch c.obj {
+		case "pod":
 			obj = podRef
+		case "admin":
+			by = env.Client
 		}
-		err := patch(op, obj, c.body())
+		err := patch(by, obj, c.body())
 		if c.refusal == "" && err != nil {
 			t.Errorf("operator, %s of a %s: %v", c.what, c.obj, err)
 		}
@@ -602,7 +621,7 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 	for _, tn := range gotNode.Spec.Taints {
 		tainted[tn.Key] = true
 	}
-	if gotNode.Labels["team"] != "a" || gotNode.Annotations["other"] != "x" || len(gotNode.Finalizers) != 0 ||
+	if gotNode.Labels["team"] != "a" || gotNode.Annotations["other"] != "x" || len(gotNode.Finalizers) != 0 || gotNode.Annotations[zones.RemoteZoneMigrated] != node.Name ||
 		!tainted["netshift.io/moving"] || tainted["dedicated"] || !tainted["node.kubernetes.io/not-ready"] {
 		t.Errorf("refused writes changed the node: labels %v annotations %v finalizers %v taints %v",
 			gotNode.Labels, gotNode.Annotations, gotNode.Finalizers, gotNode.Spec.Taints)

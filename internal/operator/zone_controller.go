@@ -50,9 +50,14 @@ type ZonePlugin struct {
 	// MoveTimeout is how long a restarted plugin pod may take to annotate its
 	// node before the move is reported held.
 	MoveTimeout time.Duration
-	// LeftCentral are node annotations a move into the central zone removes
-	// (netplugin.Zones).
+	// LeftCentral are node annotations that follow a moved node's zone
+	// (netplugin.Zones, zones.FollowZone).
 	LeftCentral []string
+	// Settle is how long after a node's move ends no other move starts and
+	// the central side is left alone: the plugin's other nodes take the
+	// move in meanwhile, and one whose plugin pod restarted then would not
+	// learn where the node went until its new pod ran. 0: no wait.
+	Settle time.Duration
 }
 
 // ZoneReconciler moves the cluster between OVN interconnect layouts: it reads
@@ -78,6 +83,14 @@ type ZoneReconciler struct {
 	Passes prometheus.Counter
 	// Ledger serializes a move's start and end with every other take and release of a node's hold.
 	Ledger *Ledger
+	// lastMove is the last move this operator ended, for Plugin.Settle (a
+	// restarted operator does not wait for a move its predecessor ended).
+	lastMove endedMove
+}
+
+type endedMove struct {
+	node string
+	at   time.Time
 }
 
 var zonesKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "zones"}}
@@ -152,6 +165,11 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 		// A move's plugin pod that fails or is overdue holds the rollout:
 		// decided before Decide, which keeps the held node's slot.
 		recheck = r.pluginSteps(cl)
+		var left time.Duration
+		state.Settling, left = r.settling(cl)
+		if left > 0 && (recheck == 0 || left < recheck) {
+			recheck = left
+		}
 	}
 	d := zones.Decide(state)
 	st.Desired, st.Next, st.Phase, st.Message = string(d.Desired), string(d.Next), d.Phase, d.Holding
@@ -197,11 +215,9 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 func (r *ZoneReconciler) act(ctx context.Context, cl *cluster, d zones.Decision, st *v1alpha1.ZonesStatus, cm *corev1.ConfigMap) error {
 	logger := log.FromContext(ctx).WithName("zones")
 	// Finished moves first: the plugin pod annotated its node, so its hold goes.
-	var finished []string
-	for _, n := range cl.state.Nodes {
-		if movedInto(statusOf(cl.nodeStates[n.Name]), n.Zone) && n.Zone == n.Target {
-			finished = append(finished, n.Name)
-		}
+	finished := finishing(cl)
+	if len(finished) > 0 {
+		r.lastMove = endedMove{node: finished[len(finished)-1], at: r.Now()}
 	}
 	if err := r.finishMoves(ctx, finished); err != nil {
 		return err
@@ -381,6 +397,38 @@ func (r *ZoneReconciler) pluginSteps(cl *cluster) time.Duration {
 		}
 	}
 	return recheck
+}
+
+// finishing are the nodes whose move ends in this pass: their plugin pod
+// annotated them in the zone they are labelled for.
+func finishing(cl *cluster) []string {
+	var out []string
+	for _, n := range cl.state.Nodes {
+		if movedInto(statusOf(cl.nodeStates[n.Name]), n.Zone) && n.Zone == n.Target {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// settling says which node's move the plugin's other nodes may still be
+// taking in (zones.State.Settling), and how long until they have had
+// Plugin.Settle: a move that ends in this pass, or ended less than that ago.
+func (r *ZoneReconciler) settling(cl *cluster) (string, time.Duration) {
+	if r.Plugin.Settle <= 0 {
+		return "", 0
+	}
+	if ending := finishing(cl); len(ending) > 0 {
+		return fmt.Sprintf("node %s's move ends now: the other nodes take it in, %s (--zone-move-settle)",
+			strings.Join(ending, ", "), r.Plugin.Settle), r.Plugin.Settle
+	}
+	ago := r.Now().Sub(r.lastMove.at)
+	if r.lastMove.node == "" || ago >= r.Plugin.Settle {
+		return "", 0
+	}
+	left := r.Plugin.Settle - ago
+	return fmt.Sprintf("node %s's move ended: the other nodes take it in, %s more (--zone-move-settle %s)",
+		r.lastMove.node, left.Round(100*time.Millisecond), r.Plugin.Settle), left
 }
 
 func (r *ZoneReconciler) pluginStep(cl *cluster, node, zone string) zones.PluginStep {
@@ -608,8 +656,8 @@ func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error 
 		if !movedInto(nns.Status, zone) || n.Labels[zones.ZoneLabel] != zone {
 			continue // the cache was behind
 		}
-		if err := r.forgetLeftCentral(ctx, &n, zone); err != nil {
-			errs = append(errs, err) // the move ends once the mark is gone; the other nodes' end now
+		if err := r.settleLeftCentral(ctx, &n, zone); err != nil {
+			errs = append(errs, err) // the move ends once the marks follow; the other nodes' end now
 			continue
 		}
 		err := releaseHold(ctx, r.Client, &nns, &n, v1alpha1.HoldZoneMove, "", func(s *v1alpha1.NetshiftNodeStateStatus) { s.ZoneRestart = nil })
@@ -621,32 +669,21 @@ func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error 
 	return errors.Join(errs...)
 }
 
-// forgetLeftCentral removes, from a node its plugin pod has just annotated
-// in the central zone, the plugin's marks of its having left it
-// (ZonePlugin.LeftCentral): only now, as the node's ovn-controller already
-// reads the central zone's database; removed earlier, the central zone would
-// take the node's pods for its own while they are still in the zone they
-// leave, and every other node of the central zone would lose them until the
-// pod restarted.
-func (r *ZoneReconciler) forgetLeftCentral(ctx context.Context, n *corev1.Node, zone string) error {
-	if zone != zones.GlobalZone {
-		return nil
-	}
+// settleLeftCentral makes the plugin's marks of a node's having left the
+// central zone (ZonePlugin.LeftCentral) follow the zone its plugin pod has
+// just annotated it in (zones.FollowZone says when and why).
+func (r *ZoneReconciler) settleLeftCentral(ctx context.Context, n *corev1.Node, zone string) error {
 	p := client.MergeFrom(n.DeepCopy())
-	marked := false
-	for _, a := range r.Plugin.LeftCentral {
-		if _, ok := n.Annotations[a]; ok {
-			delete(n.Annotations, a)
-			marked = true
-		}
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
 	}
-	if !marked {
+	if !zones.FollowZone(n.Annotations, r.Plugin.LeftCentral, zone) {
 		return nil
 	}
 	if err := r.Client.Patch(ctx, n, p); err != nil {
-		return fmt.Errorf("node %s: remove %v, which keeps the central zone from taking it back: %w", n.Name, r.Plugin.LeftCentral, err)
+		return fmt.Errorf("node %s, annotated in zone %s by its plugin pod: make %v follow its zone: %w", n.Name, zone, r.Plugin.LeftCentral, err)
 	}
-	log.FromContext(ctx).WithName("zones").Info("node back in the central zone: its plugin's marks of its leaving removed", "node", n.Name, "annotations", r.Plugin.LeftCentral)
+	log.FromContext(ctx).WithName("zones").Info("the plugin's marks of the node's leaving the central zone follow its zone", "node", n.Name, "zone", zone, "annotations", r.Plugin.LeftCentral)
 	return nil
 }
 

@@ -104,6 +104,11 @@ type State struct {
 	// rollout is not done until they run, so one step ends before the next
 	// starts.
 	Restarting string
+	// Settling says which node's move the plugin's other nodes may still be
+	// taking in ("" when none): like Restarting, it holds the next move and
+	// the central side, so that no node's plugin pod restarts while its
+	// node has yet to learn where another node went.
+	Settling string
 }
 
 // Layout is the cluster's layout: legacy while the plugin runs without
@@ -146,12 +151,21 @@ type Decision struct {
 // reported done.
 func Decide(s State) Decision {
 	d := decide(s)
-	if s.Restarting != "" && (len(d.Move) > 0 || d.Central != CentralNone || d.Done) {
-		// Nothing moves, and nothing is done, while the plugin's pods restart.
-		d.Move, d.Central, d.Done, d.DeleteConfig = map[string]string{}, CentralNone, false, false
-		d.Holding = "waiting for the network plugin's pods to run: " + s.Restarting
-		d.Phase = "WaitingForPlugin"
+	if len(d.Move) == 0 && d.Central == CentralNone && !d.Done {
+		return d
 	}
+	// Nothing moves, and nothing is done, while the plugin's pods restart or
+	// its nodes take the last move in.
+	switch {
+	case s.Restarting != "":
+		d.Holding = "waiting for the network plugin's pods to run: " + s.Restarting
+	case s.Settling != "":
+		d.Holding = s.Settling
+	default:
+		return d
+	}
+	d.Move, d.Central, d.Done, d.DeleteConfig = map[string]string{}, CentralNone, false, false
+	d.Phase = "WaitingForPlugin"
 	return d
 }
 

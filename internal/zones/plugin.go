@@ -29,6 +29,32 @@ const ZoneLabel = "k8s.ovn.org/zone-name"
 // removed this in v1.3). A move into the central zone removes it.
 const RemoteZoneMigrated = "k8s.ovn.org/remote-zone-migrated"
 
+// FollowZone brings a node's marks of having left the central zone (the
+// annotations marks, such as RemoteZoneMigrated) in line with the zone its
+// plugin pod has just annotated it in, and says whether it changed them.
+// Into the central zone they go: removed any earlier, the central zone
+// would take the node's pods for its own while they are still in the zone
+// they leave. Out of it they are set at once, valued with the zone:
+// ovnkube-node v1.1 connects its ovn-controller to its new zone's database
+// as it annotates the node, and sets its own mark only after checks that
+// take it most of a second, while the central zone, still taking the node
+// for its own, sends its pods' traffic where the node no longer reads it.
+func FollowZone(annotations map[string]string, marks []string, zone string) bool {
+	changed := false
+	for _, a := range marks {
+		_, marked := annotations[a]
+		switch {
+		case zone == GlobalZone && marked:
+			delete(annotations, a)
+			changed = true
+		case zone != GlobalZone && !marked:
+			annotations[a] = zone
+			changed = true
+		}
+	}
+	return changed
+}
+
 // Restart is the operator's record of the plugin pod it deleted for a node's
 // move: kept in the API server, so a restarted operator neither deletes the
 // pod's successor nor forgets to delete the pod.

@@ -1,6 +1,7 @@
 package zones
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,32 @@ func TestCentralOf(t *testing.T) {
 		if got := CentralOf(c.d); got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
+	}
+}
+
+func TestFollowZone(t *testing.T) {
+	marks := []string{RemoteZoneMigrated}
+	for _, c := range []struct {
+		name    string
+		before  map[string]string
+		zone    string
+		after   map[string]string
+		changed bool
+	}{
+		{"into the central zone: the mark goes", map[string]string{RemoteZoneMigrated: "n1", "other": "x"}, GlobalZone, map[string]string{"other": "x"}, true},
+		{"into the central zone, unmarked: nothing to do", map[string]string{"other": "x"}, GlobalZone, map[string]string{"other": "x"}, false},
+		{"out of it: marked with the new zone", map[string]string{"other": "x"}, "n1", map[string]string{"other": "x", RemoteZoneMigrated: "n1"}, true},
+		{"out of it, already marked by the plugin: kept as it is", map[string]string{RemoteZoneMigrated: "n1"}, "n1", map[string]string{RemoteZoneMigrated: "n1"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := maps.Clone(c.before)
+			if changed := FollowZone(got, marks, c.zone); changed != c.changed || !maps.Equal(got, c.after) {
+				t.Fatalf("FollowZone(%v, %s) = %v, %v; want %v, %v", c.before, c.zone, changed, got, c.changed, c.after)
+			}
+		})
+	}
+	none := map[string]string{"other": "x"}
+	if FollowZone(none, nil, "n1") || len(none) != 1 {
+		t.Fatalf("a plugin with no marks: %v", none)
 	}
 }

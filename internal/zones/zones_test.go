@@ -233,6 +233,28 @@ func TestNothingMovesWhileThePluginRestarts(t *testing.T) {
 	}
 }
 
+// TestNothingMovesWhileTheLastMoveSettles: while the plugin's nodes take in
+// the move that just ended, no other node starts one, the central side is
+// left alone and the rollout is not done; then the next node moves.
+func TestNothingMovesWhileTheLastMoveSettles(t *testing.T) {
+	ns := nodes("own", "global")
+	s := State{Nodes: ns, Config: Config{Mode: Multi, Definitive: true}, Central: CentralRunning, Pools: pools(t, ns, 0),
+		Settling: "node n1's move ended 1s ago"}
+	d := Decide(s)
+	if len(d.Move) != 0 || d.Central != CentralNone || d.Phase != "WaitingForPlugin" || d.Holding != s.Settling {
+		t.Fatalf("settling: %+v", d)
+	}
+	s.Settling = ""
+	if d := Decide(s); d.Move["n2"] != "n2" {
+		t.Fatalf("settled: n2 does not move: %+v", d)
+	}
+	own := nodes("own", "own")
+	d = Decide(State{Nodes: own, Config: Config{Mode: Multi, Definitive: true}, Central: CentralRunning, Pools: pools(t, own, 0), Settling: "node n2's move ends now"})
+	if d.Central != CentralNone || d.Done || d.Phase != "WaitingForPlugin" {
+		t.Fatalf("the central side retired while the last move settles: %+v", d)
+	}
+}
+
 func TestPoolLimitAndParallelism(t *testing.T) {
 	ns := nodes("global", "global", "global", "global", "global")
 	w := &world{s: State{Nodes: ns, Config: Config{Mode: Multi, Definitive: true}, Central: CentralRunning, Pools: pools(t, ns, 2)}}

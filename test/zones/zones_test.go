@@ -3,10 +3,11 @@
 // does not run is played by the test: the network plugin's DaemonSet (a
 // deleted plugin pod is finalized, as its kubelet would, and a new one
 // created), its pods (one reads its node's zone label when it starts, moves
-// the node and annotates it, then reports ready; leaving the central zone
-// the first time, it marks the node as OVN-Kubernetes v1.1 does, and a node
-// moved back still marked fails the test), and the Deployment controller of
-// the plugin's central side (its status follows its replicas).
+// the node and annotates it, then reports ready; it leaves the mark of a
+// node's leaving the central zone to the operator, which OVN-Kubernetes v1.1
+// sets only most of a second later, and a node whose mark does not follow
+// its zone fails the test), and the Deployment controller of the plugin's
+// central side (its status follows its replicas).
 package zones
 
 import (
@@ -57,6 +58,7 @@ type cluster struct {
 	// central side's starts and retirements.
 	mu      sync.Mutex
 	moves   []string
+	movedAt []time.Time
 	central []string
 	down    map[string]bool
 	// stalled nodes' plugin pods never become ready (a slow start, or a hang);
@@ -68,9 +70,9 @@ type cluster struct {
 	reg *prometheus.Registry
 	// rounds counts the stand-in plugin's rounds over every node.
 	rounds atomic.Int64
-	// moveTimeout is the operator's --zone-move-timeout.
-	moveTimeout time.Duration
-	ds          *appsv1.DaemonSet
+	// moveTimeout is the operator's --zone-move-timeout, settle its --zone-move-settle.
+	moveTimeout, settle time.Duration
+	ds                  *appsv1.DaemonSet
 }
 
 // setup empties the cluster of nodes and the ConfigMap, creates nodes with
@@ -172,7 +174,7 @@ func (cl *cluster) startOperator() (stop func()) {
 	mgr, err := operator.NewManager(ctx, env.OperatorConfig(), operator.Options{MetricsAddr: "0", HealthAddr: "0", TimeAddr: "0",
 		ManyInProcess: true, ZoneMigration: true, Registry: cl.reg,
 		ZonePluginNamespace: pluginNS, ZonePluginPods: "app=ovnkube-node", ZoneCentral: "ovnkube-central", ZoneCentralReplicas: 1,
-		ZoneMoveTimeout: cl.moveTimeout, AnswerTimeout: o.AnswerTimeout})
+		ZoneMoveTimeout: cl.moveTimeout, ZoneMoveSettle: cl.settle, AnswerTimeout: o.AnswerTimeout})
 	if err != nil {
 		cl.t.Fatal(err)
 	}
@@ -259,15 +261,13 @@ func (cl *cluster) plugin(node string) {
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}
 		}
-		if _, left := n.Annotations[zones.RemoteZoneMigrated]; !left && zone != zones.GlobalZone {
-			n.Annotations[zones.RemoteZoneMigrated] = zone
-		}
 		n.Annotations[zones.ZoneAnnotation] = zone
 		if cl.c.Patch(cl.ctx, &n, patch) != nil {
 			return
 		}
 		cl.mu.Lock()
 		cl.moves = append(cl.moves, node+"->"+zone)
+		cl.movedAt = append(cl.movedAt, time.Now())
 		cl.mu.Unlock()
 	}
 	pod.Status.Phase = corev1.PodRunning
@@ -471,6 +471,7 @@ func TestLegacyToMultizoneThroughSingleZone(t *testing.T) {
 		t.Fatalf("the single-zone step was not recorded: %v", err)
 	}
 	cl.waitConverged(zones.Multi)
+	cl.marksFollowZones()
 	moves := cl.movesSoFar()
 	want := []string{"z1->global", "z2->global", "z3->global", "z1->z1", "z2->z2", "z3->z3"}
 	if !slices.Equal(moves, want) {
@@ -549,12 +550,13 @@ func TestMultizoneToSingleByCreatingTheConfigMapAndBackByDeletingIt(t *testing.T
 	if got := cl.centralCalls(); !slices.Equal(got, []string{"ensure"}) {
 		t.Errorf("towards single zone the central side comes first: %v", got)
 	}
-	cl.noneMarkedRemote()
+	cl.marksFollowZones()
 	cl.uncordonedAll()
 	if err := cl.c.Delete(cl.ctx, cm); err != nil {
 		t.Fatal(err)
 	}
 	cl.waitConverged(zones.Multi)
+	cl.marksFollowZones()
 	if got := cl.centralCalls(); !slices.Equal(got, []string{"ensure", "retire"}) {
 		t.Errorf("central %v", got)
 	}
@@ -564,20 +566,55 @@ func TestMultizoneToSingleByCreatingTheConfigMapAndBackByDeletingIt(t *testing.T
 	}
 }
 
-// noneMarkedRemote checks that no node the plugin annotated in the central
-// zone still carries the mark OVN-Kubernetes v1.1 leaves on a node that left
-// it: the central zone would take the node for remote.
-func (cl *cluster) noneMarkedRemote() {
+// marksFollowZones checks that the mark of a node's leaving the central zone
+// follows each node's zone, set by the operator: absent from a node its
+// plugin annotated in the central zone (which would take it for remote),
+// valued with the zone on a node annotated in a zone of its own (the central
+// zone would take its pods for its own).
+func (cl *cluster) marksFollowZones() {
 	cl.t.Helper()
 	var nodes corev1.NodeList
 	if err := cl.c.List(cl.ctx, &nodes); err != nil {
 		cl.t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		if _, left := n.Annotations[zones.RemoteZoneMigrated]; left && n.Annotations[zones.ZoneAnnotation] == zones.GlobalZone {
-			cl.t.Errorf("node %s is in the central zone still annotated %s", n.Name, zones.RemoteZoneMigrated)
+		zone := n.Annotations[zones.ZoneAnnotation]
+		mark, left := n.Annotations[zones.RemoteZoneMigrated]
+		if (zone == zones.GlobalZone && left) || (zone != zones.GlobalZone && zone != "" && mark != zone) {
+			cl.t.Errorf("node %s in zone %q: annotated %s=%q (present %v)", n.Name, zone, zones.RemoteZoneMigrated, mark, left)
 		}
 	}
+}
+
+// TestTheNextMoveWaitsForTheLastToSettle: with --zone-move-settle, a node's
+// move starts only that long after the last one ended (the plugin's other
+// nodes take the move in meanwhile), and the status says so while it waits.
+func TestTheNextMoveWaitsForTheLastToSettle(t *testing.T) {
+	const settle = 3 * time.Second
+	cl := setup(t, []string{"own", "own", "own"}, map[string]string{zones.KeyZoneMode: "singlezone"}, func(cl *cluster) { cl.settle = settle })
+	said := ""
+	err := wait.PollUntilContextTimeout(cl.ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var cn v1alpha1.NetshiftNetwork
+		if err := cl.c.Get(ctx, types.NamespacedName{Name: v1alpha1.NetshiftNetworkName}, &cn); err != nil || cn.Status.Zones == nil {
+			return false, err
+		}
+		if st := cn.Status.Zones; st.Phase == "WaitingForPlugin" && strings.Contains(st.Message, "--zone-move-settle") {
+			said = st.Message
+		}
+		return said != "" && len(cl.movesSoFar()) == 3, nil
+	})
+	if err != nil {
+		t.Fatalf("the status never said a move settles, or not every node moved (said %q, moves %v)", said, cl.movesSoFar())
+	}
+	cl.waitConverged(zones.Single)
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for i := 1; i < len(cl.movedAt); i++ {
+		if apart := cl.movedAt[i].Sub(cl.movedAt[i-1]); apart < settle {
+			t.Errorf("%s ended %s after %s: the next move did not wait %s", cl.moves[i], apart.Round(time.Millisecond), cl.moves[i-1], settle)
+		}
+	}
+	t.Logf("%v; the status said %q", cl.moves, said)
 }
 
 func TestUndefinedConverges(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 
 // RestartIntoZone moves a node the way netshift's operator does: its zone
 // label set, its plugin pod deleted, and back once the pod the DaemonSet
-// starts in its place has annotated the node and, into the central zone,
-// the annotations leftCentral are removed.
+// starts in its place has annotated the node and the annotations
+// leftCentral follow its zone (zones.FollowZone).
 func RestartIntoZone(ctx context.Context, c client.Client, node, zone string, leftCentral ...string) error {
 	var n corev1.Node
 	if err := c.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
@@ -44,21 +44,21 @@ func RestartIntoZone(ctx context.Context, c client.Client, node, zone string, le
 			}
 		}
 	}
-	err := poll.Until(ctx, 50*time.Millisecond, 5*time.Minute, func(ctx context.Context) (bool, error) {
+	err := poll.Until(ctx, 20*time.Millisecond, 5*time.Minute, func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, types.NamespacedName{Name: node}, &n)
 		return err == nil && n.Annotations[zones.ZoneAnnotation] == zone, nil
 	}, func() error {
 		return fmt.Errorf("node %s: not annotated in zone %s within 5m by its new plugin pod", node, zone)
 	})
-	if err != nil || zone != zones.GlobalZone || len(leftCentral) == 0 {
+	if err != nil {
 		return err
 	}
 	p = client.MergeFrom(n.DeepCopy())
-	for _, a := range leftCentral {
-		delete(n.Annotations, a)
+	if !zones.FollowZone(n.Annotations, leftCentral, zone) {
+		return nil
 	}
 	if err := c.Patch(ctx, &n, p); err != nil {
-		return fmt.Errorf("node %s: back in zone %s, remove %v: %w", node, zone, leftCentral, err)
+		return fmt.Errorf("node %s, annotated in zone %s: make %v follow its zone: %w", node, zone, leftCentral, err)
 	}
 	return nil
 }
