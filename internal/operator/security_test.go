@@ -582,6 +582,14 @@ func TestTheOperatorChangesOnlyNetshiftsPartsOfNodesAndPods(t *testing.T) {
 		{"(its plugin pod annotates it in its own zone)", "admin", func() string {
 			return fmt.Sprintf(`{"metadata":{"annotations":{"k8s.ovn.org/zone-name":%q}}}`, node.Name)
 		}, ""},
+		{"(an admin labels it for the central zone again)", "admin", func() string { return `{"metadata":{"labels":{"k8s.ovn.org/zone-name":"global"}}}` }, ""},
+		{"marking it left while its label and annotation differ", "node", func() string { return markLeft(node.Name) }, "metadata.annotations of node"},
+		{"(an admin labels it for its own zone again)", "admin", func() string {
+			return fmt.Sprintf(`{"metadata":{"labels":{"k8s.ovn.org/zone-name":%q}}}`, node.Name)
+		}, ""},
+		{"(an admin marks it with another zone)", "admin", func() string { return markLeft("other") }, ""},
+		{"replacing another's mark with its own zone's", "node", func() string { return markLeft(node.Name) }, "metadata.annotations of node"},
+		{"(an admin removes that mark)", "admin", func() string { return `{"metadata":{"annotations":{"k8s.ovn.org/remote-zone-migrated":null}}}` }, ""},
 		{"marking it left with another zone's name", "node", func() string { return markLeft("other") }, "metadata.annotations of node"},
 		{"marking it left, valued with its own zone, once labelled and annotated there", "node", func() string { return markLeft(node.Name) }, ""},
 		{"changing the mark", "node", func() string { return markLeft("other") }, "metadata.annotations of node"},

@@ -189,7 +189,7 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 
 	if err := r.act(ctx, cl, d, st, &cm); err != nil {
 		// A step that fails is in the status at once, in the words of its error.
-		st.Message = err.Error()
+		st.Phase, st.Message = "Holding", err.Error()
 		_ = r.writeStatus(ctx, &cn, st)
 		return ctrl.Result{}, err
 	}
@@ -215,11 +215,11 @@ func (r *ZoneReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 func (r *ZoneReconciler) act(ctx context.Context, cl *cluster, d zones.Decision, st *v1alpha1.ZonesStatus, cm *corev1.ConfigMap) error {
 	logger := log.FromContext(ctx).WithName("zones")
 	// Finished moves first: the plugin pod annotated its node, so its hold goes.
-	finished := finishing(cl)
-	if len(finished) > 0 {
-		r.lastMove = endedMove{node: finished[len(finished)-1], at: r.Now()}
+	ended, err := r.finishMoves(ctx, finishing(cl))
+	if len(ended) > 0 {
+		r.lastMove = endedMove{node: ended[len(ended)-1], at: r.Now()}
 	}
-	if err := r.finishMoves(ctx, finished); err != nil {
+	if err != nil {
 		return err
 	}
 	if d.WriteIntermediate {
@@ -633,9 +633,9 @@ func movedInto(s v1alpha1.NetshiftNodeStateStatus, zone string) bool {
 // finishMoves gives back the ZoneMove holds of the nodes the cache shows
 // moved, under the ledger and checked again past the cache (uncordoned if no
 // other hold needs the cordon), and forgets their moves.
-func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error {
+func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) (ended []string, _ error) {
 	if len(names) == 0 {
-		return nil
+		return nil, nil
 	}
 	r.Ledger.Lock()
 	defer r.Ledger.Unlock()
@@ -644,36 +644,43 @@ func (r *ZoneReconciler) finishMoves(ctx context.Context, names []string) error 
 		var n corev1.Node
 		var nns v1alpha1.NetshiftNodeState
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &n); err != nil {
-			return client.IgnoreNotFound(err)
+			return ended, client.IgnoreNotFound(err)
 		}
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &nns); err != nil {
-			return client.IgnoreNotFound(err)
+			return ended, client.IgnoreNotFound(err)
 		}
 		if err := adoptHolds(ctx, r.Client, &nns, r.Now()); err != nil {
-			return err
+			return ended, err
 		}
 		zone := n.Annotations[zones.ZoneAnnotation]
 		if !movedInto(nns.Status, zone) || n.Labels[zones.ZoneLabel] != zone {
 			continue // the cache was behind
 		}
-		if err := r.settleLeftCentral(ctx, &n, zone); err != nil {
-			errs = append(errs, err) // the move ends once the marks follow; the other nodes' end now
-			continue
+		if err := r.followZoneMarks(ctx, &n, zone); err != nil {
+			if zone == zones.GlobalZone {
+				errs = append(errs, err) // the move ends once the mark is gone; the other nodes' end now
+				continue
+			}
+			// Set early only to save the plugin time: its node pod sets the mark itself.
+			log.FromContext(ctx).WithName("zones").Error(err, "the plugin's node pod will mark the node itself, most of a second later", "node", name)
 		}
 		err := releaseHold(ctx, r.Client, &nns, &n, v1alpha1.HoldZoneMove, "", func(s *v1alpha1.NetshiftNodeStateStatus) { s.ZoneRestart = nil })
 		if err != nil {
-			return fmt.Errorf("node %s: %w", name, err)
+			return ended, fmt.Errorf("node %s: %w", name, err)
 		}
+		ended = append(ended, name)
 		log.FromContext(ctx).WithName("zones").Info("node moved", "node", name, "zone", zone)
 	}
-	return errors.Join(errs...)
+	return ended, errors.Join(errs...)
 }
 
-// settleLeftCentral makes the plugin's marks of a node's having left the
+// followZoneMarks makes the plugin's marks of a node's having left the
 // central zone (ZonePlugin.LeftCentral) follow the zone its plugin pod has
-// just annotated it in (zones.FollowZone says when and why).
-func (r *ZoneReconciler) settleLeftCentral(ctx context.Context, n *corev1.Node, zone string) error {
-	p := client.MergeFrom(n.DeepCopy())
+// just annotated it in (zones.FollowZone says when and why). n is as it was
+// when the write fails.
+func (r *ZoneReconciler) followZoneMarks(ctx context.Context, n *corev1.Node, zone string) error {
+	before := n.DeepCopy()
+	p := client.MergeFrom(before)
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
@@ -681,6 +688,7 @@ func (r *ZoneReconciler) settleLeftCentral(ctx context.Context, n *corev1.Node, 
 		return nil
 	}
 	if err := r.Client.Patch(ctx, n, p); err != nil {
+		*n = *before
 		return fmt.Errorf("node %s, annotated in zone %s by its plugin pod: make %v follow its zone: %w", n.Name, zone, r.Plugin.LeftCentral, err)
 	}
 	log.FromContext(ctx).WithName("zones").Info("the plugin's marks of the node's leaving the central zone follow its zone", "node", n.Name, "zone", zone, "annotations", r.Plugin.LeftCentral)
